@@ -1,0 +1,291 @@
+// The session vocabulary: zod schemas are the single source of both the
+// runtime checks (loaded logs, public inputs) and the TypeScript types.
+import { z } from 'zod'
+
+const nonEmpty = z.string().min(1)
+const turnNo = z.number().int().positive()
+
+// ---- content and messages -------------------------------------------------
+
+export const TextBlockSchema = z.object({ type: z.literal('text'), text: z.string() }).strict()
+export const ReasoningBlockSchema = z.object({ type: z.literal('reasoning'), text: z.string() }).strict()
+export const ImageBlockSchema = z
+  .object({
+    type: z.literal('image'),
+    attachment: z.object({ mediaType: nonEmpty, data: z.string().optional(), url: z.string().optional() }).strict(),
+  })
+  .strict()
+export const ToolCallBlockSchema = z
+  .object({ type: z.literal('tool-call'), id: z.string(), name: z.string(), arguments: z.string() })
+  .strict()
+export const ToolResultBlockSchema = z
+  .object({
+    type: z.literal('tool-result'),
+    toolCallId: nonEmpty,
+    content: z.union([z.string(), z.array(z.union([TextBlockSchema, ImageBlockSchema]))]),
+    isError: z.boolean().optional(),
+  })
+  .strict()
+
+export const ContentBlockSchema = z.discriminatedUnion('type', [
+  TextBlockSchema,
+  ReasoningBlockSchema,
+  ImageBlockSchema,
+  ToolCallBlockSchema,
+  ToolResultBlockSchema,
+])
+
+export const UserSourceSchema = z.object({ kind: z.literal('user') }).strict()
+export const PluginSourceSchema = z.object({ kind: z.literal('plugin'), plugin: nonEmpty, form: z.string().optional() }).loose()
+export const ModelSourceSchema = z
+  .object({
+    kind: z.literal('model'),
+    provider: nonEmpty,
+    model: nonEmpty,
+    replayState: z.object({ response: z.unknown(), blocks: z.array(z.unknown()).optional() }).optional(),
+  })
+  .strict()
+export const ToolSourceSchema = z.object({ kind: z.literal('tool'), callId: nonEmpty }).strict()
+export const MessageSourceSchema = z.discriminatedUnion('kind', [
+  UserSourceSchema,
+  PluginSourceSchema,
+  ModelSourceSchema,
+  ToolSourceSchema,
+])
+
+export const UserMessageSchema = z
+  .object({
+    id: nonEmpty,
+    role: z.literal('user'),
+    content: z.array(ContentBlockSchema),
+    source: z.discriminatedUnion('kind', [UserSourceSchema, PluginSourceSchema, ToolSourceSchema]),
+  })
+  .strict()
+export const AssistantMessageSchema = z
+  .object({ id: nonEmpty, role: z.literal('assistant'), content: z.array(ContentBlockSchema), source: ModelSourceSchema })
+  .strict()
+export const ToolResultMessageSchema = z
+  .object({
+    id: nonEmpty,
+    role: z.literal('user'),
+    content: z.tuple([ToolResultBlockSchema]),
+    source: ToolSourceSchema,
+  })
+  .strict()
+  .refine((m) => m.content[0].toolCallId === m.source.callId, {
+    message: 'the tool-result block must answer the call named by its source',
+    path: ['content', 0, 'toolCallId'],
+  })
+export const MessageSchema = z.union([UserMessageSchema, AssistantMessageSchema, ToolResultMessageSchema])
+
+export const TokenUsageSchema = z
+  .object({
+    inputTokens: z.number().int().nonnegative(),
+    outputTokens: z.number().int().nonnegative(),
+    cacheReadTokens: z.number().int().nonnegative().optional(),
+    cacheWriteTokens: z.number().int().nonnegative().optional(),
+    reasoningTokens: z.number().int().nonnegative().optional(),
+  })
+  .strict()
+
+// ---- failures and stream chunks -------------------------------------------
+
+export const LlmFailureSchema = z
+  .object({
+    message: nonEmpty,
+    code: nonEmpty,
+    status: z.number().int().min(100).max(599).optional(),
+    providerRetryAfterMs: z.number().positive().finite().optional(),
+    requestId: nonEmpty.optional(),
+  })
+  .strict()
+
+export const FinishReasonSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('stop') }).strict(),
+  z.object({ kind: z.literal('tool-calls') }).strict(),
+  z.object({ kind: z.literal('max-tokens') }).strict(),
+  z.object({ kind: z.literal('aborted'), failure: LlmFailureSchema }).strict(),
+  z.object({ kind: z.literal('error'), failure: LlmFailureSchema }).strict(),
+])
+
+const index = z.number().int().nonnegative()
+export const StreamChunkSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('block-start'), index, blockType: z.enum(['text', 'reasoning', 'image', 'tool-call']) }).strict(),
+  z.object({ type: z.literal('text-delta'), index, text: z.string() }).strict(),
+  z.object({ type: z.literal('reasoning-delta'), index, text: z.string() }).strict(),
+  z
+    .object({ type: z.literal('tool-call-delta'), index, id: z.string().optional(), name: z.string().optional(), argumentsDelta: z.string() })
+    .strict(),
+  z.object({ type: z.literal('block-end'), index, block: ContentBlockSchema }).strict(),
+  z.object({ type: z.literal('usage'), usage: TokenUsageSchema }).strict(),
+  z
+    .object({
+      type: z.literal('finish'),
+      reason: FinishReasonSchema,
+      replayState: z.object({ response: z.unknown(), blocks: z.array(z.unknown()).optional() }).optional(),
+    })
+    .strict(),
+])
+
+// ---- turn outcomes and causes ---------------------------------------------
+
+export const AgentCancelCauseSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('user') }).strict(),
+  z.object({ kind: z.literal('parent') }).strict(),
+  z.object({ kind: z.literal('hook'), reason: z.string() }).strict(),
+  z.object({ kind: z.literal('disposed') }).strict(),
+])
+
+export const TurnEndReasonSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('completed') }).strict(),
+  z.object({ kind: z.literal('blocked') }).strict(),
+  z.object({ kind: z.literal('max-tokens') }).strict(),
+  z.object({ kind: z.literal('error'), error: LlmFailureSchema }).strict(),
+  z
+    .object({
+      kind: z.literal('aborted'),
+      reason: z.union([AgentCancelCauseSchema, z.object({ kind: z.literal('legacy') }).strict()]),
+    })
+    .strict(),
+  z.object({ kind: z.literal('interrupted') }).strict(),
+])
+
+// ---- request envelope -----------------------------------------------------
+
+export const LlmCallConfigSchema = z
+  .object({
+    provider: z.string(),
+    model: z.string(),
+    reasoningEffort: z.string().optional(),
+    temperature: z.number().optional(),
+    maxTokens: z.number().int().positive().optional(),
+    stop: z.array(z.string()).optional(),
+  })
+  .strict()
+
+export const ToolSchemaSchema = z
+  .object({ name: nonEmpty, description: z.string().optional(), inputSchema: z.record(z.string(), z.unknown()) })
+  .strict()
+
+export const RequestHeaderSchema = z
+  .object({
+    config: LlmCallConfigSchema.extend({ provider: nonEmpty, model: nonEmpty }),
+    adapterDefaults: z.object({ reasoningEffort: z.literal(true).optional(), maxTokens: z.literal(true).optional() }).strict().optional(),
+    system: z.string().optional(),
+    tools: z.array(ToolSchemaSchema).optional(),
+  })
+  .strict()
+
+// ---- session events --------------------------------------------------------
+
+const turnStep = { turn: turnNo, step: turnNo }
+
+/** Data schema of every event type the loop knows, keyed by type. */
+export const EventDataSchemas = {
+  'turn/start': z.object({ turn: turnNo }).strict(),
+  'turn/end': z.object({ turn: turnNo, reason: TurnEndReasonSchema }).strict(),
+  'step/start': z.object(turnStep).strict(),
+  'step/end': z.object(turnStep).strict(),
+  'user/message': UserMessageSchema,
+  'assistant/chunk': z.object({ ...turnStep, chunk: StreamChunkSchema }).strict(),
+  'assistant/message': z
+    .object({ ...turnStep, message: AssistantMessageSchema, usage: TokenUsageSchema.optional(), interrupted: z.literal(true).optional() })
+    .strict(),
+  'tool/call': z.object({ ...turnStep, callId: nonEmpty, name: z.string(), arguments: z.string() }).strict(),
+  'tool/result': z
+    .object({
+      ...turnStep,
+      message: ToolResultMessageSchema,
+      error: z.object({ name: nonEmpty, code: nonEmpty }).strict().optional(),
+      meta: z.unknown().optional(),
+    })
+    .strict(),
+  'request/header': z.object({ header: RequestHeaderSchema, reason: z.enum(['initial', 'resume', 'change']) }).strict(),
+  'request/context': z.object({ provider: nonEmpty, model: nonEmpty, contextWindow: z.number().int().positive().optional() }).strict(),
+  'agent/inbox/spliced': z
+    .object({
+      target: z.enum(['next-turn', 'next-step']),
+      start: z.number().int().nonnegative(),
+      removedCount: z.number().int().positive().optional(),
+      inserted: z.array(UserMessageSchema),
+      outcome: z.literal('canceled').optional(),
+    })
+    .strict(),
+  'session/end-seed': z.object({}).strict(),
+  'todo/write': z
+    .object({ todos: z.array(z.object({ content: z.string(), status: z.string() }).strict()) })
+    .strict(),
+} as const
+
+export type SessionEventType = keyof typeof EventDataSchemas
+export const SESSION_EVENT_TYPES = Object.keys(EventDataSchemas) as SessionEventType[]
+/** The three types that produce model-visible messages. */
+export const SURFACE_TYPES = ['user/message', 'assistant/message', 'tool/result'] as const
+export type SurfaceType = (typeof SURFACE_TYPES)[number]
+
+export const SurfaceOpSchema = z.union([
+  z.literal('append'),
+  z.object({ op: z.literal('replace'), start: z.number().int().nonnegative(), end: z.number().int().nonnegative() }).strict(),
+])
+
+/** The envelope of one logged event; `data` is checked per type. */
+export const SessionEventEnvelopeSchema = z
+  .object({
+    seq: z.number().int().nonnegative(),
+    time: z.number().finite(),
+    type: nonEmpty,
+    data: z.unknown(),
+    surfaceOp: SurfaceOpSchema.optional(),
+    sourceEventSeqs: z.array(z.number().int().nonnegative()).optional(),
+    ignorable: z.literal(true).optional(),
+  })
+  .strict()
+
+// ---- inferred types --------------------------------------------------------
+
+export type TextBlock = z.infer<typeof TextBlockSchema>
+export type ReasoningBlock = z.infer<typeof ReasoningBlockSchema>
+export type ImageBlock = z.infer<typeof ImageBlockSchema>
+export type ToolCallBlock = z.infer<typeof ToolCallBlockSchema>
+export type ToolResultBlock = z.infer<typeof ToolResultBlockSchema>
+export type ContentBlock = z.infer<typeof ContentBlockSchema>
+export type MessageSource = z.infer<typeof MessageSourceSchema>
+export type UserMessage = z.infer<typeof UserMessageSchema>
+export type AssistantMessage = z.infer<typeof AssistantMessageSchema>
+export type ToolResultMessage = z.infer<typeof ToolResultMessageSchema>
+export type Message = UserMessage | AssistantMessage | ToolResultMessage
+export type TokenUsage = z.infer<typeof TokenUsageSchema>
+export type LlmFailure = z.infer<typeof LlmFailureSchema>
+export type FinishReason = z.infer<typeof FinishReasonSchema>
+export type StreamChunk = z.infer<typeof StreamChunkSchema>
+export type AgentCancelCause = z.infer<typeof AgentCancelCauseSchema>
+export type TurnEndReason = z.infer<typeof TurnEndReasonSchema>
+export type LlmCallConfig = z.infer<typeof LlmCallConfigSchema>
+export type ToolSchema = z.infer<typeof ToolSchemaSchema>
+export type RequestHeader = z.infer<typeof RequestHeaderSchema>
+export type SurfaceOp = z.infer<typeof SurfaceOpSchema>
+export type InboxTarget = 'next-turn' | 'next-step'
+
+export type EventData<T extends SessionEventType> = z.infer<(typeof EventDataSchemas)[T]>
+
+/** One logged event, discriminated by `type`. */
+export type SessionEvent = {
+  [T in SessionEventType]: {
+    readonly seq: number
+    readonly time: number
+    readonly type: T
+    readonly data: EventData<T>
+    readonly surfaceOp?: SurfaceOp
+    readonly sourceEventSeqs?: readonly number[]
+    readonly ignorable?: true
+  }
+}[SessionEventType]
+
+export type SessionEventOf<T extends SessionEventType> = Extract<SessionEvent, { type: T }>
+
+/** What a caller may add to an append besides type and data. */
+export interface AppendIntent {
+  surfaceOp?: SurfaceOp
+  sourceEventSeqs?: readonly number[]
+  ignorable?: true
+}
