@@ -1,0 +1,317 @@
+// The public handle: createAgent() wires a session, a model and tools to the
+// agent machine through the runtime. Methods only validate and send events.
+import type { InspectionEvent, Observer } from 'xstate'
+import type { ModelAdapter } from './adapters/types.js'
+import { AgentStateError, ConfigError, SessionAppendError } from './errors.js'
+import { applySplice, hasPending, type InboxLists } from './machines/inbox.js'
+import { toInboxMessage } from './messages.js'
+import { Hooks, type HookLogger } from './runtime/hooks.js'
+import { Runtime } from './runtime/runtime.js'
+import {
+  AgentCancelCauseSchema,
+  type AgentCancelCause,
+  type InboxTarget,
+  type LlmCallConfig,
+  type LlmFailure,
+  type Message,
+  type SessionEvent,
+  type TurnEndReason,
+  type UserMessage,
+} from './session/schemas.js'
+import { createSession, type Session } from './session/session.js'
+import { toolSchemas, type ToolDefinition } from './tools/define.js'
+
+export interface AgentOptions {
+  model: ModelAdapter
+  tools?: readonly ToolDefinition<any>[]
+  systemPrompt?: string
+  maxTokens?: number
+  maxParallelToolCalls?: number
+  session?: Session
+  id?: string
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void)
+  /** Where contained listener failures are reported; defaults to console. */
+  logger?: HookLogger
+}
+
+export type AgentStatus = 'idle' | 'running'
+
+type WithAgent<P> = P & { agent: Agent }
+type Next<R> = () => Promise<R>
+
+/** Listener signatures by extension point name (DESIGN.md, BEHAVIOURS 1.6). */
+export interface AgentHooks {
+  'agent/pre-step': (
+    p: WithAgent<{ messages: readonly UserMessage[]; turn: number; step: number; signal: AbortSignal }>,
+    next: Next<PreStepDecision>,
+  ) => PreStepDecision | Promise<PreStepDecision>
+  'agent/request': (p: WithAgent<{ turn: number; step: number; signal: AbortSignal }>, next: Next<LlmCallConfig>) => LlmCallConfig | Promise<LlmCallConfig>
+  'agent/request-error': (
+    p: WithAgent<{ turn: number; step: number; provider?: string; failure: LlmFailure; signal: AbortSignal }>,
+    next: Next<RequestErrorAction>,
+  ) => RequestErrorAction | void | Promise<RequestErrorAction | void>
+  'agent/turn-stopping': (p: WithAgent<{ turn: number; signal: AbortSignal }>) => void | Promise<void>
+  'tools/pre-execute': (p: WithAgent<ToolExecution>, next: Next<PreExecuteDecision>) => PreExecuteDecision | Promise<PreExecuteDecision>
+  'tools/post-execute': (
+    p: WithAgent<ToolExecution & { outcome: ToolOutcomeView }>,
+    next: Next<PostExecuteDecision>,
+  ) => PostExecuteDecision | Promise<PostExecuteDecision>
+  'tools/result': (p: WithAgent<ToolExecution & { outcome: ToolOutcomeView }>) => void
+  'agent/status': (p: WithAgent<{ status: AgentStatus }>) => void
+  'agent/inbox/inserted': (p: WithAgent<{ message: UserMessage }>) => void
+  'agent/inbox/discarded': (p: WithAgent<{ message: UserMessage }>) => void
+  'agent/inbox/claimed': (p: WithAgent<{ message: UserMessage; turn: number }>) => void
+  'agent/error': (p: WithAgent<{ turn: number; step: number; error: unknown }>) => void
+  'agent/session-start': (p: WithAgent<{ source: 'startup' | 'resume' }>) => void
+  'session/event': (p: WithAgent<{ session: Session; event: SessionEvent }>) => void | Promise<void>
+}
+export type HookName = keyof AgentHooks
+
+export type PreStepDecision = { kind: 'reject' } | { kind: 'enter'; messages: readonly UserMessage[] }
+export type RequestErrorAction = { kind: 'retry' } | undefined
+export type PreExecuteDecision = { kind: 'allow' } | { kind: 'deny'; reason: string }
+export type PostExecuteDecision =
+  | { kind: 'accept'; content?: string; value?: unknown; additionalContexts?: UserMessage[] }
+  | { kind: 'block'; feedback: string; additionalContexts?: UserMessage[] }
+export interface ToolExecution {
+  turn: number
+  step: number
+  callId: string
+  name: string
+  arguments: unknown
+  signal: AbortSignal
+}
+export interface ToolOutcomeView {
+  isError: boolean
+  content: string
+  error?: { name: string; code: string }
+  meta?: unknown
+  additionalContexts?: UserMessage[]
+  concludesTurn?: boolean
+}
+
+/** The pending lists, a read-only projection of the log's splices plus the mutations users may make. */
+export class Inbox {
+  readonly #runtime: () => Runtime
+  readonly #guard: () => void
+  constructor(runtime: () => Runtime, guard: () => void) {
+    this.#runtime = runtime
+    this.#guard = guard
+  }
+  get nextTurn(): readonly UserMessage[] {
+    return this.#runtime().lists.nextTurn
+  }
+  get nextStep(): readonly UserMessage[] {
+    return this.#runtime().lists.nextStep
+  }
+  get hasPending(): boolean {
+    return hasPending(this.#runtime().lists)
+  }
+  /** Remove a pending message by id; false (and nothing logged) when it is not pending (IN-5). */
+  remove(id: string): boolean {
+    this.#guard()
+    if (!this.#has(id)) return false
+    this.#runtime().dispatch({ type: 'inbox.remove', id })
+    return true
+  }
+  /** Replace a pending message in place with one canceled splice (IN-4). */
+  replace(id: string, message: UserMessage | string): boolean {
+    this.#guard()
+    const next = toInboxMessage(message)
+    if (!this.#has(id)) return false
+    this.#runtime().dispatch({ type: 'inbox.replace', id, message: next })
+    return true
+  }
+  /** Discard everything pending: next-step first, then next-turn (IN-5). */
+  clear(): void {
+    this.#guard()
+    this.#runtime().dispatch({ type: 'inbox.clear' })
+  }
+  #has(id: string): boolean {
+    const { nextTurn, nextStep } = this.#runtime().lists
+    return nextTurn.some((m) => m.id === id) || nextStep.some((m) => m.id === id)
+  }
+}
+
+/** Rebuild the lists from the splices after the seed boundary (IN-14); a splice that does not fit names its seq. */
+function replayInbox(session: Session): InboxLists {
+  let lists: InboxLists = { nextTurn: [], nextStep: [] }
+  const events = session.events
+  for (let seq = session.seedLength; seq < events.length; seq++) {
+    const event = events[seq]
+    if (event.type !== 'agent/inbox/spliced') continue
+    try {
+      lists = applySplice(lists, event.data)
+    } catch (error) {
+      throw new ConfigError(`inbox splice at seq ${seq} is inconsistent with the replayed lists: ${(error as Error).message}`, { path: `events[${seq}]` })
+    }
+  }
+  return lists
+}
+
+function positiveInt(name: string, value: unknown): number | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw new ConfigError(`${name} must be a positive safe integer, got ${String(value)}`, { path: name })
+  }
+  return value
+}
+
+export class Agent {
+  readonly id: string
+  readonly session: Session
+  readonly inbox: Inbox
+  readonly #runtime: Runtime
+  readonly #hooks: Hooks
+  #started = false
+  #disposed: Promise<void> | null = null
+  readonly #resumed: boolean
+
+  constructor(options: AgentOptions) {
+    if (!options || typeof options !== 'object') throw new ConfigError('createAgent needs an options object')
+    const { model } = options
+    if (!model || typeof model.stream !== 'function') throw new ConfigError('options.model must be a ModelAdapter with a stream() method', { path: 'model' })
+    const maxTokens = positiveInt('maxTokens', options.maxTokens)
+    positiveInt('maxParallelToolCalls', options.maxParallelToolCalls)
+    const tools = [...(options.tools ?? [])]
+    const names = new Set<string>()
+    for (const tool of tools) {
+      if (names.has(tool.name)) throw new ConfigError(`two tools are named ${tool.name}`, { path: 'tools' })
+      names.add(tool.name)
+    }
+    if (options.systemPrompt !== undefined && typeof options.systemPrompt !== 'string') {
+      throw new ConfigError('systemPrompt must be a string', { path: 'systemPrompt' })
+    }
+    const session = options.session ?? createSession(options.id !== undefined ? { id: options.id } : {})
+    if (options.id !== undefined && options.id !== session.id) {
+      throw new ConfigError(`options.id ${options.id} differs from the session id ${session.id}`, { path: 'id' })
+    }
+    this.session = session
+    this.id = session.id
+    const events = session.events
+    const lastTurn = events.reduce((max, e) => (e.type === 'turn/start' ? Math.max(max, e.data.turn) : max), 0)
+    const priorHeader = events.some((e) => e.type === 'request/header')
+    this.#resumed = events.length > 0
+    const seedConfig: LlmCallConfig = { provider: model.provider, model: model.model, ...(maxTokens ? { maxTokens } : {}) }
+    this.#hooks = new Hooks(options.logger ?? { error: (message, error) => console.error(`[agentchart] ${message}:`, error) })
+    this.#runtime = new Runtime({
+      session,
+      model,
+      tools,
+      toolSchemas: toolSchemas(tools),
+      systemPrompt: options.systemPrompt || undefined,
+      seedConfig,
+      inbox: replayInbox(session),
+      lastTurn,
+      priorHeader,
+      hooks: this.#hooks,
+      agent: this,
+      inspect: options.inspect,
+    })
+    this.inbox = new Inbox(() => this.#runtime, () => this.#assertLive())
+    queueMicrotask(() => this.#start())
+  }
+
+  /** The root XState actor, for inspection and composition. */
+  get actor() {
+    return this.#runtime.actor
+  }
+
+  /** Public status: maintenance reads as idle (PH-1). */
+  get status(): AgentStatus {
+    const value = this.#runtime.actor.getSnapshot().value
+    return typeof value === 'object' && value !== null && 'running' in value ? 'running' : 'idle'
+  }
+
+  /** Queue a prompt as its own turn and wake the agent (IN-1). */
+  followup(message: UserMessage | string): void {
+    this.send(message, 'next-turn', true)
+  }
+  /** Steer the running turn at its next step boundary, waking an idle agent. */
+  steer(message: UserMessage | string): void {
+    this.send(message, 'next-step', true)
+  }
+  /** Add context for the next step without waking (IN-11, IN-12). */
+  inject(message: UserMessage | string): void {
+    this.send(message, 'next-step', false)
+  }
+  /** The general form: insert at the end of `target`, waking when asked. */
+  send(message: UserMessage | string, target: InboxTarget, wakeup: boolean): void {
+    this.#assertLive()
+    if (target !== 'next-turn' && target !== 'next-step') throw new ConfigError(`target must be 'next-turn' or 'next-step', got ${String(target)}`, { path: 'target' })
+    if (this.session.publishing) throw new SessionAppendError('cannot send while session/event observers are running (SS-11)')
+    const inboxMessage = toInboxMessage(message)
+    this.#start()
+    this.#runtime.dispatch({ type: 'inbox.send', message: inboxMessage, target, wakeup: wakeup === true })
+  }
+
+  /** Abort the live activity with `cause` (first wins) and, unless keepInbox, discard pending input (CX-1..CX-4). */
+  cancel(cause: AgentCancelCause = { kind: 'user' }, options: { keepInbox?: boolean } = {}): void {
+    if (this.#runtime.actor.getSnapshot().status !== 'active') return
+    const parsed = AgentCancelCauseSchema.safeParse(cause)
+    if (!parsed.success) throw new ConfigError(`invalid cancel cause: ${parsed.error.issues[0].message}`, { path: 'cause' })
+    this.#runtime.dispatch({ type: 'agent.cancel', cause, keepInbox: options.keepInbox === true })
+  }
+
+  /** Resolves when the agent rests idle with no maintenance (PH-7). */
+  whenIdle(): Promise<void> {
+    return this.#runtime.whenIdle()
+  }
+
+  /** Run a job from true idle with its own abort signal; returns the job's own promise (MT-1, MT-2). */
+  runMaintenance<T>(job: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    this.#assertLive()
+    if (typeof job !== 'function') throw new ConfigError('runMaintenance needs a job function', { path: 'job' })
+    if (this.#runtime.actor.getSnapshot().value !== 'idle') {
+      throw new AgentStateError('AGENT_BUSY', 'runMaintenance is accepted only while the agent is idle with no job running')
+    }
+    this.#start()
+    this.#runtime.pendingJob = job
+    this.#runtime.dispatch({ type: 'maintenance.start' })
+    return this.#runtime.jobPromise as Promise<T>
+  }
+
+  /** Listen to an extension point or notification; returns a disposer. */
+  on<N extends HookName>(name: N, listener: AgentHooks[N]): () => void {
+    if (typeof listener !== 'function') throw new ConfigError(`listener for ${name} must be a function`, { path: 'listener' })
+    if (name === 'session/event') {
+      return this.session.observe((event, session) => (listener as AgentHooks['session/event'])({ session, event, agent: this }))
+    }
+    return this.#hooks.on(name, listener)
+  }
+
+  /** Cancel with `disposed`, wait for quiescence, then deregister (CX-17). */
+  dispose(): Promise<void> {
+    if (this.#disposed) return this.#disposed
+    this.#disposed = (async () => {
+      this.cancel({ kind: 'disposed' })
+      await this.#runtime.whenIdle()
+      this.#runtime.dispatch({ type: 'agent.dispose' })
+      this.#hooks.clear()
+    })()
+    return this.#disposed
+  }
+
+  /** The derived history the next request would carry. */
+  messages(): readonly Message[] {
+    return this.session.deriveMessages()
+  }
+
+  #assertLive(): void {
+    if (this.#disposed) throw new AgentStateError('AGENT_DISPOSED', 'this agent has been disposed')
+  }
+
+  /** HK-11: session-start fires once, before any turn of this instance. */
+  #start(): void {
+    if (this.#started) return
+    this.#started = true
+    this.#hooks.emit('agent/session-start', { source: this.#resumed ? 'resume' : 'startup', agent: this })
+  }
+}
+
+/** Create an agent over a new or given session (RQ-3: bad options fail before anything is registered). */
+export function createAgent(options: AgentOptions): Agent {
+  return new Agent(options)
+}
+
+export type { TurnEndReason }

@@ -1,0 +1,24 @@
+// agentchart: the agent loop as explicit XState statecharts.
+export { createAgent, Agent, Inbox } from './agent.js'
+export type {
+  AgentOptions,
+  AgentStatus,
+  AgentHooks,
+  HookName,
+  PreStepDecision,
+  RequestErrorAction,
+  PreExecuteDecision,
+  PostExecuteDecision,
+  ToolExecution,
+  ToolOutcomeView,
+} from './agent.js'
+export { createSession, Session } from './session/session.js'
+export type { SessionOptions, SessionObserver } from './session/session.js'
+export * from './session/schemas.js'
+export { toFrozenJson, deepFreeze, isLosslessJson } from './session/lossless.js'
+export { userMessage, toInboxMessage } from './messages.js'
+export { defineTool, toolSchemas } from './tools/define.js'
+export type { ToolDefinition, ToolContext, ToolResultValue, ExecutionMode } from './tools/define.js'
+export type { ModelAdapter, ModelRequest } from './adapters/types.js'
+export { LlmError, toLlmFailure } from './adapters/failure.js'
+export * from './errors.js'

@@ -1,0 +1,166 @@
+// attempt: one model request inside an open step. building (agent/request,
+// route check, header/context logging) -> streaming -> done, or recovering
+// (agent/request-error) -> a retry is a new attempt of the same step (RQ-10).
+import type { ContentBlock, LlmFailure } from '../session/schemas.js'
+import { act, agentSetup, awaited, awaitedAndCancelled, initialContext, type Draft, type EventOf } from './setup.js'
+import type { PlannedCall } from './types.js'
+import { activeOn } from './active.js'
+
+/** TL-1: an empty string is `{}`, valid JSON its value, anything else stays the raw text. */
+export function parseArguments(raw: string): unknown {
+  if (raw.trim() === '') return {}
+  try {
+    return JSON.parse(raw)
+  } catch {
+    return raw
+  }
+}
+
+function endAttempt(d: Draft, outcome: 'aborted' | 'error', failure?: { failure: LlmFailure; error: unknown }): void {
+  d.set({ stepOutcome: outcome })
+  if (failure) d.set({ failure: { ...failure, step: d.get('step') }, end: { kind: 'error', error: failure.failure } })
+}
+
+/** Log the header and route records the request needs, then dispatch it (RQ-4, RQ-5). */
+function dispatch(d: Draft, e: EventOf<'request.prepared'>): void {
+  const first = d.get('requests') === 0
+  if (first || e.headerKey !== d.get('headerKey')) {
+    const reason = !first ? 'change' : d.get('priorHeader') ? 'resume' : 'initial'
+    d.append('request/header', { header: e.header, reason })
+    d.set({ headerKey: e.headerKey })
+  }
+  if (e.contextKey !== d.get('contextKey')) {
+    d.append('request/context', e.context)
+    d.set({ contextKey: e.contextKey })
+  }
+  d.set({ requests: d.get('requests') + 1, config: e.config, seedConfig: e.config })
+  d.emit({ type: 'fx.model', id: d.await(), turn: d.get('turn'), step: d.get('step'), config: e.config })
+}
+
+function modelSource(d: Draft, replayState: unknown) {
+  const config = d.get('config')!
+  const source = { kind: 'model' as const, provider: config.provider, model: config.model }
+  return replayState === undefined ? source : { ...source, replayState: replayState as { response: unknown } }
+}
+
+/** The completion anchor: exactly one assistant/message citing this attempt's chunks (ST-7..ST-10). */
+function anchor(d: Draft, e: EventOf<'model.settled'>): void {
+  const { response } = e
+  const maxTokens = response.finish.kind === 'max-tokens'
+  const message = {
+    id: `${d.get('instance')}-m${d.id()}`,
+    role: 'assistant' as const,
+    content: response.content,
+    source: modelSource(d, response.replayState),
+  }
+  const data = { turn: d.get('turn'), step: d.get('step'), message, ...(response.usage ? { usage: response.usage } : {}) }
+  d.append('assistant/message', data, { surfaceOp: 'append', sourceEventSeqs: e.chunkSeqs })
+  const calls: PlannedCall[] = maxTokens
+    ? []
+    : response.content
+        .filter((b): b is Extract<ContentBlock, { type: 'tool-call' }> => b.type === 'tool-call')
+        .map((b) => ({ callId: b.id, name: b.name, arguments: b.arguments, args: parseArguments(b.arguments) }))
+  d.set({ calls, callIndex: 0, stepOutcome: maxTokens ? 'max-tokens' : calls.length > 0 ? 'continue' : 'completed' })
+}
+
+/** CX-7: a cancelled stream keeps its visible text as an interrupted prefix; tool calls are dropped. */
+function interrupt(d: Draft, e: EventOf<'model.settled'>): void {
+  const visible = e.response.content.filter((b) => b.type === 'text' || b.type === 'reasoning')
+  if (visible.some((b) => 'text' in b && b.text.trim() !== '')) {
+    const message = { id: `${d.get('instance')}-m${d.id()}`, role: 'assistant' as const, content: visible, source: modelSource(d, undefined) }
+    const usage = e.response.usage ? { usage: e.response.usage } : {}
+    d.append(
+      'assistant/message',
+      { turn: d.get('turn'), step: d.get('step'), message, ...usage, interrupted: true },
+      { surfaceOp: 'append', sourceEventSeqs: e.chunkSeqs },
+    )
+  }
+  d.set({ stepOutcome: 'aborted' })
+}
+
+const failedFinish = ({ event }: { event: { type: string } }) => {
+  const e = event as EventOf<'model.settled'>
+  return e.response.finish.kind === 'error' || e.response.finish.kind === 'aborted'
+}
+
+export const attemptState = agentSetup.createStateConfig({
+  initial: 'building',
+  states: {
+    building: {
+      entry: act((d) => {
+        d.set({ attempt: d.get('attempt') + 1, config: null })
+        d.emit({ type: 'fx.prepare', id: d.await(), turn: d.get('turn'), step: d.get('step'), seed: d.get('seedConfig') })
+      }),
+      on: {
+        'request.prepared': [
+          { guard: awaitedAndCancelled, target: 'done', actions: act((d) => endAttempt(d, 'aborted')) },
+          {
+            // RQ-3: no route, no request
+            guard: (a) => awaited(a) && (!(a.event as EventOf<'request.prepared'>).config.provider || !(a.event as EventOf<'request.prepared'>).config.model),
+            target: 'done',
+            actions: act<'request.prepared'>((d) => {
+              const message =
+                'the agent has no provider/model for this request: set `model` in createAgent options or return a config with provider and model from an agent/request listener'
+              endAttempt(d, 'error', { failure: { message, code: 'NO_ADAPTER' }, error: new Error(message) })
+            }),
+          },
+          { guard: awaited, target: 'streaming', actions: act<'request.prepared'>(dispatch) },
+        ],
+        'hook.failed': {
+          guard: awaited,
+          target: 'done',
+          actions: act<'hook.failed'>((d, e) => endAttempt(d, 'error', e)),
+        },
+        'hook.aborted': { guard: awaited, target: 'done', actions: act((d) => endAttempt(d, 'aborted')) },
+      },
+    },
+    streaming: {
+      on: {
+        'model.settled': [
+          {
+            guard: (a) => awaited(a) && (a.context.cause !== null || (a.event as EventOf<'model.settled'>).cancelled),
+            target: 'done',
+            actions: act<'model.settled'>(interrupt),
+          },
+          {
+            guard: (a) => awaited(a) && failedFinish(a),
+            target: 'recovering',
+            actions: act<'model.settled'>((d, e) => {
+              const finish = e.response.finish as { failure: LlmFailure }
+              d.set({ requestFailure: { failure: finish.failure, error: finish.failure, step: d.get('step') } })
+            }),
+          },
+          { guard: awaited, target: 'done', actions: act<'model.settled'>(anchor) },
+        ],
+        'model.faulted': { guard: awaited, target: 'done', actions: act<'model.faulted'>((d, e) => endAttempt(d, 'error', e)) },
+      },
+    },
+    recovering: {
+      entry: act((d) => {
+        const f = d.get('requestFailure')!
+        d.hook('agent/request-error', { turn: d.get('turn'), step: d.get('step'), provider: d.get('config')?.provider, failure: f.failure }, undefined)
+      }),
+      on: {
+        'hook.done': [
+          { guard: awaitedAndCancelled, target: 'done', actions: act((d) => endAttempt(d, 'aborted')) },
+          {
+            guard: (a) => awaited(a) && (a.event as EventOf<'hook.done'>).value !== undefined && ((a.event as EventOf<'hook.done'>).value as { kind?: unknown })?.kind === 'retry',
+            target: 'building',
+          },
+          { guard: awaited, target: 'done', actions: act((d) => endAttempt(d, 'error', d.get('requestFailure')!)) },
+        ],
+        'hook.failed': { guard: awaited, target: 'done', actions: act<'hook.failed'>((d, e) => endAttempt(d, 'error', e)) },
+        'hook.aborted': { guard: awaited, target: 'done', actions: act((d) => endAttempt(d, 'aborted')) },
+      },
+    },
+    done: { type: 'final' },
+  },
+})
+
+/** The attempt on its own: one request of an already open step (for graph walks and diagrams). */
+export const attemptMachine = agentSetup.createMachine({
+  id: 'attempt',
+  context: ({ input }) => ({ ...initialContext(input), turn: 1, step: 1 }),
+  on: activeOn,
+  ...attemptState,
+})

@@ -1,0 +1,183 @@
+// The vocabulary shared by every machine: context, the events the outside
+// world sends in, and the effects the machines emit for the runtime to perform.
+import type { AssembledResponse } from '../adapters/assemble.js'
+import type {
+  AgentCancelCause,
+  InboxTarget,
+  LlmCallConfig,
+  LlmFailure,
+  RequestHeader,
+  SessionEventType,
+  SurfaceOp,
+  ToolCallBlock,
+  TurnEndReason,
+  UserMessage,
+} from '../session/schemas.js'
+
+/** The outcome of one step as the turn reads it. */
+export type StepOutcome = 'completed' | 'max-tokens' | 'continue' | 'aborted' | 'error'
+
+/** A failure on its way to `turn/end{error}`: the normalized facts and the thrown value verbatim. */
+export interface TurnFailure {
+  failure: LlmFailure
+  error: unknown
+  /** The step agent/error reports (the proposed one when it had not opened, Decision 7). */
+  step: number
+}
+
+/** A tool call the anchor asked for, with its parsed arguments (TL-1). */
+export interface PlannedCall {
+  callId: string
+  name: string
+  arguments: string
+  args: unknown
+}
+
+/** What a tool call settled with, before it is committed as `tool/result`. */
+export interface ToolOutcome {
+  isError: boolean
+  content: string
+  error?: { name: string; code: string }
+  meta?: unknown
+  additionalContexts?: UserMessage[]
+  concludesTurn?: boolean
+}
+
+/** Everything the machines remember: counters, ids and the little guards read. */
+export interface AgentContext {
+  /** Distinguishes this agent instance in generated message ids. */
+  instance: string
+  /** Seed config of the first request of this instance (RQ-2). */
+  seedConfig: LlmCallConfig
+  /** The log already held a request/header before this instance (RQ-4 `resume`). */
+  priorHeader: boolean
+  /** Requests built by this instance; the first always logs a header. */
+  requests: number
+  headerKey: string | null
+  contextKey: string | null
+
+  // inbox projection (IN-*) and the activity's flags
+  nextTurn: readonly UserMessage[]
+  nextStep: readonly UserMessage[]
+  latch: boolean
+  cause: AgentCancelCause | null
+  disposing: boolean
+
+  // turn
+  turn: number
+  step: number
+  sticky: boolean
+  lastStep: 'none' | 'terminal' | 'continue'
+  batch: readonly UserMessage[]
+  entering: readonly UserMessage[]
+  end: TurnEndReason | null
+  failure: TurnFailure | null
+  stepOutcome: StepOutcome | null
+
+  // async effects: each gets a fresh id; late results of older ids are dropped
+  nextId: number
+  waiting: number
+
+  // attempt
+  attempt: number
+  config: LlmCallConfig | null
+  requestFailure: TurnFailure | null
+
+  // tools of the current step
+  calls: readonly PlannedCall[]
+  callIndex: number
+  callOutcome: ToolOutcome | null
+  concluded: boolean
+}
+
+export interface AgentInput {
+  seedConfig: LlmCallConfig
+  priorHeader?: boolean
+  lastTurn?: number
+  nextTurn?: readonly UserMessage[]
+  nextStep?: readonly UserMessage[]
+}
+
+// ---- events in ------------------------------------------------------------
+
+export type AgentEvent =
+  | { type: 'inbox.send'; message: UserMessage; target: InboxTarget; wakeup: boolean }
+  | { type: 'inbox.committed'; message: UserMessage; target: InboxTarget; wakeup: boolean }
+  | { type: 'inbox.remove'; id: string }
+  | { type: 'inbox.replace'; id: string; message: UserMessage }
+  | { type: 'inbox.clear' }
+  | { type: 'agent.cancel'; cause: AgentCancelCause; keepInbox?: boolean }
+  | { type: 'agent.dispose' }
+  | { type: 'maintenance.start' }
+  | { type: 'job.settled'; id: number }
+  | { type: 'sync'; id: number }
+  | { type: 'fault'; eventType: SessionEventType; failure: LlmFailure; error: unknown }
+  | { type: 'inbox.restore'; nextTurn: readonly UserMessage[]; nextStep: readonly UserMessage[] }
+  | { type: 'hook.done'; id: number; value: unknown }
+  | { type: 'hook.failed'; id: number; failure: LlmFailure; error: unknown }
+  | { type: 'hook.aborted'; id: number }
+  | {
+      type: 'request.prepared'
+      id: number
+      config: LlmCallConfig
+      header: RequestHeader
+      headerKey: string
+      context: { provider: string; model: string; contextWindow?: number }
+      contextKey: string
+    }
+  | { type: 'model.settled'; id: number; chunkSeqs: readonly number[]; response: AssembledResponse; cancelled: boolean }
+  | { type: 'model.faulted'; id: number; failure: LlmFailure; error: unknown }
+  | { type: 'tool.settled'; id: number; outcome: ToolOutcome; threw: boolean }
+
+// ---- effects out ----------------------------------------------------------
+
+/** Append one session event; `citeKeys` resolve to seqs of earlier appends labelled `key`. */
+export interface AppendEffect {
+  type: 'fx.append'
+  eventType: SessionEventType
+  data: unknown
+  surfaceOp?: SurfaceOp
+  sourceEventSeqs?: readonly number[]
+  citeKeys?: readonly string[]
+  key?: string
+}
+
+export type HookName =
+  | 'agent/pre-step'
+  | 'agent/request'
+  | 'agent/request-error'
+  | 'agent/turn-stopping'
+  | 'tools/pre-execute'
+  | 'tools/post-execute'
+
+export type NotificationName =
+  | 'agent/status'
+  | 'agent/inbox/inserted'
+  | 'agent/inbox/discarded'
+  | 'agent/inbox/claimed'
+  | 'agent/error'
+  | 'tools/result'
+
+export type Effect =
+  | AppendEffect
+  | { type: 'fx.notify'; name: NotificationName; payload: Record<string, unknown> }
+  /** Answer `reply` (default `sync{id}`) once the effects before it are done; `onFault` (default `fault`) if an append among them failed. */
+  | { type: 'fx.sync'; id: number; reply?: AgentEvent; onFault?: AgentEvent }
+  /** Run an extension point; answers hook.done / hook.failed / hook.aborted. */
+  | { type: 'fx.hook'; id: number; name: HookName; payload: Record<string, unknown>; fallback: unknown; raceAbort: boolean }
+  /** Run `agent/request` and prepare the request; answers request.prepared / hook.failed / hook.aborted. */
+  | { type: 'fx.prepare'; id: number; turn: number; step: number; seed: LlmCallConfig }
+  /** Stream the model; answers model.settled / model.faulted. */
+  | { type: 'fx.model'; id: number; turn: number; step: number; config: LlmCallConfig }
+  /** Run one tool body; answers tool.settled. */
+  | { type: 'fx.tool'; id: number; turn: number; step: number; call: PlannedCall }
+  /** Abort the live activity's signal with this cause. */
+  | { type: 'fx.abort'; cause: AgentCancelCause }
+  /** Give the activity a fresh signal (new activity or next turn). */
+  | { type: 'fx.signal' }
+  /** Start the maintenance job registered by the API; answers job.settled. */
+  | { type: 'fx.job'; id: number }
+  /** Refuse an inbox request (e.g. duplicate id); the API throws it. */
+  | { type: 'fx.reject'; code: string; message: string }
+
+export type { ToolCallBlock }

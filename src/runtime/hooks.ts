@@ -1,0 +1,67 @@
+// Extension points: waterfall chains with next(), serial listeners, and
+// contained notifications (HK-1..HK-3). Listener lists are copied per call so
+// a listener that (de)registers others does not disturb the running chain.
+
+/** A waterfall listener: return a value, or call `next()` for what the rest of the chain decides. */
+export type WaterfallListener<P = any, R = any> = (payload: P, next: () => Promise<R>) => R | Promise<R>
+/** A serial or notification listener. */
+export type Listener<P = any> = (payload: P) => unknown
+
+export interface HookLogger {
+  error(message: string, error: unknown): void
+}
+
+export class Hooks {
+  readonly #listeners = new Map<string, Function[]>()
+  constructor(readonly logger: HookLogger) {}
+
+  /** Register a listener; the returned disposer removes exactly this registration. */
+  on(name: string, listener: Function): () => void {
+    const list = this.#listeners.get(name) ?? []
+    const entry = (...args: unknown[]) => listener(...args)
+    list.push(entry)
+    this.#listeners.set(name, list)
+    return () => {
+      const current = this.#listeners.get(name)
+      if (!current) return
+      const at = current.indexOf(entry)
+      if (at >= 0) current.splice(at, 1)
+    }
+  }
+
+  count(name: string): number {
+    return this.#listeners.get(name)?.length ?? 0
+  }
+
+  clear(): void {
+    this.#listeners.clear()
+  }
+
+  /** Run a waterfall: the first listener's return value is authoritative (HK-1). */
+  async waterfall<R>(name: string, payload: unknown, fallback: () => R | Promise<R>): Promise<R> {
+    const chain = [...(this.#listeners.get(name) ?? [])] as WaterfallListener[]
+    const run = async (i: number): Promise<R> => (i >= chain.length ? fallback() : chain[i](payload, () => run(i + 1)))
+    return run(0)
+  }
+
+  /** Await each listener in turn; they return nothing (HK-2). */
+  async serial(name: string, payload: unknown): Promise<void> {
+    for (const listener of [...(this.#listeners.get(name) ?? [])]) await listener(payload)
+  }
+
+  /** Notify every listener; throws and rejections are logged and contained (HK-3). */
+  emit(name: string, payload: unknown): void {
+    const list = this.#listeners.get(name)
+    if (!list || list.length === 0) return
+    for (const listener of [...list]) {
+      try {
+        const result = listener(payload)
+        if (result && typeof (result as Promise<unknown>).then === 'function') {
+          ;(result as Promise<unknown>).then(undefined, (error) => this.logger.error(`a ${name} listener rejected`, error))
+        }
+      } catch (error) {
+        this.logger.error(`a ${name} listener threw`, error)
+      }
+    }
+  }
+}

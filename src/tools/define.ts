@@ -1,0 +1,109 @@
+// Tools: a zod input schema is both the argument check and the JSON Schema
+// the model sees; bodies return a string or a richer result.
+import { z } from 'zod'
+import { ConfigError } from '../errors.js'
+import { toFrozenJson } from '../session/lossless.js'
+import { UserMessageSchema, type ToolSchema, type UserMessage } from '../session/schemas.js'
+import { userMessage } from '../messages.js'
+import type { ToolOutcome } from '../machines/types.js'
+
+export type ExecutionMode = 'parallel' | 'exclusive'
+
+/** What a tool body receives besides its parsed arguments (TL-11). */
+export interface ToolContext<A = unknown> {
+  callId: string
+  signal: AbortSignal
+  agent: A
+}
+
+/** The richer form a body may return. */
+export interface ToolResultValue {
+  content: string
+  isError?: boolean
+  concludesTurn?: boolean
+  additionalContexts?: Array<string | UserMessage>
+  meta?: unknown
+}
+
+export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
+  readonly name: string
+  readonly description: string
+  readonly input: S
+  readonly executionMode: ExecutionMode | ((args: z.infer<S>) => ExecutionMode)
+  readonly execute: (args: z.infer<S>, context: ToolContext<any>) => string | ToolResultValue | Promise<string | ToolResultValue>
+}
+
+/** Define a tool; its name, schema and body are checked here, not at the first call. */
+export function defineTool<S extends z.ZodType>(definition: {
+  name: string
+  description: string
+  input: S
+  executionMode?: ExecutionMode | ((args: z.infer<S>) => ExecutionMode)
+  execute: (args: z.infer<S>, context: ToolContext<any>) => string | ToolResultValue | Promise<string | ToolResultValue>
+}): ToolDefinition<S> {
+  if (typeof definition?.name !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(definition.name)) {
+    throw new ConfigError(`tool name must be 1-64 letters, digits, '_', '.' or '-', got ${JSON.stringify(definition?.name)}`, { path: 'name' })
+  }
+  if (!(definition.input instanceof z.ZodType)) throw new ConfigError(`tool ${definition.name}: input must be a zod schema`, { path: 'input' })
+  if (typeof definition.execute !== 'function') throw new ConfigError(`tool ${definition.name}: execute must be a function`, { path: 'execute' })
+  const mode = definition.executionMode ?? 'exclusive'
+  if (mode !== 'parallel' && mode !== 'exclusive' && typeof mode !== 'function') {
+    throw new ConfigError(`tool ${definition.name}: executionMode must be 'parallel', 'exclusive' or a function`, { path: 'executionMode' })
+  }
+  return Object.freeze({ ...definition, description: definition.description ?? '', executionMode: mode })
+}
+
+/** The tool list the request header carries, in canonical order by name. */
+export function toolSchemas(tools: readonly ToolDefinition[]): ToolSchema[] {
+  return [...tools]
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .map((tool) => ({
+      name: tool.name,
+      ...(tool.description ? { description: tool.description } : {}),
+      inputSchema: toFrozenJson(z.toJSONSchema(tool.input, { unrepresentable: 'any' }) as Record<string, unknown>, `tools.${tool.name}.inputSchema`),
+    }))
+}
+
+/** TL-2: parallel only on an exact 'parallel'; unknown tools and throwing classifiers are exclusive. */
+export function classify(tool: ToolDefinition | undefined, args: unknown): ExecutionMode {
+  if (!tool) return 'exclusive'
+  try {
+    const mode = typeof tool.executionMode === 'function' ? tool.executionMode(args) : tool.executionMode
+    return mode === 'parallel' ? 'parallel' : 'exclusive'
+  } catch {
+    return 'exclusive'
+  }
+}
+
+/** Explain a zod failure to the model: the failing paths and what was expected. */
+export function describeInvalidArgs(name: string, error: z.ZodError): string {
+  const issues = error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(root)'}: ${issue.message}`)
+  return `invalid arguments for tool ${name}: ${issues.join('; ')}`
+}
+
+function contextsOf(callName: string, contexts: unknown): UserMessage[] | undefined {
+  if (contexts === undefined) return undefined
+  if (!Array.isArray(contexts)) throw new TypeError('additionalContexts must be an array')
+  return contexts.map((c, i) =>
+    typeof c === 'string'
+      ? userMessage(c, { source: { kind: 'plugin', plugin: `tool:${callName}`, form: 'additional-context' } })
+      : (toFrozenJson(UserMessageSchema.parse(c), `additionalContexts[${i}]`) as UserMessage),
+  )
+}
+
+/** Normalize whatever a body returned into a tool outcome. */
+export function toOutcome(callName: string, value: unknown): ToolOutcome {
+  if (typeof value === 'string') return { isError: false, content: value }
+  if (value === null || typeof value !== 'object' || typeof (value as ToolResultValue).content !== 'string') {
+    throw new TypeError(`tool ${callName} returned neither a string nor { content: string }`)
+  }
+  const v = value as ToolResultValue
+  const additionalContexts = contextsOf(callName, v.additionalContexts)
+  return {
+    isError: v.isError === true,
+    content: v.content,
+    ...(v.meta !== undefined ? { meta: toFrozenJson(v.meta, 'meta') } : {}),
+    ...(additionalContexts && additionalContexts.length ? { additionalContexts } : {}),
+    ...(v.concludesTurn === true ? { concludesTurn: true } : {}),
+  }
+}
