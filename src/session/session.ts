@@ -1,0 +1,475 @@
+// The append-only session log (SS-1..SS-11): the single source of truth.
+// Every event is validated, copied, and frozen before it is committed; the
+// model-visible surface and the derived history are maintained alongside.
+import { Observable, Subscriber, type Observer, type Subscription } from 'rxjs'
+import { ConfigError, SessionAppendError } from '../errors.js'
+import { formatPath, toFrozenJson } from './lossless.js'
+import {
+  EventDataSchemas,
+  SURFACE_TYPES,
+  SurfaceOpSchema,
+  type AppendIntent,
+  type EventData,
+  type Message,
+  type SessionEvent,
+  type SessionEventOf,
+  type SessionEventType,
+  type StreamChunk,
+  type SurfaceOp,
+} from './schemas.js'
+
+// ---- types -----------------------------------------------------------------
+
+export interface SessionOptions {
+  /** Session (and agent) id; defaults to `crypto.randomUUID()`. */
+  id?: string
+  /** Events to replay (resume, fork); validated like live appends (SS-10). */
+  seed?: readonly unknown[]
+  /** Clock for `time`, epoch milliseconds; defaults to `Date.now`. */
+  now?: () => number
+}
+
+/** A post-commit `session/event` observer (SS-11); failures are logged and contained. */
+export type SessionObserver = (event: SessionEvent, session: Session) => void | Promise<void>
+
+/** A plugin-owned event of a type the loop does not know, logged with `ignorable: true` (SS-14). */
+export interface IgnorableEvent {
+  readonly seq: number
+  readonly time: number
+  readonly type: string
+  readonly data: unknown
+  readonly ignorable: true
+}
+
+// ---- constants ---------------------------------------------------------------
+
+const ENVELOPE_KEYS = new Set(['seq', 'time', 'type', 'data', 'surfaceOp', 'sourceEventSeqs', 'ignorable'])
+const INTENT_KEYS = new Set(['surfaceOp', 'sourceEventSeqs', 'ignorable'])
+const NO_INTENT: AppendIntent = Object.freeze({})
+const SURFACE = new Set<string>(SURFACE_TYPES)
+// A Record so adding a chunk type to the schema without listing it here fails to compile.
+const CHUNK_TYPES: Record<StreamChunk['type'], true> = {
+  'block-start': true,
+  'text-delta': true,
+  'reasoning-delta': true,
+  'tool-call-delta': true,
+  'block-end': true,
+  usage: true,
+  finish: true,
+}
+
+const isKnownType = (type: string): type is SessionEventType => Object.hasOwn(EventDataSchemas, type)
+const isPositiveInt = (v: unknown): boolean => typeof v === 'number' && Number.isInteger(v) && v > 0
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+// ---- surface -----------------------------------------------------------------
+
+interface SurfaceNode {
+  readonly seq: number
+  readonly type: string
+  /** The model-visible message, or undefined for an empty-content assistant message (SS-7). */
+  readonly message: Message | undefined
+}
+
+/** The model-visible surface of one log; `apply` assumes an already validated event. */
+class Surface {
+  readonly nodes: SurfaceNode[] = []
+  /** seq -> position in `nodes`, for the current nodes only. */
+  readonly position = new Map<number, number>()
+  generation = 0
+  #messages: Message[] | undefined = []
+
+  apply(event: SessionEvent): void {
+    if (event.surfaceOp === undefined) return
+    const message = messageOf(event)
+    const node: SurfaceNode = {
+      seq: event.seq,
+      type: event.type,
+      message: message.role === 'assistant' && message.content.length === 0 ? undefined : message,
+    }
+    if (event.surfaceOp === 'append') {
+      this.position.set(node.seq, this.nodes.length)
+      this.nodes.push(node)
+      if (node.message !== undefined) this.#messages?.push(node.message)
+      return
+    }
+    // Replace: splice the range, then renumber the positions from there on.
+    // Rare (compaction, result rewrites), so O(surface) is fine here.
+    const from = this.position.get(event.surfaceOp.start)!
+    const to = this.position.get(event.surfaceOp.end)!
+    for (const gone of this.nodes.splice(from, to - from + 1, node)) this.position.delete(gone.seq)
+    for (let i = from; i < this.nodes.length; i++) this.position.set(this.nodes[i].seq, i)
+    this.generation++
+    this.#messages = undefined
+  }
+
+  messages(): Message[] {
+    this.#messages ??= this.nodes.flatMap((n) => (n.message === undefined ? [] : [n.message]))
+    return this.#messages
+  }
+}
+
+const messageOf = (event: SessionEvent): Message =>
+  event.type === 'user/message' ? event.data : (event.data as { message: Message }).message
+
+/** Derives the history of a log from scratch (SS-7); the reference the incremental `Session.deriveMessages` must match. */
+export function deriveMessagesFrom(events: readonly SessionEvent[]): Message[] {
+  const surface = new Surface()
+  for (const event of events) surface.apply(event)
+  return Object.freeze(surface.messages().slice()) as Message[]
+}
+
+// ---- events$ -----------------------------------------------------------------
+
+/**
+ * An Observable whose direct subscribers are shielded: a throwing `next`
+ * is reported with console.error instead of rxjs's asynchronous rethrow.
+ * Operator chains (`pipe`) subscribe with a Subscriber and keep rxjs's own
+ * handling, which never reaches the appender either.
+ */
+class ContainedObservable<T> extends Observable<T> {
+  override subscribe(
+    observerOrNext?: Partial<Observer<T>> | ((value: T) => void) | null,
+    error?: ((error: unknown) => void) | null,
+    complete?: (() => void) | null,
+  ): Subscription {
+    if (observerOrNext instanceof Subscriber) return super.subscribe(observerOrNext)
+    const observer = typeof observerOrNext === 'function' || observerOrNext == null
+      ? { next: observerOrNext ?? undefined, error: error ?? undefined, complete: complete ?? undefined }
+      : observerOrNext
+    const next = observer.next
+    return super.subscribe({
+      next: (value: T) => {
+        if (next === undefined) return
+        try {
+          next.call(observer, value)
+        } catch (err) {
+          console.error('agentchart: a session events$ subscriber threw; contained', err)
+        }
+      },
+      error: (err: unknown) => observer.error?.call(observer, err),
+      complete: () => observer.complete?.call(observer),
+    })
+  }
+}
+
+// ---- session -----------------------------------------------------------------
+
+interface ObserverEntry {
+  readonly fn: SessionObserver
+  active: boolean
+}
+
+/** The append-only, validated, frozen event log of one agent (SS-1..SS-11). */
+export class Session {
+  readonly id: string
+  /** Each event, synchronously after its `session/event` observers ran, in seq order. */
+  readonly events$: Observable<SessionEvent>
+
+  readonly #now: () => number
+  readonly #events: SessionEvent[] = []
+  #snapshot: readonly SessionEvent[] = Object.freeze([])
+  #seedLength = 0
+  readonly #surface = new Surface()
+  #observers: ObserverEntry[] = []
+  #publishing = false
+  readonly #sinks = new Set<Subscriber<SessionEvent>>()
+  // events$ deliveries are queued so that an append made by a subscriber
+  // reaches every subscriber after the event being delivered, never before.
+  readonly #outbox: SessionEvent[] = []
+  #delivering = false
+
+  constructor(options: SessionOptions = {}) {
+    const { id, seed, now } = options
+    if (id !== undefined && (typeof id !== 'string' || id === '')) throw new ConfigError('session id must be a non-empty string', { path: 'id' })
+    if (now !== undefined && typeof now !== 'function') throw new ConfigError('now must be a function', { path: 'now' })
+    this.id = id ?? crypto.randomUUID()
+    this.#now = now ?? Date.now
+    this.events$ = new ContainedObservable<SessionEvent>((subscriber) => {
+      this.#sinks.add(subscriber)
+      return () => this.#sinks.delete(subscriber)
+    })
+    if (seed !== undefined) this.#loadSeed(seed)
+  }
+
+  /** Frozen snapshot of the log; a held snapshot never grows (SS-1). */
+  get events(): readonly SessionEvent[] {
+    if (this.#snapshot.length !== this.#events.length) this.#snapshot = Object.freeze(this.#events.slice())
+    return this.#snapshot
+  }
+
+  get length(): number {
+    return this.#events.length
+  }
+
+  /** First live seq: 0 unseeded, else the seq after the seed's `session/end-seed` (SS-9). */
+  get seedLength(): number {
+    return this.#seedLength
+  }
+
+  /** True while `session/event` observers of an event run; appends are refused then (SS-11). */
+  get publishing(): boolean {
+    return this.#publishing
+  }
+
+  /** How many `replace` operations the surface has applied (SS-5). */
+  get replaceGeneration(): number {
+    return this.#surface.generation
+  }
+
+  /** The seqs of the current surface nodes, in surface order (SS-5). */
+  surface(): readonly number[] {
+    return Object.freeze(this.#surface.nodes.map((n) => n.seq))
+  }
+
+  at(seq: number): SessionEvent | undefined {
+    return Number.isInteger(seq) && seq >= 0 ? this.#events[seq] : undefined
+  }
+
+  last(): SessionEvent | undefined {
+    return this.#events[this.#events.length - 1]
+  }
+
+  /** Validates, copies, freezes and commits one event, then publishes it; throws and logs nothing on refusal (SS-1..SS-6). */
+  append<T extends SessionEventType>(type: T, data: EventData<T>, intent?: AppendIntent): SessionEventOf<T>
+  append(type: string, data: unknown, intent: AppendIntent & { ignorable: true }): IgnorableEvent
+  append(type: string, data: unknown, intent?: AppendIntent): SessionEvent | IgnorableEvent {
+    if (this.#publishing) throw new SessionAppendError('cannot append while session/event observers are running')
+    if (type === 'session/end-seed') throw new SessionAppendError('session/end-seed is written only by the session constructor')
+    if (intent !== undefined && !isRecord(intent)) throw new SessionAppendError(`${String(type)}: intent must be an object`)
+    if (intent !== undefined) {
+      for (const key of Object.keys(intent)) {
+        if (!INTENT_KEYS.has(key)) throw new SessionAppendError(`${String(type)}: unknown intent key ${JSON.stringify(key)}`, { path: key })
+      }
+    }
+    const event = this.#build(this.#events.length, type, toFrozenJson(data, 'data'), intent ?? NO_INTENT, 'data')
+    this.#commit(event)
+    this.#publish(event)
+    return event
+  }
+
+  /** The derived history (SS-7, SS-8): a fresh frozen array of the identical frozen messages. */
+  deriveMessages(): Message[] {
+    return Object.freeze(this.#surface.messages().slice()) as Message[]
+  }
+
+  /** Registers a post-commit `session/event` observer (SS-11); returns its unsubscribe function. */
+  observe(observer: SessionObserver): () => void {
+    if (typeof observer !== 'function') throw new ConfigError('observer must be a function')
+    const entry: ObserverEntry = { fn: observer, active: true }
+    this.#observers = [...this.#observers, entry]
+    return () => {
+      entry.active = false
+      this.#observers = this.#observers.filter((e) => e !== entry)
+    }
+  }
+
+  // ---- internals -------------------------------------------------------------
+
+  /**
+   * Checks one event against the log as it stands and returns it frozen.
+   * `data` is already a frozen lossless copy. Pure: nothing changes here, so
+   * a refusal leaves no trace. `at` is the path prefix of `data` in messages;
+   * `seedTime` is a seed event's own time (live events read the clock last).
+   */
+  #build(seq: number, type: unknown, data: unknown, intent: AppendIntent, at: string, seedTime?: unknown): SessionEvent {
+    if (typeof type !== 'string' || type === '') throw new SessionAppendError(`event type must be a non-empty string, got ${JSON.stringify(type) ?? String(type)}`)
+    const { surfaceOp, sourceEventSeqs, ignorable } = intent
+    if (ignorable !== undefined && ignorable !== true) throw new SessionAppendError(`${type}: ignorable may only be true`)
+    const known = isKnownType(type)
+    if (!known && ignorable !== true) throw new SessionAppendError(`unknown event type ${JSON.stringify(type)} (mark it ignorable: true to log it)`)
+
+    if (type === 'assistant/chunk') checkChunk(data, at)
+    else if (known) {
+      const result = EventDataSchemas[type].safeParse(data)
+      if (!result.success) {
+        const issues = result.error.issues
+        const first = formatPath(at, issues[0].path)
+        const text = issues.map((i) => `${formatPath(at, i.path)}: ${i.message}`).join('; ')
+        throw new SessionAppendError(`${type}: ${text}`, { path: first, cause: result.error })
+      }
+    }
+
+    const surface = SURFACE.has(type)
+    if (!surface && (surfaceOp !== undefined || sourceEventSeqs !== undefined)) {
+      throw new SessionAppendError(`${type}: only ${SURFACE_TYPES.join(', ')} may carry surfaceOp or sourceEventSeqs`)
+    }
+    let op: SurfaceOp | undefined
+    let sources: readonly number[] | undefined
+    if (surface) {
+      if (surfaceOp === undefined) throw new SessionAppendError(`${type}: a surface event must carry a surfaceOp`)
+      op = toFrozenJson(surfaceOp, 'surfaceOp')
+      if (!SurfaceOpSchema.safeParse(op).success) {
+        throw new SessionAppendError(`${type}: surfaceOp must be 'append' or {op:'replace', start, end}`, { path: 'surfaceOp' })
+      }
+      if (sourceEventSeqs !== undefined) sources = this.#checkSources(type, seq, toFrozenJson(sourceEventSeqs, 'sourceEventSeqs'))
+      if (op !== 'append') this.#checkReplace(type, data, op, sources)
+    }
+
+    const time = seedTime === undefined ? this.#now() : seedTime
+    if (typeof time !== 'number' || !Number.isFinite(time)) throw new SessionAppendError(`${type}: time must be a finite number, got ${String(time)}`)
+    const event: Record<string, unknown> = { seq, time, type, data }
+    if (op !== undefined) event.surfaceOp = op
+    if (sources !== undefined) event.sourceEventSeqs = sources
+    if (ignorable === true) event.ignorable = true
+    return Object.freeze(event) as SessionEvent
+  }
+
+  /** SS-4: earlier seqs only, no duplicates, non-empty except on assistant/message. */
+  #checkSources(type: string, seq: number, sources: unknown): readonly number[] {
+    if (!Array.isArray(sources)) throw new SessionAppendError(`${type}: sourceEventSeqs must be an array`, { path: 'sourceEventSeqs' })
+    if (sources.length === 0 && type !== 'assistant/message') {
+      throw new SessionAppendError(`${type}: sourceEventSeqs must not be empty (omit it when provenance is unknown)`, { path: 'sourceEventSeqs' })
+    }
+    const seen = new Set<number>()
+    sources.forEach((s: unknown, i) => {
+      const path = `sourceEventSeqs[${i}]`
+      if (typeof s !== 'number' || !Number.isInteger(s) || s < 0) throw new SessionAppendError(`${type}: ${path} must be a seq`, { path })
+      if (s >= seq) throw new SessionAppendError(`${type}: ${path} = ${s} is not an earlier seq (this event is ${seq})`, { path })
+      if (seen.has(s)) throw new SessionAppendError(`${type}: ${path} = ${s} is a duplicate`, { path })
+      seen.add(s)
+    })
+    return sources as readonly number[]
+  }
+
+  /** SS-5 and SS-6 for `{op:'replace'}` against the current surface. */
+  #checkReplace(type: string, data: unknown, op: Exclude<SurfaceOp, 'append'>, sources: readonly number[] | undefined): void {
+    const { nodes, position } = this.#surface
+    const from = position.get(op.start)
+    const to = position.get(op.end)
+    if (from === undefined) throw new SessionAppendError(`${type}: replace start ${op.start} is not a current surface node`, { path: 'surfaceOp.start' })
+    if (to === undefined) throw new SessionAppendError(`${type}: replace end ${op.end} is not a current surface node`, { path: 'surfaceOp.end' })
+    if (from > to) throw new SessionAppendError(`${type}: replace start ${op.start} comes after end ${op.end} on the surface`, { path: 'surfaceOp' })
+    for (let i = from; i <= to; i++) {
+      if (!sources?.includes(nodes[i].seq)) {
+        throw new SessionAppendError(`${type}: sourceEventSeqs must include every shadowed node; ${nodes[i].seq} is missing`, { path: 'sourceEventSeqs' })
+      }
+    }
+    if (type !== 'tool/result') return
+    const old = from === to ? this.#events[nodes[from].seq] : undefined
+    if (old?.type !== 'tool/result') throw new SessionAppendError('tool/result: a replacement must shadow exactly one tool/result node', { path: 'surfaceOp' })
+    // SS-6, our reading: the replacement is the same result with new content.
+    // Everything (turn, step, message id and source, toolCallId, isError,
+    // error, meta) must be equal; only message.content[0].content may change.
+    if (!jsonEqual(withoutResultContent(old.data), withoutResultContent(data))) {
+      throw new SessionAppendError(`tool/result: a replacement may differ from seq ${old.seq} only in message.content[0].content`, { path: 'data' })
+    }
+  }
+
+  /** Adds a built event to the log and the surface; cannot fail. */
+  #commit(event: SessionEvent): void {
+    this.#events.push(event)
+    this.#surface.apply(event)
+  }
+
+  /** Runs observers (contained, SS-11), then delivers to events$ subscribers. */
+  #publish(event: SessionEvent): void {
+    this.#publishing = true
+    try {
+      for (const entry of this.#observers) {
+        if (!entry.active) continue
+        try {
+          const result = entry.fn(event, this)
+          if (result !== undefined && typeof (result as PromiseLike<void>)?.then === 'function') {
+            ;(result as PromiseLike<void>).then(undefined, (err: unknown) => reportObserverFailure(event, err))
+          }
+        } catch (err) {
+          reportObserverFailure(event, err)
+        }
+      }
+    } finally {
+      this.#publishing = false
+    }
+    this.#outbox.push(event)
+    if (this.#delivering) return
+    this.#delivering = true
+    try {
+      for (let i = 0; i < this.#outbox.length; i++) {
+        for (const sink of this.#sinks.size === 0 ? [] : [...this.#sinks]) {
+          try {
+            sink.next(this.#outbox[i])
+          } catch (err) {
+            console.error('agentchart: a session events$ subscriber threw; contained', err)
+          }
+        }
+      }
+    } finally {
+      this.#outbox.length = 0
+      this.#delivering = false
+    }
+  }
+
+  /** SS-9, SS-10: validates and commits the seed, then closes it with `session/end-seed`. */
+  #loadSeed(seed: readonly unknown[]): void {
+    if (!Array.isArray(seed)) throw new SessionAppendError('seed must be an array of session events', { path: 'seed' })
+    seed.forEach((raw, i) => {
+      const at = `seed[${i}]`
+      const copy = toFrozenJson(raw, at)
+      if (!isRecord(copy)) throw new SessionAppendError(`${at}: a seed event must be an object`, { path: at })
+      for (const key of Object.keys(copy)) {
+        if (!ENVELOPE_KEYS.has(key)) throw new SessionAppendError(`${at}: unknown envelope key ${JSON.stringify(key)}`, { path: formatPath(at, [key]) })
+      }
+      if (copy.seq !== i) throw new SessionAppendError(`${at}.seq: expected ${i} (seqs are contiguous from 0), got ${String(copy.seq)}`, { path: `${at}.seq` })
+      if (!Object.hasOwn(copy, 'data')) throw new SessionAppendError(`${at}.data: missing`, { path: `${at}.data` })
+      const { surfaceOp, sourceEventSeqs, ignorable } = copy as AppendIntent
+      try {
+        const event = this.#build(i, copy.type, copy.data, { surfaceOp, sourceEventSeqs, ignorable }, `${at}.data`, copy.time ?? null)
+        this.#commit(event)
+      } catch (err) {
+        if (err instanceof SessionAppendError && !err.message.startsWith(at)) {
+          const path = err.path === undefined ? at : err.path.startsWith(at) ? err.path : `${at}.${err.path}`
+          throw new SessionAppendError(`${at}: ${err.message}`, { path, cause: err })
+        }
+        throw err
+      }
+    })
+    if (seed.length === 0) return
+    if (this.last()?.type !== 'session/end-seed') {
+      this.#commit(this.#build(this.#events.length, 'session/end-seed', Object.freeze({}), NO_INTENT, 'data'))
+    }
+    this.#seedLength = this.#events.length
+  }
+}
+
+/** Creates a session, replaying `options.seed` if given (SS-9). */
+export function createSession(options?: SessionOptions): Session {
+  return new Session(options)
+}
+
+// ---- helpers -----------------------------------------------------------------
+
+/** The assistant/chunk hot path: a hand check instead of zod on every chunk. */
+function checkChunk(data: unknown, at: string): void {
+  if (!isRecord(data)) return refuseChunk(at, 'expected an object {turn, step, chunk}')
+  for (const key in data) if (key !== 'turn' && key !== 'step' && key !== 'chunk') refuseChunk(formatPath(at, [key]), 'unknown key')
+  if (!isPositiveInt(data.turn)) refuseChunk(`${at}.turn`, 'expected a positive integer')
+  if (!isPositiveInt(data.step)) refuseChunk(`${at}.step`, 'expected a positive integer')
+  const chunk = data.chunk
+  if (!isRecord(chunk)) return refuseChunk(`${at}.chunk`, 'expected a stream chunk object')
+  if (typeof chunk.type !== 'string' || !Object.hasOwn(CHUNK_TYPES, chunk.type)) refuseChunk(`${at}.chunk.type`, `unknown chunk type ${JSON.stringify(chunk.type)}`)
+}
+
+function refuseChunk(path: string, what: string): never {
+  throw new SessionAppendError(`assistant/chunk: ${path}: ${what}`, { path })
+}
+
+function reportObserverFailure(event: SessionEvent, err: unknown): void {
+  console.error(`agentchart: a session/event observer failed on seq ${event.seq} (${event.type}); contained`, err)
+}
+
+/** tool/result data with the one field a replacement may change blanked out. */
+function withoutResultContent(data: unknown): unknown {
+  const d = data as { message: { content: readonly Record<string, unknown>[] } }
+  return { ...d, message: { ...d.message, content: [{ ...d.message.content[0], content: null }] } }
+}
+
+/** Structural equality of two lossless JSON values. */
+function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false
+  if (Array.isArray(a) !== Array.isArray(b)) return false
+  const ka = Object.keys(a)
+  const kb = Object.keys(b)
+  if (ka.length !== kb.length) return false
+  return ka.every((k) => Object.hasOwn(b, k) && jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+}
