@@ -1,0 +1,96 @@
+// Realistic scripted responses: block-start, a few deltas, the authoritative
+// block-end, optional usage, then finish (BEHAVIOURS 1.4).
+import { llmFailure, type LlmFailureInit } from '../adapters/failure.js'
+import type { FinishReason, StreamChunk, TokenUsage } from '../session/schemas.js'
+
+export interface ResponseOptions {
+  /** Emitted as a `usage` chunk just before `finish`. */
+  usage?: TokenUsage
+}
+
+/** One scripted tool call; `arguments` is the raw JSON text the model sent. */
+export interface ScriptedToolCall {
+  id: string
+  name: string
+  arguments: string
+}
+
+/** The script entry that waits until the request is aborted. */
+export const hang = 'hang' as const
+
+/** Splits text into up to three deltas without breaking a surrogate pair. */
+function pieces(text: string): string[] {
+  const chars = Array.from(text)
+  const size = Math.max(1, Math.ceil(chars.length / 3))
+  const out: string[] = []
+  for (let k = 0; k < chars.length; k += size) out.push(chars.slice(k, k + size).join(''))
+  return out
+}
+
+function textBlock(index: number, type: 'text' | 'reasoning', text: string): StreamChunk[] {
+  const deltas: StreamChunk[] = pieces(text).map((piece) =>
+    type === 'text' ? { type: 'text-delta', index, text: piece } : { type: 'reasoning-delta', index, text: piece },
+  )
+  return [{ type: 'block-start', index, blockType: type }, ...deltas, { type: 'block-end', index, block: { type, text } }]
+}
+
+function toolCallBlock(index: number, call: ScriptedToolCall): StreamChunk[] {
+  const [first = '', ...rest] = pieces(call.arguments)
+  return [
+    { type: 'block-start', index, blockType: 'tool-call' },
+    { type: 'tool-call-delta', index, id: call.id, name: call.name, argumentsDelta: first },
+    ...rest.map((piece): StreamChunk => ({ type: 'tool-call-delta', index, argumentsDelta: piece })),
+    { type: 'block-end', index, block: { type: 'tool-call', id: call.id, name: call.name, arguments: call.arguments } },
+  ]
+}
+
+function ending(reason: FinishReason, options: ResponseOptions | undefined): StreamChunk[] {
+  const usage: StreamChunk[] = options?.usage === undefined ? [] : [{ type: 'usage', usage: options.usage }]
+  return [...usage, { type: 'finish', reason }]
+}
+
+/**
+ * A plain text answer finishing `stop`.
+ * Why: the common one-step turn. An empty text gives a finish-only stream
+ * (an empty response), not an empty text block.
+ */
+export function textResponse(text: string, options?: ResponseOptions): StreamChunk[] {
+  return [...(text === '' ? [] : textBlock(0, 'text', text)), ...ending({ kind: 'stop' }, options)]
+}
+
+/**
+ * Reasoning then text, finishing `stop`.
+ * Why: exercises multi-block assembly and reasoning in history.
+ */
+export function reasoningResponse(reasoning: string, text: string, options?: ResponseOptions): StreamChunk[] {
+  const blocks = [...(reasoning === '' ? [] : textBlock(0, 'reasoning', reasoning))]
+  if (text !== '') blocks.push(...textBlock(reasoning === '' ? 0 : 1, 'text', text))
+  return [...blocks, ...ending({ kind: 'stop' }, options)]
+}
+
+/**
+ * Optional leading text, then one tool-call block per call, finishing `tool-calls`.
+ * Why: drives a tool step; arguments stream as raw text split over deltas.
+ */
+export function toolCallResponse(calls: readonly ScriptedToolCall[], text?: string, options?: ResponseOptions): StreamChunk[] {
+  const out = text === undefined || text === '' ? [] : textBlock(0, 'text', text)
+  const offset = out.length === 0 ? 0 : 1
+  calls.forEach((call, k) => out.push(...toolCallBlock(offset + k, call)))
+  return [...out, ...ending({ kind: 'tool-calls' }, options)]
+}
+
+/**
+ * Text cut off by the output cap, finishing `max-tokens`.
+ * Why: drives the sticky max-tokens outcome (TU-12, ST-9).
+ */
+export function maxTokensResponse(text: string, options?: ResponseOptions): StreamChunk[] {
+  return [...(text === '' ? [] : textBlock(0, 'text', text)), ...ending({ kind: 'max-tokens' }, options)]
+}
+
+/**
+ * A single terminal `finish{error{failure}}`, as an adapter failure arrives.
+ * Why: drives request recovery (RQ-9); the facts are normalized like an LlmError's.
+ */
+export function errorResponse(failure: LlmFailureInit): StreamChunk[] {
+  return [{ type: 'finish', reason: { kind: 'error', failure: llmFailure(failure) } }]
+}
