@@ -172,7 +172,7 @@ export class Agent {
     const { model } = options
     if (!model || typeof model.stream !== 'function') throw new ConfigError('options.model must be a ModelAdapter with a stream() method', { path: 'model' })
     const maxTokens = positiveInt('maxTokens', options.maxTokens)
-    positiveInt('maxParallelToolCalls', options.maxParallelToolCalls)
+    const maxParallelToolCalls = positiveInt('maxParallelToolCalls', options.maxParallelToolCalls) ?? 10
     const tools = [...(options.tools ?? [])]
     const names = new Set<string>()
     for (const tool of tools) {
@@ -204,6 +204,7 @@ export class Agent {
       inbox: replayInbox(session),
       lastTurn,
       priorHeader,
+      maxParallelToolCalls,
       hooks: this.#hooks,
       agent: this,
       inspect: options.inspect,

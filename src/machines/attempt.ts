@@ -5,6 +5,7 @@ import type { ContentBlock, LlmFailure } from '../session/schemas.js'
 import { act, agentSetup, awaited, awaitedAndCancelled, initialContext, type Draft, type EventOf } from './setup.js'
 import type { PlannedCall } from './types.js'
 import { activeOn } from './active.js'
+import { newBatch } from './batch.js'
 
 /** TL-1: an empty string is `{}`, valid JSON its value, anything else stays the raw text. */
 export function parseArguments(raw: string): unknown {
@@ -60,7 +61,7 @@ function anchor(d: Draft, e: EventOf<'model.settled'>): void {
     : response.content
         .filter((b): b is Extract<ContentBlock, { type: 'tool-call' }> => b.type === 'tool-call')
         .map((b) => ({ callId: b.id, name: b.name, arguments: b.arguments, args: parseArguments(b.arguments) }))
-  d.set({ calls, callIndex: 0, stepOutcome: maxTokens ? 'max-tokens' : calls.length > 0 ? 'continue' : 'completed' })
+  d.set({ tools: newBatch(calls, d.get('maxParallelToolCalls')), stepOutcome: maxTokens ? 'max-tokens' : calls.length > 0 ? 'continue' : 'completed' })
 }
 
 /** CX-7: a cancelled stream keeps its visible text as an interrupted prefix; tool calls are dropped. */

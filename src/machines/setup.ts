@@ -10,6 +10,7 @@ import type {
   TurnEndReason,
   UserMessage,
 } from '../session/schemas.js'
+import { newBatch } from './batch.js'
 import type { AgentContext, AgentEvent, AgentInput, Effect, HookName, NotificationName, TurnFailure } from './types.js'
 
 export const agentSetup = setup({
@@ -49,10 +50,8 @@ export function initialContext(input: AgentInput & { instance?: string }): Agent
     attempt: 0,
     config: null,
     requestFailure: null,
-    calls: [],
-    callIndex: 0,
-    callOutcome: null,
-    concluded: false,
+    maxParallelToolCalls: input.maxParallelToolCalls ?? 10,
+    tools: newBatch(input.calls ?? [], input.maxParallelToolCalls ?? 10),
   }
 }
 

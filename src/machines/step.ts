@@ -5,6 +5,7 @@ import { activeOn } from './active.js'
 import { attemptState } from './attempt.js'
 import { act, agentSetup, awaited, awaitedAndCancelled, initialContext, type Draft } from './setup.js'
 import { toolBatchState } from './tool-batch.js'
+import { newBatch } from './batch.js'
 
 const outcomeIs =
   (...outcomes: string[]) =>
@@ -22,7 +23,7 @@ export const stepState = agentSetup.createStateConfig({
       entry: act((d) => {
         const turn = d.get('turn')
         const step = d.get('step') + 1
-        d.set({ step, stepOutcome: null, attempt: 0, calls: [], callIndex: 0, concluded: false, requestFailure: null })
+        d.set({ step, stepOutcome: null, attempt: 0, tools: newBatch([], d.get('maxParallelToolCalls')), requestFailure: null })
         d.append('step/start', { turn, step })
         // ST-3: the enter decision is authoritative, in decision order
         for (const message of d.get('entering')) d.append('user/message', message, { surfaceOp: 'append' })

@@ -83,11 +83,35 @@ export interface AgentContext {
   config: LlmCallConfig | null
   requestFailure: TurnFailure | null
 
-  // tools of the current step
+  /** Cap of a parallel pool, read when a group opens (TL-4). */
+  maxParallelToolCalls: number
+  /** The tool batch of the current step. */
+  tools: ToolBatchContext
+}
+
+/** Book-keeping of one step's tool batch: two lanes over the same calls. */
+export interface ToolBatchContext {
   calls: readonly PlannedCall[]
-  callIndex: number
-  callOutcome: ToolOutcome | null
+  /** Index of the next call to start, and of the next to commit (model order). */
+  nextStart: number
+  nextCommit: number
+  started: readonly boolean[]
+  /** Settled outcomes waiting for their turn to commit. */
+  outcomes: readonly (ToolOutcome | null)[]
+  /** A throwing pre-execute skips post-execute (TL-10). */
+  skipPost: readonly boolean[]
+  bodyIds: readonly number[]
+  /** Calls started whose body (or pre-stage) has not settled. */
+  inFlight: number
+  /** The group being filled is a parallel pool (false: a barrier or nothing). */
+  pool: boolean
+  cap: number
+  preId: number
+  postId: number
+  classifyId: number
   concluded: boolean
+  /** First scheduler failure (TL-17). */
+  failure: TurnFailure | null
 }
 
 export interface AgentInput {
@@ -96,6 +120,9 @@ export interface AgentInput {
   lastTurn?: number
   nextTurn?: readonly UserMessage[]
   nextStep?: readonly UserMessage[]
+  maxParallelToolCalls?: number
+  /** Planned calls, for walking the tool batch machine on its own. */
+  calls?: readonly PlannedCall[]
 }
 
 // ---- events in ------------------------------------------------------------
@@ -128,6 +155,7 @@ export type AgentEvent =
   | { type: 'model.settled'; id: number; chunkSeqs: readonly number[]; response: AssembledResponse; cancelled: boolean }
   | { type: 'model.faulted'; id: number; failure: LlmFailure; error: unknown }
   | { type: 'tool.settled'; id: number; outcome: ToolOutcome; threw: boolean }
+  | { type: 'tool.classified'; id: number; mode: 'parallel' | 'exclusive' }
 
 // ---- effects out ----------------------------------------------------------
 
@@ -169,6 +197,8 @@ export type Effect =
   | { type: 'fx.prepare'; id: number; turn: number; step: number; seed: LlmCallConfig }
   /** Stream the model; answers model.settled / model.faulted. */
   | { type: 'fx.model'; id: number; turn: number; step: number; config: LlmCallConfig }
+  /** Classify a call right before it would start (TL-2, TL-5); answers tool.classified. */
+  | { type: 'fx.classify'; id: number; call: PlannedCall }
   /** Run one tool body; answers tool.settled. */
   | { type: 'fx.tool'; id: number; turn: number; step: number; call: PlannedCall }
   /** Abort the live activity's signal with this cause. */

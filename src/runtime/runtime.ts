@@ -23,7 +23,7 @@ import {
   type ToolSchema,
 } from '../session/schemas.js'
 import type { Session } from '../session/session.js'
-import { describeInvalidArgs, toOutcome, type ToolDefinition } from '../tools/define.js'
+import { classify, describeInvalidArgs, toOutcome, type ToolDefinition } from '../tools/define.js'
 import { errorOutcome } from '../machines/tool-batch.js'
 import { Hooks } from './hooks.js'
 import { z } from 'zod'
@@ -38,6 +38,7 @@ export interface RuntimeOptions {
   inbox: InboxLists
   lastTurn: number
   priorHeader: boolean
+  maxParallelToolCalls: number
   hooks: Hooks
   /** The public handle, handed to hooks and tools as `agent`. */
   agent: unknown
@@ -104,6 +105,7 @@ export class Runtime {
         seedConfig: options.seedConfig,
         priorHeader: options.priorHeader,
         lastTurn: options.lastTurn,
+        maxParallelToolCalls: options.maxParallelToolCalls,
         nextTurn: options.inbox.nextTurn,
         nextStep: options.inbox.nextStep,
         instance: Math.random().toString(36).slice(2, 10),
@@ -208,9 +210,16 @@ export class Runtime {
       case 'fx.job':
         return this.#startJob(effect.id)
     }
-    // everything below starts async work: never after a failed append of the same macrostep
-    if (this.#fault) return this.#reportFault({ type: 'fault' } as AgentEvent)
+    // everything below starts async work: never after a failed append of the same macrostep;
+    // the skipped effect is answered as failed so the machine's book-keeping closes
+    if (this.#fault) {
+      const error = this.#fault.error
+      this.#reportFault({ type: 'fault' } as AgentEvent)
+      return this.#send(this.#skipped(effect, error))
+    }
     switch (effect.type) {
+      case 'fx.classify':
+        return this.#send({ type: 'tool.classified', id: effect.id, mode: classify(this.#tool(effect.call.name), effect.call.args) })
       case 'fx.hook':
         return this.#runHook(effect.id, effect.name, effect.payload, effect.fallback, effect.raceAbort)
       case 'fx.prepare':
@@ -222,6 +231,24 @@ export class Runtime {
         void this.#runTool(effect.id, effect.call.callId, effect.call.name, effect.call.args)
         return
     }
+  }
+
+  #skipped(effect: Effect, error: unknown): AgentEvent {
+    const failure = toLlmFailure(error)
+    switch (effect.type) {
+      case 'fx.tool':
+        return { type: 'tool.settled', id: effect.id, outcome: errorOutcome(failure.message), threw: true }
+      case 'fx.model':
+        return { type: 'model.faulted', id: effect.id, failure, error }
+      case 'fx.classify':
+        return { type: 'tool.classified', id: effect.id, mode: 'exclusive' }
+      default:
+        return { type: 'hook.failed', id: (effect as { id: number }).id, failure, error }
+    }
+  }
+
+  #tool(name: string): ToolDefinition | undefined {
+    return this.options.tools.find((t) => t.name === name)
   }
 
   #append(effect: AppendEffect): void {
@@ -348,7 +375,7 @@ export class Runtime {
 
   async #runTool(id: number, callId: string, name: string, args: unknown): Promise<void> {
     const signal = this.#controller.signal
-    const tool = this.options.tools.find((t) => t.name === name)
+    const tool = this.#tool(name)
     let outcome
     let threw = false
     if (!tool) {
