@@ -1,6 +1,8 @@
 // attempt: one model request inside an open step. building (agent/request,
-// route check, header/context logging) -> streaming -> done, or recovering
+// route check, header/context logging) -> dispatching (records in, cancel
+// re-checked) -> streaming -> done, or recovering
 // (agent/request-error) -> a retry is a new attempt of the same step (RQ-10).
+import { deepFreeze } from '../session/lossless.js'
 import type { ContentBlock, LlmFailure } from '../session/schemas.js'
 import { act, agentSetup, awaited, awaitedAndCancelled, initialContext, type Draft, type EventOf } from './setup.js'
 import type { PlannedCall } from './types.js'
@@ -9,9 +11,9 @@ import { newBatch } from './batch.js'
 
 /** TL-1: an empty string is `{}`, valid JSON its value, anything else stays the raw text. */
 export function parseArguments(raw: string): unknown {
-  if (raw.trim() === '') return {}
+  if (raw.trim() === '') return Object.freeze({})
   try {
-    return JSON.parse(raw)
+    return deepFreeze(JSON.parse(raw))
   } catch {
     return raw
   }
@@ -22,8 +24,8 @@ function endAttempt(d: Draft, outcome: 'aborted' | 'error', failure?: { failure:
   if (failure) d.set({ failure: { ...failure, step: d.get('step') }, end: { kind: 'error', error: failure.failure } })
 }
 
-/** Log the header and route records the request needs, then dispatch it (RQ-4, RQ-5). */
-function dispatch(d: Draft, e: EventOf<'request.prepared'>): void {
+/** Log the header and route records the request needs; the request is sent once they are in (RQ-4, RQ-5). */
+function logRecords(d: Draft, e: EventOf<'request.prepared'>): void {
   const first = d.get('requests') === 0
   if (first || e.headerKey !== d.get('headerKey')) {
     const reason = !first ? 'change' : d.get('priorHeader') ? 'resume' : 'initial'
@@ -35,7 +37,7 @@ function dispatch(d: Draft, e: EventOf<'request.prepared'>): void {
     d.set({ contextKey: e.contextKey })
   }
   d.set({ requests: d.get('requests') + 1, config: e.config, seedConfig: e.config })
-  d.emit({ type: 'fx.model', id: d.await(), turn: d.get('turn'), step: d.get('step'), config: e.config })
+  d.sync()
 }
 
 function modelSource(d: Draft, replayState: unknown) {
@@ -105,7 +107,7 @@ export const attemptState = agentSetup.createStateConfig({
               endAttempt(d, 'error', { failure: { message, code: 'NO_ADAPTER' }, error: new Error(message) })
             }),
           },
-          { guard: awaited, target: 'streaming', actions: act<'request.prepared'>(dispatch) },
+          { guard: awaited, target: 'dispatching', actions: act<'request.prepared'>(logRecords) },
         ],
         'hook.failed': {
           guard: awaited,
@@ -113,6 +115,20 @@ export const attemptState = agentSetup.createStateConfig({
           actions: act<'hook.failed'>((d, e) => endAttempt(d, 'error', e)),
         },
         'hook.aborted': { guard: awaited, target: 'done', actions: act((d) => endAttempt(d, 'aborted')) },
+      },
+    },
+    // CX-6: a cancel from an observer of those records lands before the model is called
+    dispatching: {
+      on: {
+        sync: [
+          { guard: awaitedAndCancelled, target: 'done', actions: act((d) => endAttempt(d, 'aborted')) },
+          {
+            guard: awaited,
+            target: 'streaming',
+            actions: act((d) => d.emit({ type: 'fx.model', id: d.await(), turn: d.get('turn'), step: d.get('step'), config: d.get('config')! })),
+          },
+        ],
+        fault: { target: 'done', actions: act<'fault'>((d, e) => endAttempt(d, 'error', e)) },
       },
     },
     streaming: {
