@@ -3,7 +3,7 @@
 import type { InspectionEvent, Observer } from 'xstate'
 import type { ModelAdapter } from './adapters/types.js'
 import { AgentStateError, ConfigError, SessionAppendError } from './errors.js'
-import { applySplice, hasPending, type InboxLists } from './machines/inbox.js'
+import { applySplice, duplicatePending, hasPending, type InboxLists } from './machines/inbox.js'
 import { toInboxMessage } from './messages.js'
 import { Hooks, type HookLogger } from './runtime/hooks.js'
 import { Runtime } from './runtime/runtime.js'
@@ -122,6 +122,16 @@ export class Inbox {
     this.#runtime().dispatch({ type: 'inbox.replace', id, message: next })
     return true
   }
+  /**
+   * Array-style splice of one list (IN-3): `start` and `deleteCount` normalize like Array.prototype.splice
+   * (an omitted deleteCount with nothing to insert removes to the end); removals are canceled; it never wakes.
+   */
+  splice(target: InboxTarget, start: number, deleteCount?: number, ...messages: Array<UserMessage | string>): void {
+    this.#guard()
+    if (target !== 'next-turn' && target !== 'next-step') throw new ConfigError(`target must be 'next-turn' or 'next-step', got ${String(target)}`, { path: 'target' })
+    const inserted = messages.map((message) => toInboxMessage(message))
+    this.#runtime().dispatch({ type: 'inbox.splice', target, start, deleteCount, messages: inserted })
+  }
   /** Discard everything pending: next-step first, then next-turn (IN-5). */
   clear(): void {
     this.#guard()
@@ -133,11 +143,15 @@ export class Inbox {
   }
 }
 
-/** Rebuild the lists from the splices after the seed boundary (IN-14); a splice that does not fit names its seq. */
+/**
+ * Rebuild the lists from the log's splices (IN-14, RS-2); a splice that does not fit, or that would leave an id
+ * pending twice, names its seq. Every splice counts: `session.seedLength` marks where this instance's appends
+ * begin, and a resume seed is the agent's own log (forks, whose inherited splices would be skipped, are SS-14, later).
+ */
 function replayInbox(session: Session): InboxLists {
   let lists: InboxLists = { nextTurn: [], nextStep: [] }
   const events = session.events
-  for (let seq = session.seedLength; seq < events.length; seq++) {
+  for (let seq = 0; seq < events.length; seq++) {
     const event = events[seq]
     if (event.type !== 'agent/inbox/spliced') continue
     try {
@@ -145,6 +159,8 @@ function replayInbox(session: Session): InboxLists {
     } catch (error) {
       throw new ConfigError(`inbox splice at seq ${seq} is inconsistent with the replayed lists: ${(error as Error).message}`, { path: `events[${seq}]` })
     }
+    const twice = duplicatePending(lists)
+    if (twice !== null) throw new ConfigError(`inbox splice at seq ${seq} leaves message ${JSON.stringify(twice)} pending twice`, { path: `events[${seq}]` })
   }
   return lists
 }
@@ -166,6 +182,8 @@ export class Agent {
   #started = false
   #disposed: Promise<void> | null = null
   readonly #resumed: boolean
+  /** The one session observer feeding `session/event` listeners, installed on first use and removed at disposal. */
+  #unobserve: (() => void) | null = null
 
   constructor(options: AgentOptions) {
     if (!options || typeof options !== 'object') throw new ConfigError('createAgent needs an options object')
@@ -262,6 +280,7 @@ export class Agent {
   /** Run a job from true idle with its own abort signal; returns the job's own promise (MT-1, MT-2). */
   runMaintenance<T>(job: (signal: AbortSignal) => Promise<T>): Promise<T> {
     this.#assertLive()
+    if (this.#disposed) throw new AgentStateError('AGENT_DISPOSED', 'this agent is being disposed')
     if (typeof job !== 'function') throw new ConfigError('runMaintenance needs a job function', { path: 'job' })
     if (this.#runtime.actor.getSnapshot().value !== 'idle') {
       throw new AgentStateError('AGENT_BUSY', 'runMaintenance is accepted only while the agent is idle with no job running')
@@ -275,8 +294,9 @@ export class Agent {
   /** Listen to an extension point or notification; returns a disposer. */
   on<N extends HookName>(name: N, listener: AgentHooks[N]): () => void {
     if (typeof listener !== 'function') throw new ConfigError(`listener for ${name} must be a function`, { path: 'listener' })
-    if (name === 'session/event') {
-      return this.session.observe((event, session) => (listener as AgentHooks['session/event'])({ session, event, agent: this }))
+    // session/event listeners are contained and logged like every notification (HK-3, SS-11)
+    if (name === 'session/event' && !this.#unobserve) {
+      this.#unobserve = this.session.observe((event, session) => this.#hooks.emit('session/event', { session, event, agent: this }))
     }
     return this.#hooks.on(name, listener)
   }
@@ -289,6 +309,8 @@ export class Agent {
       await this.#runtime.whenIdle()
       this.#runtime.dispatch({ type: 'agent.dispose' })
       this.#hooks.clear()
+      this.#unobserve?.()
+      this.#unobserve = null
     })()
     return this.#disposed
   }
@@ -298,8 +320,9 @@ export class Agent {
     return this.session.deriveMessages()
   }
 
+  /** Sends and inbox edits stay accepted until disposal deregisters; wakes then stay parked (CX-15). */
   #assertLive(): void {
-    if (this.#disposed) throw new AgentStateError('AGENT_DISPOSED', 'this agent has been disposed')
+    if (this.#runtime.actor.getSnapshot().status !== 'active') throw new AgentStateError('AGENT_DISPOSED', 'this agent has been disposed')
   }
 
   /** HK-11: session-start fires once, before any turn of this instance. */

@@ -1,9 +1,9 @@
 // Transitions every phase shares (inbox mutations) and those of a live
 // activity (cancel, waking sends), reused by the standalone machines.
 import type { InboxTarget, UserMessage } from '../session/schemas.js'
-import { findPending, listOf } from './inbox.js'
+import { alreadyPending, applySplice, duplicatedBy, findPending, listOf, spliceOf } from './inbox.js'
 import { act, cancelActivity, clearInbox, type Draft, type EventOf } from './setup.js'
-import type { AgentContext } from './types.js'
+import type { AgentContext, AgentEvent } from './types.js'
 
 const listKey = (target: InboxTarget) => (target === 'next-turn' ? 'nextTurn' : 'nextStep') as 'nextTurn' | 'nextStep'
 
@@ -14,20 +14,14 @@ function settleInbox(d: Draft, before: { nextTurn: readonly UserMessage[]; nextS
 
 const snapshotLists = (d: Draft) => ({ nextTurn: d.get('nextTurn'), nextStep: d.get('nextStep') })
 
-const isDuplicate = ({ context, event }: { context: AgentContext; event: { type: string } }) => {
-  const e = event as EventOf<'inbox.send'>
-  return findPending(context, e.message.id) !== null
-}
+/** IN-6: a send, replace or splice that would leave an id pending twice is refused, appending nothing. */
+const duplicates = ({ context, event }: { context: AgentContext; event: AgentEvent }) => duplicatedBy(context, event) !== null
+const rejectDuplicate = act((d, e) => d.emit({ type: 'fx.reject', code: 'ALREADY_PENDING', message: alreadyPending(duplicatedBy(d.context, e)!) }))
 
 /** Inbox transitions valid in every phase but `disposed`. */
 export const inboxOn = {
   'inbox.send': [
-    {
-      guard: isDuplicate,
-      actions: act<'inbox.send'>((d, e) =>
-        d.emit({ type: 'fx.reject', code: 'ALREADY_PENDING', message: `message ${JSON.stringify(e.message.id)} is already pending (IN-6)` }),
-      ),
-    },
+    { guard: duplicates, actions: rejectDuplicate },
     {
       actions: act<'inbox.send'>((d, e) => {
         const before = snapshotLists(d)
@@ -54,26 +48,46 @@ export const inboxOn = {
       settleInbox(d, before)
     }),
   },
-  'inbox.replace': {
-    actions: act<'inbox.replace'>((d, e) => {
-      const found = findPending(d.context, e.id)
-      if (!found) return
-      const before = snapshotLists(d)
-      const key = listKey(found.target)
-      const list = d.get(key)
-      d.append('agent/inbox/spliced', {
-        target: found.target,
-        start: found.index,
-        removedCount: 1,
-        inserted: [e.message],
-        outcome: 'canceled',
-      })
-      d.set({ [key]: list.map((m, i) => (i === found.index ? e.message : m)) })
-      d.notify('agent/inbox/discarded', { message: list[found.index] })
-      d.notify('agent/inbox/inserted', { message: e.message })
-      settleInbox(d, before)
-    }),
-  },
+  'inbox.replace': [
+    { guard: duplicates, actions: rejectDuplicate },
+    {
+      actions: act<'inbox.replace'>((d, e) => {
+        const found = findPending(d.context, e.id)
+        if (!found) return
+        const before = snapshotLists(d)
+        const key = listKey(found.target)
+        const list = d.get(key)
+        d.append('agent/inbox/spliced', {
+          target: found.target,
+          start: found.index,
+          removedCount: 1,
+          inserted: [e.message],
+          outcome: 'canceled',
+        })
+        d.set({ [key]: list.map((m, i) => (i === found.index ? e.message : m)) })
+        d.notify('agent/inbox/discarded', { message: list[found.index] })
+        d.notify('agent/inbox/inserted', { message: e.message })
+        settleInbox(d, before)
+      }),
+    },
+  ],
+  // IN-3: an Array-style splice of one list; removals are canceled, nothing wakes
+  'inbox.splice': [
+    { guard: duplicates, actions: rejectDuplicate },
+    {
+      actions: act<'inbox.splice'>((d, e) => {
+        const before = snapshotLists(d)
+        const splice = spliceOf(before, e.target, e.start, e.deleteCount, e.messages)
+        if (!splice) return
+        const removed = d.get(listKey(e.target)).slice(splice.start, splice.start + (splice.removedCount ?? 0))
+        d.append('agent/inbox/spliced', splice)
+        d.set(applySplice(before, splice))
+        for (const message of removed) d.notify('agent/inbox/discarded', { message })
+        for (const message of splice.inserted) d.notify('agent/inbox/inserted', { message })
+        settleInbox(d, before)
+      }),
+    },
+  ],
   'inbox.clear': {
     actions: act((d) => {
       const before = snapshotLists(d)

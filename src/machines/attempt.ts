@@ -2,6 +2,7 @@
 // route check, header/context logging) -> dispatching (records in, cancel
 // re-checked) -> streaming -> done, or recovering
 // (agent/request-error) -> a retry is a new attempt of the same step (RQ-10).
+import { LlmError } from '../adapters/failure.js'
 import { deepFreeze } from '../session/lossless.js'
 import type { ContentBlock, LlmFailure } from '../session/schemas.js'
 import { act, agentSetup, awaited, awaitedAndCancelled, initialContext, type Draft, type EventOf } from './setup.js'
@@ -144,7 +145,8 @@ export const attemptState = agentSetup.createStateConfig({
             target: 'recovering',
             actions: act<'model.settled'>((d, e) => {
               const finish = e.response.finish as { failure: LlmFailure }
-              d.set({ requestFailure: { failure: finish.failure, error: finish.failure, step: d.get('step') } })
+              // RQ-9: agent/error reports an error carrying the same facts; turn/end keeps the facts verbatim
+              d.set({ requestFailure: { failure: finish.failure, error: new LlmError(finish.failure), step: d.get('step') } })
             }),
           },
           { guard: awaited, target: 'done', actions: act<'model.settled'>(anchor) },

@@ -67,7 +67,11 @@ export const stepState = agentSetup.createStateConfig({
       }),
       on: {
         sync: { guard: awaited, target: 'done' },
-        fault: { target: 'done', actions: act<'fault'>(faultOutcome) },
+        fault: [
+          // ST-4: an earlier append of this macrostep was refused (e.g. the anchor), so step/end was never tried: write it now
+          { guard: ({ event }) => event.eventType !== 'step/end', target: 'closing', reenter: true, actions: act<'fault'>(faultOutcome) },
+          { target: 'done', actions: act<'fault'>(faultOutcome) },
+        ],
       },
     },
     unopened: { type: 'final' },

@@ -133,6 +133,7 @@ export type AgentEvent =
   | { type: 'inbox.remove'; id: string }
   | { type: 'inbox.replace'; id: string; message: UserMessage }
   | { type: 'inbox.clear' }
+  | { type: 'inbox.splice'; target: InboxTarget; start: unknown; deleteCount: unknown; messages: readonly UserMessage[] }
   | { type: 'agent.cancel'; cause: AgentCancelCause; keepInbox?: boolean }
   | { type: 'agent.dispose' }
   | { type: 'maintenance.start' }

@@ -8,7 +8,7 @@ import { toLlmFailure } from '../adapters/failure.js'
 import type { ModelAdapter, ModelRequest } from '../adapters/types.js'
 import { ConfigError, InboxError } from '../errors.js'
 import { agentMachine } from '../machines/agent.js'
-import { applySplice, type InboxLists } from '../machines/inbox.js'
+import { alreadyPending, applySplice, duplicatedBy, type InboxLists } from '../machines/inbox.js'
 import type { AgentEvent, AppendEffect, Effect, HookName } from '../machines/types.js'
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
 import {
@@ -95,11 +95,14 @@ export class Runtime {
   #fault: { eventType: SessionEventType; error: unknown } | null = null
   #depth = 0
   #rejection: Error | null = null
+  /** True while the macrostep of the caller's own `dispatch` event runs: only its refusals are the caller's to throw. */
+  #own = false
   #idleWaiters: Array<() => void> = []
 
   constructor(readonly options: RuntimeOptions) {
     this.hooks = options.hooks
     this.lists = options.inbox
+    deepFreeze(options.toolSchemas) // they travel in every request (RQ-6)
     this.actor = createActor(agentMachine, {
       input: {
         seedConfig: options.seedConfig,
@@ -123,6 +126,8 @@ export class Runtime {
       next: (snapshot) => {
         // end of a macrostep: an append failure with no sync after it is reported now
         if (this.#fault) this.#reportFault({ type: 'fault' } as AgentEvent)
+        // events queued by listeners come after this: their refusals are not the dispatching caller's
+        this.#own = false
         if (snapshot.value === 'idle' || snapshot.status !== 'active') this.#releaseIdle()
       },
       error: (error) => this.hooks.logger.error('agentchart machine stopped on an error', error),
@@ -136,9 +141,20 @@ export class Runtime {
 
   /** Send an event from the public API; at top level, throw what the machine refused while processing it (IN-6, IN-7). */
   dispatch(event: AgentEvent): void {
-    if (this.#depth > 0) return this.actor.send(event) // queued behind the running macrostep
+    if (this.#depth > 0) {
+      // queued behind the running macrostep, where the machine's refusal cannot reach this caller:
+      // refuse a duplicate of what is pending now, as the machine would (IN-6)
+      const twice = duplicatedBy(this.lists, event)
+      if (twice !== null) throw new InboxError('ALREADY_PENDING', alreadyPending(twice))
+      return this.actor.send(event)
+    }
     this.#rejection = null
-    this.#process(event)
+    this.#own = true
+    try {
+      this.#process(event)
+    } finally {
+      this.#own = false
+    }
     const error = this.#rejection
     this.#rejection = null
     if (error) throw error
@@ -166,21 +182,23 @@ export class Runtime {
     for (const resolve of waiters) resolve()
   }
 
-  /** Feed an outcome back; a refusal nobody can receive synchronously is logged. */
+  /** Feed an outcome back. */
   #send(event: AgentEvent): void {
     if (this.#depth > 0) return this.actor.send(event)
     this.#process(event)
-    if (this.#rejection) {
-      this.hooks.logger.error('agentchart refused a queued inbox request', this.#rejection)
-      this.#rejection = null
-    }
+  }
+
+  /** A refused inbox request: thrown by the dispatching caller when it is theirs, else logged. */
+  #refuse(error: Error): void {
+    if (this.#own) this.#rejection = error
+    else this.hooks.logger.error('agentchart refused a queued inbox request', error)
   }
 
   #reportFault(onFault: AgentEvent): void {
     const fault = this.#fault!
     this.#fault = null
     const failure = toLlmFailure(fault.error)
-    if (onFault.type === 'inbox.restore') this.#rejection = fault.error instanceof Error ? fault.error : new Error(String(fault.error))
+    if (onFault.type === 'inbox.restore') this.#refuse(fault.error instanceof Error ? fault.error : new Error(String(fault.error)))
     this.#send({ ...onFault, eventType: fault.eventType, failure, error: fault.error } as AgentEvent)
   }
 
@@ -197,7 +215,7 @@ export class Runtime {
         else this.#send(effect.reply ?? { type: 'sync', id: effect.id })
         return
       case 'fx.reject':
-        this.#rejection = new InboxError(effect.code, effect.message)
+        this.#refuse(new InboxError(effect.code, effect.message))
         return
       case 'fx.abort':
         if (!this.#controller.signal.aborted) this.#controller.abort(effect.cause)
@@ -305,7 +323,8 @@ export class Runtime {
     const frozenSeed = deepFreeze(toFrozenJson(seed, 'config'))
     this.#settleOnce(id, true, async () => {
       const value = await this.hooks.waterfall('agent/request', { turn, step, signal, agent: this.options.agent }, () => frozenSeed)
-      const parsed = LlmCallConfigSchema.safeParse(value)
+      // a missing provider or model is the machine's route check to report (RQ-3), not a malformed config
+      const parsed = LlmCallConfigSchema.partial({ provider: true, model: true }).safeParse(value)
       if (!parsed.success) {
         const issue = parsed.error.issues[0]
         throw new ConfigError(`agent/request returned an invalid config at ${issue.path.join('.') || '(root)'}: ${issue.message}`)
@@ -359,6 +378,10 @@ export class Runtime {
             chunkSeqs.push(event.seq)
             assembler.push(next.value)
           }
+        } catch (error) {
+          // a refused chunk append (RQ-7) ends the attempt: let the adapter close its stream
+          void iterator.return?.(undefined).catch(() => {})
+          throw error
         } finally {
           signal.removeEventListener('abort', onAbort)
         }

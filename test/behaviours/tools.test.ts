@@ -259,7 +259,7 @@ describe('TL — tools', () => {
       order.push(`result ${p.callId}`)
     })
     agent.followup('go')
-    await tick(20)
+    for (let i = 0; i < 500 && r.started().length < 2; i++) await tick(1)
     await r.release('c2')
     expect(toolEvents(agent)).toEqual(['tool/call(c1)', 'tool/call(c2)'])
     await r.release('c1')
