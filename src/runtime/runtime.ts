@@ -2,6 +2,7 @@
 // appends to the session, runs hooks, the model stream, tool bodies and
 // maintenance jobs, and feeds every outcome back as an event. It decides
 // nothing about what happens next (DESIGN.md rule 1).
+import { setMaxListeners } from 'node:events'
 import { createActor, type Actor, type InspectionEvent, type Observer } from 'xstate'
 import { StreamAssembler, normalizeStream } from '../adapters/assemble.js'
 import { toLlmFailure } from '../adapters/failure.js'
@@ -223,6 +224,8 @@ export class Runtime {
         return
       case 'fx.signal':
         this.#controller = new AbortController()
+        // one turn signal fans out to every hook, request and tool body of the turn
+        setMaxListeners(0, this.#controller.signal)
         this.#keys.clear()
         return
       case 'fx.job':

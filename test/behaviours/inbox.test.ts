@@ -10,11 +10,10 @@ import {
   userMessage,
   type Agent,
   type ModelAdapter,
-  type SessionEvent,
   type UserMessage,
 } from '../../src/index.js'
 import { checkSessionInvariants, hang, textResponse, toolCallResponse } from '../../src/testing/index.js'
-import { describeEvent, record, scriptedAgent, tick, trace, track } from '../helpers.js'
+import { describeEvent, record, scriptedAgent, tick, trace } from '../helpers.js'
 
 const m = (id: string, text = id) => userMessage(text, { id })
 const ids = (list: readonly UserMessage[]) => list.map((x) => x.id)
@@ -40,20 +39,28 @@ function timeline(agent: Agent): string[] {
   return out
 }
 
-/** A model that answers every request with the same text. */
-function echoModel(text = 'ok'): ModelAdapter & { requests: number } {
-  const model = {
+/** A session whose inbox splice appends throw while `failing.on` is set. */
+function failingSplices() {
+  const session = createSession()
+  const append = session.append.bind(session)
+  const failing = { on: false }
+  session.append = ((type: string, data: unknown, intent?: unknown) => {
+    if (failing.on && type === 'agent/inbox/spliced') throw new Error('disk full')
+    return append(type as never, data as never, intent as never)
+  }) as typeof session.append
+  return { session, failing }
+}
+
+/** A model that answers every request with the same text, however many there are. */
+function echoModel(text = 'ok'): ModelAdapter {
+  return {
     provider: 'echo',
     model: 'echo-1',
-    requests: 0,
-    stream() {
-      model.requests++
-      return (async function* () {
+    stream: () =>
+      (async function* () {
         yield* textResponse(text)
-      })()
-    },
+      })(),
   }
-  return model
 }
 
 describe('IN — Inbox', () => {
@@ -161,8 +168,8 @@ describe('IN — Inbox', () => {
     await agent.whenIdle()
     agent.inject(m('late'))
     agent.inbox.clear()
-    const data = spliceData(agent)
-    expect(data).toEqual([
+    // strict: removedCount and outcome are absent, not undefined, where they do not apply
+    expect(spliceData(agent)).toStrictEqual([
       { target: 'next-step', start: 0, inserted: [m('i1')] },
       { target: 'next-step', start: 1, inserted: [m('i2')] },
       { target: 'next-step', start: 2, inserted: [m('i3')] },
@@ -176,9 +183,6 @@ describe('IN — Inbox', () => {
       { target: 'next-step', start: 0, inserted: [m('late')] },
       { target: 'next-step', start: 0, removedCount: 1, inserted: [], outcome: 'canceled' },
     ])
-    // absent, not undefined: the log stores only what is there
-    expect(data.filter((d) => 'removedCount' in d && d.removedCount === undefined)).toEqual([])
-    expect(data.filter((d) => 'outcome' in d && d.outcome === undefined)).toEqual([])
     expect(agent.inbox.hasPending).toBe(false)
   })
 
@@ -382,19 +386,13 @@ describe('IN — Inbox', () => {
   })
 
   it('IN-7: a send whose durable append fails throws and leaves the log, lists, status and wake state unchanged', async () => {
-    const session = createSession()
-    const append = session.append.bind(session)
-    let failing = false
-    session.append = ((type: string, data: unknown, intent?: unknown) => {
-      if (failing && type === 'agent/inbox/spliced') throw new Error('disk full')
-      return append(type as never, data as never, intent as never)
-    }) as typeof session.append
+    const { session, failing } = failingSplices()
     const { agent, model } = scriptedAgent([textResponse('a')], { session })
     const live = record(agent, ['agent/inbox/inserted', 'agent/status'])
     agent.inject(m('kept'))
     live.length = 0
     const before = agent.session.events
-    failing = true
+    failing.on = true
     expect(() => agent.followup(m('p'))).toThrow('disk full')
     expect(() => agent.steer(m('s'))).toThrow('disk full')
     expect(() => agent.inject(m('i'))).toThrow('disk full')
@@ -404,7 +402,7 @@ describe('IN — Inbox', () => {
     expect(agent.inbox.nextTurn).toEqual([])
     expect(agent.status).toBe('idle')
     expect(live).toEqual([])
-    failing = false
+    failing.on = false
     await tick()
     // no wake was latched by the failed sends: nothing runs until a waking send arrives
     expect(agent.session.events.some((e) => e.type === 'turn/start')).toBe(false)
@@ -415,21 +413,35 @@ describe('IN — Inbox', () => {
     expect(userTexts(agent)).toEqual(['kept', 'p'])
   })
 
+  it('IN-7: a failed waking send during maintenance latches no wake', async () => {
+    const { session, failing } = failingSplices()
+    const { agent, model } = scriptedAgent([], { session })
+    let release!: () => void
+    const job = agent.runMaintenance(() => new Promise<void>((resolve) => (release = resolve)))
+    agent.inject(m('ctx'))
+    failing.on = true
+    expect(() => agent.followup(m('p'))).toThrow('disk full')
+    expect(() => agent.steer(m('s'))).toThrow('disk full')
+    failing.on = false
+    release()
+    await job
+    await agent.whenIdle()
+    await tick()
+    // a latch would have started a turn for the pending context once the job settled
+    expect(trace(agent)).toEqual(['spliced(next-step +1)'])
+    expect(model.requests).toHaveLength(0)
+    agent.inbox.clear()
+  })
+
   it('IN-7: a failed send during a running turn leaves the running turn and the lists untouched', async () => {
-    const session = createSession()
-    const append = session.append.bind(session)
-    let failing = false
-    session.append = ((type: string, data: unknown, intent?: unknown) => {
-      if (failing && type === 'agent/inbox/spliced') throw new Error('disk full')
-      return append(type as never, data as never, intent as never)
-    }) as typeof session.append
+    const { session, failing } = failingSplices()
     const { agent } = scriptedAgent([hang], { session })
     agent.followup(m('p'))
     const before = agent.session.events
-    failing = true
+    failing.on = true
     expect(() => agent.steer(m('s'))).toThrow('disk full')
     expect(() => agent.followup(m('q'))).toThrow('disk full')
-    failing = false
+    failing.on = false
     expect(agent.session.events).toEqual(before)
     expect(agent.inbox.hasPending).toBe(false)
     expect(agent.status).toBe('running')

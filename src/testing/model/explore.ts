@@ -1,0 +1,147 @@
+// Generate scenarios from a machine's graph: @xstate/graph finds the shortest
+// input path to every abstract state of the harness; each path is completed
+// to rest with default answers, its trace checked, and the transitions it
+// took counted for coverage.
+import { getShortestPaths } from '@xstate/graph'
+import type { AnyStateMachine } from 'xstate'
+import { checkSessionInvariants } from '../invariants.js'
+import { allTransitions, createHarness, type Budget, type Harness, type HarnessState, type TraceEvent } from './harness.js'
+import { identify, type Scenario, type ScenarioInput } from './scenario.js'
+import { checkLifecycleInvariants, LIFECYCLE_INVARIANTS } from './lifecycle-invariants.js'
+
+export interface Exploration {
+  machine: string
+  states: number
+  scenarios: Scenario[]
+  transitions: Map<string, { source: string; event: string; guarded: boolean; target: string }>
+  covered: Set<string>
+  violations: Array<{ scenario: string; rule: string; seq: number; message: string }>
+}
+
+/** The default answer to the oldest pending effect, or null when nothing is pending. */
+function defaultAnswer(state: HarnessState): ScenarioInput | null {
+  const p = state.pending[0]
+  if (!p) return null
+  switch (p.kind) {
+    case 'hook':
+      switch (p.name) {
+        case 'agent/pre-step':
+          return { type: 'pre-step', decision: 'default' }
+        case 'agent/request-error':
+          return { type: 'request-error', decision: 'give-up' }
+        case 'agent/turn-stopping':
+          return { type: 'turn-stopping', decision: 'none' }
+        case 'tools/pre-execute':
+          return { type: 'tool-pre', callId: String(p.payload.callId), decision: 'allow' }
+        default:
+          return { type: 'tool-post', callId: String(p.payload.callId), decision: 'accept' }
+      }
+    case 'prepare':
+      return { type: 'request', decision: 'default' }
+    case 'model':
+      return { type: 'model', response: 'text' }
+    case 'tool':
+      return { type: 'tool', callId: p.call.callId, outcome: 'ok' }
+    case 'job':
+      return { type: 'job-done' }
+  }
+}
+
+/** Drive a state to rest with default answers (bounded). */
+export function complete(harness: Harness, state: HarnessState, limit = 200): HarnessState {
+  let current = state
+  for (let i = 0; i < limit; i++) {
+    const answer = defaultAnswer(current)
+    if (!answer) return current
+    current = harness.apply(current, answer) ?? current
+  }
+  throw new Error(`scenario did not come to rest within ${limit} default answers: ${JSON.stringify(current.inputs)}`)
+}
+
+/** Replay inputs from the start; also returns the transitions taken on the way. */
+export function replay(harness: Harness, inputs: readonly ScenarioInput[]): { state: HarnessState; taken: Set<string> } {
+  let state = harness.initial()
+  const taken = new Set(state.taken)
+  for (const input of inputs) {
+    const next = harness.apply(state, input)
+    if (!next) throw new Error(`input ${JSON.stringify(input)} does not apply after ${JSON.stringify(state.inputs)}`)
+    next.taken.forEach((t) => taken.add(t))
+    state = next
+  }
+  return { state, taken }
+}
+
+export function traceOf(trace: readonly TraceEvent[]) {
+  return trace.map((e, seq) => ({ seq, time: 0, ...e }))
+}
+
+/** Walk one machine under several budgets: shortest paths to every abstract state, each completed into a scenario. */
+export function explore(name: string, options: { machine: AnyStateMachine; input: Record<string, unknown>; profiles: Budget[]; limit?: number }): Exploration {
+  const transitions = allTransitions(options.machine)
+  const covered = new Set<string>()
+  const scenarios: Scenario[] = []
+  const violations: Exploration['violations'] = []
+  const seen = new Set<string>()
+  let states = 0
+  for (const budget of options.profiles) {
+    const harness = createHarness({ machine: options.machine, input: options.input, budget })
+    const paths = getShortestPaths(harness.logic as any, {
+      events: (state: HarnessState) => harness.choices(state) as any,
+      serializeState: (state: HarnessState) => harness.abstract(state),
+      serializeEvent: (event: any) => JSON.stringify(event),
+      limit: options.limit ?? 50_000,
+    } as any)
+    states += paths.length
+    // edge cover: every state's shortest path, plus each input from it that takes a transition not yet taken
+    const ends: HarnessState[] = []
+    for (const path of paths) {
+      const end = path.state as HarnessState
+      ends.push(end)
+      end.takenAll.forEach((t) => covered.add(t))
+    }
+    for (const path of paths) {
+      for (const input of harness.choices(path.state as HarnessState)) {
+        const next = harness.apply(path.state as HarnessState, input)
+        if (next && next.taken.some((t) => !covered.has(t))) {
+          next.taken.forEach((t) => covered.add(t))
+          ends.push(next)
+        }
+      }
+    }
+    for (const end of ends) {
+      const state = complete(harness, end)
+      const key = JSON.stringify(state.inputs)
+      if (seen.has(key)) continue
+      seen.add(key)
+      state.takenAll.forEach((t) => covered.add(t))
+      const id = `${name}-${String(scenarios.length + 1).padStart(4, '0')}`
+      const events = traceOf(state.trace)
+      // a refused boundary append leaves the log unbalanced on purpose (TU-15, ST-4 with a failing store)
+      const brokenBoundary = state.inputs.some((i) => i.type === 'fail-next' && ['step/end', 'turn/end'].includes(i.eventType))
+      const excused = (rule: string) => brokenBoundary && ['balanced', 'turn-enclosure', 'turn-closes-once', 'event-enclosure'].includes(rule)
+      for (const v of [...checkSessionInvariants(events as any), ...checkLifecycleInvariants(events)]) {
+        if (!excused(v.rule)) violations.push({ scenario: id, rule: v.rule, seq: v.seq, message: v.message })
+      }
+      scenarios.push({
+        id,
+        machine: name as Scenario['machine'],
+        description: describe(state.inputs),
+        inputs: state.inputs,
+        expected: state.trace.map(identify),
+        invariants: brokenBoundary ? ['session-except-boundaries'] : ['session', ...LIFECYCLE_INVARIANTS],
+        covers: state.takenAll,
+      } as Scenario & { covers: string[] })
+    }
+  }
+  return { machine: name, states, scenarios, transitions, covered, violations }
+}
+
+function describe(inputs: readonly ScenarioInput[]): string {
+  return inputs
+    .map((i) => {
+      const { type, ...rest } = i
+      const detail = Object.values(rest).join(' ')
+      return detail ? `${type}(${detail})` : type
+    })
+    .join(' → ')
+}

@@ -1,0 +1,653 @@
+// A pure model of the environment around a machine: it performs the
+// machine's effects the way the runtime does (appends go to a trace, syncs
+// are answered at once) and leaves every async effect pending until a
+// scenario input answers it. As an ActorLogic it can be walked by @xstate/graph.
+import { createActor, type ActorLogic, type AnyStateMachine, type InspectionEvent } from 'xstate'
+import { z } from 'zod'
+import { StreamAssembler } from '../../adapters/assemble.js'
+import type { AgentEvent, Effect, PlannedCall } from '../../machines/types.js'
+import type { LlmCallConfig, SessionEventType, StreamChunk, UserMessage } from '../../session/schemas.js'
+import { defineTool, toolSchemas } from '../../tools/define.js'
+import { errorResponse, maxTokensResponse, textResponse, toolCallResponse } from '../responses.js'
+import type { ScenarioInput } from './scenario.js'
+
+/** The two tools every scenario knows: `p` is parallel-safe, `x` exclusive. Bodies are scripted. */
+export function scenarioTools(execute: (name: 'p' | 'x', args: unknown, ctx: { callId: string; signal: AbortSignal }) => Promise<any>) {
+  return (['p', 'x'] as const).map((name) =>
+    defineTool({
+      name,
+      description: name === 'p' ? 'a parallel-safe read' : 'an exclusive write',
+      input: z.object({}).loose(),
+      executionMode: name === 'p' ? 'parallel' : 'exclusive',
+      execute: (args, ctx) => execute(name, args, ctx),
+    }),
+  )
+}
+
+export const SCENARIO_CONFIG: LlmCallConfig = { provider: 'scripted', model: 'scripted-1' }
+export const SCENARIO_FAILURE = { message: 'scripted failure', code: 'UNKNOWN' }
+const HEADER_TOOLS = toolSchemas(scenarioTools(async () => ''))
+
+export const scenarioMessage = (id: string): UserMessage => ({ id, role: 'user', content: [{ type: 'text', text: id }], source: { kind: 'user' } })
+
+/** What a scenario's model response streams; call ids come from the scenario's counter. */
+export function responseChunks(response: ScenarioInput & { type: 'model' }, callIds: () => string): StreamChunk[] {
+  switch (response.response) {
+    case 'text':
+      return textResponse('hello')
+    case 'empty':
+      return textResponse('')
+    case 'tools':
+      return toolCallResponse([
+        { id: callIds(), name: 'p', arguments: '{}' },
+        { id: callIds(), name: 'p', arguments: '{}' },
+      ])
+    case 'tools-mixed':
+      return toolCallResponse([
+        { id: callIds(), name: 'p', arguments: '{}' },
+        { id: callIds(), name: 'x', arguments: '{}' },
+        { id: callIds(), name: 'p', arguments: '{}' },
+      ])
+    case 'max-tokens':
+      return maxTokensResponse('cut off')
+    case 'max-tokens-tools':
+      return [...toolCallResponse([{ id: callIds(), name: 'p', arguments: '{}' }]).slice(0, -1), { type: 'finish', reason: { kind: 'max-tokens' } }]
+    case 'error':
+      return errorResponse({ message: 'scripted model failure', code: 'SERVER' })
+    case 'partial':
+      return textResponse('partial answer').slice(0, 2) // block-start and a delta, then it waits for the abort
+  }
+}
+
+export type Pending =
+  | { kind: 'hook'; id: number; name: string; raceAbort: boolean; payload: Record<string, unknown>; fallback: unknown }
+  | { kind: 'prepare'; id: number; seed: LlmCallConfig }
+  | { kind: 'model'; id: number; turn: number; step: number; partial?: { chunkSeqs: number[]; chunks: StreamChunk[] } }
+  | { kind: 'tool'; id: number; call: PlannedCall }
+  | { kind: 'job'; id: number }
+
+export interface TraceEvent {
+  type: string
+  data: unknown
+  surfaceOp?: unknown
+  sourceEventSeqs?: number[]
+}
+
+export interface HarnessState {
+  status: 'active'
+  output: undefined
+  error: undefined
+  machine: unknown
+  done: boolean
+  pending: Pending[]
+  trace: TraceEvent[]
+  keys: Record<string, number>
+  inputs: ScenarioInput[]
+  aborted: boolean
+  armed: string | null
+  /** A listener that cancels when this happens next. */
+  cancelOn: string | null
+  rejections: string[]
+  counters: { messages: number; calls: number; sends: number; cancels: number; removes: number; fails: number; maintenance: number }
+  /** Transition definitions taken by the last input, and by the whole path, as `source#event#index` keys. */
+  taken: string[]
+  takenAll: string[]
+}
+
+export type ModelResponse = (ScenarioInput & { type: 'model' })['response']
+
+/** Limits and choice sets that keep one walk finite and focused. */
+export interface Budget {
+  sends?: number
+  cancels?: number
+  removes?: number
+  fails?: number
+  maintenance?: number
+  steps?: number
+  attempts?: number
+  turns?: number
+  /** Model responses to try at each request. */
+  responses?: readonly ModelResponse[]
+  /** Try every hook decision and tool outcome, or only the defaults and one failure. */
+  decisions?: 'all' | 'few'
+  /** Store failures to try. */
+  failTypes?: readonly string[]
+  /** Listener-triggered cancels to try. */
+  cancelTriggers?: readonly ('agent/status' | 'step/start' | 'request/header' | 'assistant/message' | 'tools/result')[]
+}
+
+export interface HarnessOptions {
+  machine: AnyStateMachine
+  input: Record<string, unknown>
+  budget?: Budget
+}
+
+const ALL_RESPONSES: readonly ModelResponse[] = ['text', 'empty', 'max-tokens', 'error', 'partial', 'max-tokens-tools', 'tools', 'tools-mixed']
+const FAIL_TYPES = ['turn/start', 'step/start', 'user/message', 'request/header', 'step/end', 'turn/end', 'tool/call', 'tool/result', 'agent/inbox/spliced', 'assistant/chunk']
+
+/** A stable key for a transition definition: its source node, event and position. */
+export function transitionKey(t: { source: { id: string }; eventType: string }, index: number): string {
+  return `${t.source.id}#${t.eventType}#${index}`
+}
+
+/** Every transition of a machine, keyed like `transitionKey`. */
+export function allTransitions(machine: AnyStateMachine): Map<string, { source: string; event: string; guarded: boolean; target: string }> {
+  const out = new Map<string, { source: string; event: string; guarded: boolean; target: string }>()
+  const visit = (node: any) => {
+    for (const [eventType, list] of node.transitions as Map<string, any[]>) {
+      list.forEach((t, i) => out.set(transitionKey(t, i), { source: node.id, event: eventType, guarded: !!t.guard, target: (t.target ?? []).map((s: any) => s.id).join(',') }))
+    }
+    ;(node.always ?? []).forEach((t: any, i: number) =>
+      out.set(transitionKey(t, i), { source: node.id, event: 'always', guarded: !!t.guard, target: (t.target ?? []).map((s: any) => s.id).join(',') }),
+    )
+    for (const child of Object.values(node.states ?? {})) visit(child)
+  }
+  visit(machine.root)
+  return out
+}
+
+function indexOfTransition(t: any): number {
+  const list = t.eventType === '' || t.eventType === undefined ? t.source.always : t.source.transitions.get(t.eventType)
+  return (list ?? t.source.always ?? []).indexOf(t)
+}
+
+/** Run machine events on a live actor restored from the state, performing effects like the runtime. */
+class Step {
+  readonly state: HarnessState
+  readonly queue: AgentEvent[] = []
+  fault: { eventType: string; error: Error } | null = null
+  readonly actor
+  buffer: Effect[] = []
+
+  constructor(
+    readonly options: HarnessOptions,
+    from: HarnessState | null,
+  ) {
+    this.state = from
+      ? { ...from, pending: [...from.pending], trace: [...from.trace], keys: { ...from.keys }, inputs: [...from.inputs], rejections: [...from.rejections], counters: { ...from.counters }, taken: [], takenAll: from.takenAll }
+      : {
+          status: 'active',
+          output: undefined,
+          error: undefined,
+          machine: undefined,
+          done: false,
+          pending: [],
+          trace: [],
+          keys: {},
+          inputs: [],
+          aborted: false,
+          armed: null,
+          cancelOn: null,
+          rejections: [],
+          counters: { messages: 0, calls: 0, sends: 0, cancels: 0, removes: 0, fails: 0, maintenance: 0 },
+          taken: [],
+          takenAll: [],
+        }
+    const inspect = (event: InspectionEvent) => {
+      if (event.type === '@xstate.microstep') {
+        for (const t of (event as any)._transitions as any[]) this.state.taken.push(transitionKey(t, indexOfTransition(t)))
+      }
+    }
+    this.actor = createActor(options.machine, { input: options.input, inspect, ...(from ? { snapshot: from.machine as any } : {}) })
+    this.actor.on('*', (effect: any) => this.buffer.push(effect as Effect))
+    this.actor.start()
+    this.#perform()
+  }
+
+  send(event: AgentEvent): void {
+    this.queue.push(event)
+  }
+
+  /** Process queued machine events, one macrostep at a time, performing effects in order. */
+  drain(): void {
+    while (this.queue.length > 0) {
+      const event = this.queue.shift()!
+      if (this.actor.getSnapshot().status !== 'active') break
+      this.actor.send(event)
+      this.#perform()
+    }
+  }
+
+  run(): HarnessState {
+    this.drain()
+    const snapshot = this.actor.getSnapshot()
+    this.state.machine = this.actor.getPersistedSnapshot()
+    this.state.done = snapshot.status !== 'active'
+    this.state.takenAll = [...new Set([...this.state.takenAll, ...this.state.taken])]
+    this.actor.stop()
+    return this.state
+  }
+
+  #perform(): void {
+    const effects = this.buffer
+    this.buffer = []
+    for (const effect of effects) this.#effect(effect)
+    if (this.fault) this.#reportFault({ type: 'fault' } as AgentEvent)
+  }
+
+  #reportFault(onFault: AgentEvent): void {
+    const fault = this.fault!
+    this.fault = null
+    this.send({ ...onFault, eventType: fault.eventType, failure: { message: fault.error.message, code: 'UNKNOWN' }, error: fault.error } as AgentEvent)
+  }
+
+  #effect(effect: Effect): void {
+    const s = this.state
+    switch (effect.type) {
+      case 'fx.append': {
+        if (this.fault) return
+        if (s.armed === effect.eventType) {
+          s.armed = null
+          this.fault = { eventType: effect.eventType, error: new Error('scripted store failure') }
+          return
+        }
+        const sources = effect.citeKeys ? effect.citeKeys.map((k) => s.keys[k]).filter((x) => x !== undefined) : effect.sourceEventSeqs
+        const event: TraceEvent = { type: effect.eventType, data: effect.data }
+        if (effect.surfaceOp) event.surfaceOp = effect.surfaceOp
+        if (sources) event.sourceEventSeqs = [...sources]
+        if (effect.key) s.keys[effect.key] = s.trace.length
+        s.trace.push(event)
+        if (s.cancelOn === effect.eventType) this.#listenerCancels()
+        return
+      }
+      case 'fx.notify':
+        if (this.fault) return
+        if (s.cancelOn === effect.name && (effect.name !== 'agent/status' || effect.payload.status === 'running')) this.#listenerCancels()
+        return
+      case 'fx.sync':
+        if (this.fault) return this.#reportFault(effect.onFault ?? ({ type: 'fault' } as AgentEvent))
+        return this.send(effect.reply ?? { type: 'sync', id: effect.id })
+      case 'fx.reject':
+        s.rejections.push(effect.code)
+        return
+      case 'fx.abort': {
+        s.aborted = true
+        // the runtime races these with the signal: they settle as aborted at once
+        const raced = s.pending.filter((p) => (p.kind === 'hook' && p.raceAbort) || p.kind === 'prepare' || p.kind === 'model')
+        s.pending = s.pending.filter((p) => !raced.includes(p))
+        for (const p of raced) this.send(p.kind === 'model' ? this.#cancelledModel(p) : { type: 'hook.aborted', id: p.id })
+        return
+      }
+      case 'fx.signal':
+        s.aborted = false
+        s.keys = {}
+        return
+      case 'fx.job':
+        s.pending.push({ kind: 'job', id: effect.id })
+        return
+    }
+    if (this.fault) {
+      const error = this.fault.error
+      this.#reportFault({ type: 'fault' } as AgentEvent)
+      const failure = { message: error.message, code: 'UNKNOWN' }
+      if (effect.type === 'fx.tool') return this.send({ type: 'tool.settled', id: effect.id, outcome: { isError: true, content: `Error: ${failure.message}` }, threw: true })
+      if (effect.type === 'fx.model') return this.send({ type: 'model.faulted', id: effect.id, failure, error })
+      if (effect.type === 'fx.classify') return this.send({ type: 'tool.classified', id: effect.id, mode: 'exclusive' })
+      return this.send({ type: 'hook.failed', id: effect.id, failure, error })
+    }
+    switch (effect.type) {
+      case 'fx.classify':
+        return this.send({ type: 'tool.classified', id: effect.id, mode: effect.call.name === 'p' ? 'parallel' : 'exclusive' })
+      case 'fx.hook':
+        if (effect.raceAbort && s.aborted) return this.send({ type: 'hook.aborted', id: effect.id })
+        s.pending.push({ kind: 'hook', id: effect.id, name: effect.name, raceAbort: effect.raceAbort, payload: effect.payload, fallback: effect.fallback })
+        return
+      case 'fx.prepare':
+        if (s.aborted) return this.send({ type: 'hook.aborted', id: effect.id })
+        s.pending.push({ kind: 'prepare', id: effect.id, seed: effect.seed })
+        return
+      case 'fx.model':
+        if (s.aborted) {
+          return this.send({ type: 'model.settled', id: effect.id, chunkSeqs: [], response: new StreamAssembler().result(), cancelled: true })
+        }
+        s.pending.push({ kind: 'model', id: effect.id, turn: effect.turn, step: effect.step })
+        return
+      case 'fx.tool':
+        s.pending.push({ kind: 'tool', id: effect.id, call: effect.call })
+        return
+    }
+  }
+
+  /** A listener's cancel is queued behind the running macrostep, like the runtime's nested send. */
+  #listenerCancels(): void {
+    this.state.cancelOn = null
+    this.send({ type: 'agent.cancel', cause: { kind: 'user' }, keepInbox: false })
+  }
+
+  #cancelledModel(p: Extract<Pending, { kind: 'model' }>): AgentEvent {
+    const assembler = new StreamAssembler()
+    for (const chunk of p.partial?.chunks ?? []) assembler.push(chunk)
+    return { type: 'model.settled', id: p.id, chunkSeqs: p.partial?.chunkSeqs ?? [], response: assembler.result(), cancelled: true }
+  }
+
+  /** Stream a response into the trace the way the runtime's hot path does. */
+  stream(p: Extract<Pending, { kind: 'model' }>, chunks: StreamChunk[], partial: boolean): void {
+    const s = this.state
+    const seqs = [...(p.partial?.chunkSeqs ?? [])]
+    const all = [...(p.partial?.chunks ?? [])]
+    for (const chunk of chunks) {
+      if (s.armed === 'assistant/chunk') {
+        s.armed = null
+        s.pending = s.pending.filter((q) => q !== p)
+        const error = new Error('scripted store failure')
+        return this.send({ type: 'model.faulted', id: p.id, failure: { message: error.message, code: 'UNKNOWN' }, error })
+      }
+      seqs.push(s.trace.length)
+      s.trace.push({ type: 'assistant/chunk', data: { turn: p.turn, step: p.step, chunk } })
+      all.push(chunk)
+    }
+    s.pending = s.pending.filter((q) => q !== p)
+    if (partial) {
+      s.pending.push({ ...p, partial: { chunkSeqs: seqs, chunks: all } })
+      return
+    }
+    const assembler = new StreamAssembler()
+    for (const chunk of all) assembler.push(chunk)
+    this.send({ type: 'model.settled', id: p.id, chunkSeqs: seqs, response: assembler.result(), cancelled: false })
+  }
+}
+
+const ctxOf = (state: HarnessState) => (state.machine as { context: any; value: unknown }).context
+
+export interface Harness {
+  logic: ActorLogic<HarnessState, ScenarioInput, unknown>
+  apply(state: HarnessState, input: ScenarioInput): HarnessState | null
+  choices(state: HarnessState): ScenarioInput[]
+  abstract(state: HarnessState): string
+  initial(): HarnessState
+}
+
+/** Build the harness logic for one machine. */
+export function createHarness(options: HarnessOptions): Harness {
+  const budget = {
+    sends: 1,
+    cancels: 0,
+    removes: 0,
+    fails: 0,
+    maintenance: 0,
+    steps: 3,
+    attempts: 2,
+    turns: 2,
+    responses: ALL_RESPONSES,
+    decisions: 'all' as 'all' | 'few',
+    failTypes: FAIL_TYPES,
+    cancelTriggers: [] as NonNullable<Budget['cancelTriggers']>,
+    ...options.budget,
+  }
+  const few = budget.decisions === 'few'
+  const pick = <T,>(all: readonly T[], kept: readonly T[]): readonly T[] => (few ? kept : all)
+
+  /** Apply one scenario input; returns the next state, or null when the input does not apply here. */
+  function apply(state: HarnessState, input: ScenarioInput): HarnessState | null {
+    const step = new Step(options, state)
+    const s = step.state
+    s.inputs.push(input)
+    const first = <K extends Pending['kind']>(kind: K, pred: (p: Extract<Pending, { kind: K }>) => boolean = () => true) =>
+      s.pending.find((p) => p.kind === kind && pred(p as Extract<Pending, { kind: K }>)) as Extract<Pending, { kind: K }> | undefined
+    const take = (p: Pending) => (s.pending = s.pending.filter((q) => q !== p))
+    const hookOf = (name: string, callId?: string) => first('hook', (p) => p.name === name && (callId === undefined || p.payload.callId === callId))
+    switch (input.type) {
+      case 'send':
+        s.counters.sends++
+        step.send({ type: 'inbox.send', message: scenarioMessage(input.id), target: input.target, wakeup: input.wakeup })
+        break
+      case 'cancel':
+        s.counters.cancels++
+        step.send({ type: 'agent.cancel', cause: { kind: 'user' }, keepInbox: input.keepInbox })
+        break
+      case 'remove':
+        s.counters.removes++
+        step.send({ type: 'inbox.remove', id: input.id })
+        break
+      case 'replace':
+        s.counters.removes++
+        step.send({ type: 'inbox.replace', id: input.id, message: scenarioMessage(input.with) })
+        break
+      case 'clear':
+        s.counters.removes++
+        step.send({ type: 'inbox.clear' })
+        break
+      case 'splice':
+        s.counters.removes++
+        step.send({ type: 'inbox.splice', target: input.target, start: input.start, deleteCount: input.deleteCount, messages: input.insert.map(scenarioMessage) })
+        break
+      case 'dispose':
+        // dispose() is a disposed cancel, then deregistration at rest (CX-17)
+        s.counters.maintenance++
+        step.send({ type: 'agent.cancel', cause: { kind: 'disposed' }, keepInbox: false })
+        step.send({ type: 'agent.dispose' })
+        break
+      case 'cancel-on':
+        s.counters.cancels++
+        s.cancelOn = input.trigger
+        break
+      case 'maintenance':
+        s.counters.maintenance++
+        step.send({ type: 'maintenance.start' })
+        break
+      case 'job-done': {
+        const p = first('job')
+        if (!p) return null
+        take(p)
+        step.send({ type: 'job.settled', id: p.id })
+        break
+      }
+      case 'fail-next':
+        s.counters.fails++
+        s.armed = input.eventType as SessionEventType
+        break
+      case 'pre-step': {
+        const p = hookOf('agent/pre-step')
+        if (!p) return null
+        take(p)
+        if (input.decision === 'throw') step.send({ type: 'hook.failed', id: p.id, failure: SCENARIO_FAILURE, error: new Error(SCENARIO_FAILURE.message) })
+        else {
+          const value = input.decision === 'reject' ? { kind: 'reject' } : input.decision === 'empty' ? { kind: 'enter', messages: [] } : p.fallback
+          step.send({ type: 'hook.done', id: p.id, value })
+        }
+        break
+      }
+      case 'request': {
+        const p = first('prepare')
+        if (!p) return null
+        take(p)
+        if (input.decision === 'throw') {
+          step.send({ type: 'hook.failed', id: p.id, failure: SCENARIO_FAILURE, error: new Error(SCENARIO_FAILURE.message) })
+          break
+        }
+        const config = input.decision === 'no-route' ? { provider: '', model: '' } : p.seed
+        const header = { config: config as any, tools: HEADER_TOOLS }
+        const context = { provider: config.provider, model: config.model }
+        step.send({ type: 'request.prepared', id: p.id, config, header, headerKey: JSON.stringify(header), context, contextKey: JSON.stringify(context) })
+        break
+      }
+      case 'model': {
+        const p = first('model')
+        if (!p || (p.partial && input.response !== 'text')) return null
+        const chunks = responseChunks(input, () => `c${++s.counters.calls}`)
+        step.stream(p, p.partial ? textResponse('partial answer').slice(2) : chunks, input.response === 'partial')
+        break
+      }
+      case 'request-error': {
+        const p = hookOf('agent/request-error')
+        if (!p) return null
+        take(p)
+        if (input.decision === 'throw') step.send({ type: 'hook.failed', id: p.id, failure: SCENARIO_FAILURE, error: new Error(SCENARIO_FAILURE.message) })
+        else step.send({ type: 'hook.done', id: p.id, value: input.decision === 'retry' ? { kind: 'retry' } : undefined })
+        break
+      }
+      case 'turn-stopping': {
+        const p = hookOf('agent/turn-stopping')
+        if (!p) return null
+        take(p)
+        if (input.decision === 'throw') {
+          step.send({ type: 'hook.failed', id: p.id, failure: SCENARIO_FAILURE, error: new Error(SCENARIO_FAILURE.message) })
+          break
+        }
+        if (input.decision === 'steer') {
+          s.counters.messages++
+          step.send({ type: 'inbox.send', message: scenarioMessage(`steer${s.counters.messages}`), target: 'next-step', wakeup: true })
+          step.drain() // the listener's steer completes before the listener returns
+        }
+        step.send({ type: 'hook.done', id: p.id, value: undefined })
+        break
+      }
+      case 'tool-pre': {
+        const p = hookOf('tools/pre-execute', input.callId)
+        if (!p) return null
+        take(p)
+        if (input.decision === 'throw') step.send({ type: 'hook.failed', id: p.id, failure: SCENARIO_FAILURE, error: new Error(SCENARIO_FAILURE.message) })
+        else step.send({ type: 'hook.done', id: p.id, value: input.decision === 'deny' ? { kind: 'deny', reason: 'scripted denial' } : { kind: 'allow' } })
+        break
+      }
+      case 'tool': {
+        const p = first('tool', (q) => q.call.callId === input.callId)
+        if (!p) return null
+        take(p)
+        step.send({ type: 'tool.settled', id: p.id, outcome: toolOutcome(input.callId, input.outcome), threw: input.outcome === 'error' })
+        break
+      }
+      case 'tool-post': {
+        const p = hookOf('tools/post-execute', input.callId)
+        if (!p) return null
+        take(p)
+        if (input.decision === 'throw') step.send({ type: 'hook.failed', id: p.id, failure: SCENARIO_FAILURE, error: new Error(SCENARIO_FAILURE.message) })
+        else
+          step.send({
+            type: 'hook.done',
+            id: p.id,
+            value: input.decision === 'replace' ? { kind: 'accept', content: 'replaced' } : input.decision === 'block' ? { kind: 'block', feedback: 'blocked' } : { kind: 'accept' },
+          })
+        break
+      }
+    }
+    return step.run()
+  }
+
+  /** The inputs worth trying from a state, within the budget. */
+  function choices(state: HarnessState): ScenarioInput[] {
+    if (state.done) return []
+    const ctx = ctxOf(state)
+    const value = (state.machine as { value: unknown }).value
+    const out: ScenarioInput[] = []
+    const c = state.counters
+    for (const p of state.pending) {
+      switch (p.kind) {
+        case 'hook':
+          if (p.name === 'agent/pre-step') out.push(...pick(['default', 'reject', 'empty', 'throw'] as const, ['default', 'reject'] as const).map((decision) => ({ type: 'pre-step' as const, decision })))
+          if (p.name === 'agent/request-error') {
+            const decisions = ctx.attempt < budget.attempts ? (['retry', 'give-up', 'throw'] as const) : (['give-up', 'throw'] as const)
+            out.push(...decisions.map((decision) => ({ type: 'request-error' as const, decision })))
+          }
+          if (p.name === 'agent/turn-stopping') {
+            const decisions = ctx.step < budget.steps ? (['none', 'steer', 'throw'] as const) : (['none', 'throw'] as const)
+            out.push(...decisions.map((decision) => ({ type: 'turn-stopping' as const, decision })))
+          }
+          if (p.name === 'tools/pre-execute') out.push(...pick(['allow', 'deny', 'throw'] as const, ['allow'] as const).map((decision) => ({ type: 'tool-pre' as const, callId: String(p.payload.callId), decision })))
+          if (p.name === 'tools/post-execute') out.push(...pick(['accept', 'replace', 'block', 'throw'] as const, ['accept'] as const).map((decision) => ({ type: 'tool-post' as const, callId: String(p.payload.callId), decision })))
+          break
+        case 'prepare':
+          out.push(...pick(['default', 'no-route', 'throw'] as const, ['default'] as const).map((decision) => ({ type: 'request' as const, decision })))
+          break
+        case 'model': {
+          if (p.partial) {
+            out.push({ type: 'model', response: 'text' })
+            break
+          }
+          const toolsAllowed = ctx.step < budget.steps
+          const responses = budget.responses.filter((r) => toolsAllowed || (r !== 'tools' && r !== 'tools-mixed'))
+          out.push(...responses.map((response) => ({ type: 'model' as const, response })))
+          break
+        }
+        case 'tool':
+          out.push(...pick(['ok', 'error', 'concludes', 'context'] as const, ['ok'] as const).map((outcome) => ({ type: 'tool' as const, callId: p.call.callId, outcome })))
+          break
+        case 'job':
+          out.push({ type: 'job-done' })
+          break
+      }
+    }
+    // user actions: from idle, or while exactly one effect is pending
+    if (state.pending.length <= 1) {
+      const turnsLeft = ctx.turn < budget.turns || value === 'idle'
+      if (c.sends < budget.sends && turnsLeft) {
+        const next = `m${c.sends + 1}`
+        out.push({ type: 'send', id: next, target: 'next-turn', wakeup: true })
+        out.push({ type: 'send', id: next, target: 'next-step', wakeup: true })
+        out.push({ type: 'send', id: next, target: 'next-step', wakeup: false })
+      }
+      if (c.cancels < budget.cancels && state.cancelOn === null) {
+        out.push({ type: 'cancel', keepInbox: false }, { type: 'cancel', keepInbox: true })
+        for (const trigger of budget.cancelTriggers) out.push({ type: 'cancel-on', trigger })
+      }
+      const pendingIds = [...ctx.nextTurn, ...ctx.nextStep].map((m: UserMessage) => m.id)
+      if (c.removes < budget.removes && pendingIds.length > 0) {
+        out.push({ type: 'remove', id: pendingIds[0] }, { type: 'replace', id: pendingIds[0], with: `r${c.removes + 1}` }, { type: 'clear' })
+        out.push({ type: 'splice', target: ctx.nextTurn.length > 0 ? 'next-turn' : 'next-step', start: -1, deleteCount: 1, insert: [] })
+        // IN-6: a duplicate of a pending id is refused, whichever mutation tries it
+        out.push({ type: 'splice', target: 'next-step', start: 0, deleteCount: 0, insert: [pendingIds[0]] })
+        if (pendingIds.length > 1) out.push({ type: 'replace', id: pendingIds[0], with: pendingIds[1] })
+        if (c.sends < budget.sends) out.push({ type: 'send', id: pendingIds[0], target: 'next-turn', wakeup: false })
+      }
+      if (value === 'idle' && c.maintenance < budget.maintenance) out.push({ type: 'maintenance' }, { type: 'dispose' })
+      if (c.fails < budget.fails && state.armed === null) {
+        for (const eventType of budget.failTypes) {
+          out.push({ type: 'fail-next', eventType })
+        }
+      }
+    }
+    return out
+  }
+
+  /** A coarse picture of the state: what guards read, not the ever-growing trace. */
+  function abstract(state: HarnessState): string {
+    const ctx = ctxOf(state)
+    const cap = (n: number, max = 2) => Math.min(n, max)
+    return JSON.stringify([
+      (state.machine as { value: unknown }).value,
+      state.done,
+      state.pending.map((p) => (p.kind === 'hook' ? p.name : p.kind === 'model' && p.partial ? 'model-partial' : p.kind)).sort(),
+      state.aborted,
+      state.armed,
+      ctx.cause !== null,
+      ctx.latch,
+      ctx.disposing,
+      ctx.sticky,
+      ctx.lastStep,
+      cap(ctx.nextTurn.length),
+      cap(ctx.nextStep.length),
+      cap(ctx.step, 3),
+      cap(ctx.attempt),
+      cap(ctx.turn - (options.input.lastTurn as number | undefined ?? 0), 3),
+      ctx.stepOutcome,
+      ctx.end?.kind ?? null,
+      [ctx.tools.calls.length, ctx.tools.nextStart, ctx.tools.nextCommit, ctx.tools.inFlight, ctx.tools.pool, ctx.tools.concluded, ctx.tools.failure !== null],
+      [state.counters.sends, state.counters.cancels, state.counters.removes, state.counters.fails, state.counters.maintenance, state.cancelOn],
+    ])
+  }
+
+  const initial = (): HarnessState => new Step(options, null).run()
+
+  const logic = {
+    config: { id: 'harness' },
+    transition: (state: HarnessState, input: ScenarioInput) => apply(state, input) ?? state,
+    getInitialSnapshot: () => initial(),
+    getPersistedSnapshot: (state: HarnessState) => state,
+  } as unknown as ActorLogic<HarnessState, ScenarioInput, unknown>
+
+  return { logic, apply, choices, abstract, initial }
+}
+
+/** The tool outcome a scenario input stands for. */
+export function toolOutcome(callId: string, outcome: 'ok' | 'error' | 'concludes' | 'context') {
+  switch (outcome) {
+    case 'ok':
+      return { isError: false, content: `ok ${callId}` }
+    case 'error':
+      return { isError: true, content: 'Error: scripted tool failure' }
+    case 'concludes':
+      return { isError: false, content: `ok ${callId}`, concludesTurn: true }
+    case 'context':
+      return { isError: false, content: `ok ${callId}`, additionalContexts: [scenarioMessage(`ctx-${callId}`)] }
+  }
+}

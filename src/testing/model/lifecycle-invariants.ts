@@ -1,0 +1,91 @@
+// Lifecycle invariants checked on every generated trace, beside the
+// session-level ones of checkSessionInvariants.
+
+interface Event {
+  seq: number
+  type: string
+  data: any
+}
+
+export const LIFECYCLE_INVARIANTS = [
+  'turn-closes-once',
+  'no-step-after-reject',
+  'retry-stays-in-step',
+  'sticky-max-tokens',
+  'no-tool-call-in-max-tokens-step',
+] as const
+
+export interface LifecycleViolation {
+  rule: (typeof LIFECYCLE_INVARIANTS)[number]
+  seq: number
+  message: string
+}
+
+/** Check a complete log (at rest) against the lifecycle rules. */
+export function checkLifecycleInvariants(events: readonly Event[]): LifecycleViolation[] {
+  const out: LifecycleViolation[] = []
+  const ends = new Map<number, number>()
+  const starts = new Map<number, number>()
+  let turn: number | null = null
+  let lastBoundary = -1 // seq of the last turn/start or step/end of the open turn
+  let sawMaxTokens = false
+  let stepMaxTokens = false
+  let pendingFinish: { seq: number; turn: number; step: number } | null = null
+  for (const e of events) {
+    switch (e.type) {
+      case 'turn/start':
+        starts.set(e.data.turn, e.seq)
+        turn = e.data.turn
+        lastBoundary = e.seq
+        sawMaxTokens = false
+        break
+      case 'turn/end': {
+        const n = e.data.turn
+        ends.set(n, (ends.get(n) ?? 0) + 1)
+        if (ends.get(n)! > 1) out.push({ rule: 'turn-closes-once', seq: e.seq, message: `turn ${n} ended twice` })
+        const kind = e.data.reason?.kind
+        if (kind === 'blocked') {
+          const stepAfter = events.slice(lastBoundary + 1, e.seq).find((x) => x.type === 'step/start')
+          if (stepAfter) out.push({ rule: 'no-step-after-reject', seq: stepAfter.seq, message: 'a step opened after the proposal was rejected' })
+        }
+        if (sawMaxTokens && kind === 'completed') out.push({ rule: 'sticky-max-tokens', seq: e.seq, message: 'a turn that hit max-tokens ended completed' })
+        turn = null
+        break
+      }
+      case 'step/start':
+        stepMaxTokens = false
+        if (pendingFinish) out.push({ rule: 'retry-stays-in-step', seq: e.seq, message: `a step opened inside step ${pendingFinish.step} after its failed attempt` })
+        break
+      case 'step/end':
+        lastBoundary = e.seq
+        pendingFinish = null
+        break
+      case 'assistant/chunk': {
+        const chunk = e.data.chunk
+        if (pendingFinish && (e.data.turn !== pendingFinish.turn || e.data.step !== pendingFinish.step)) {
+          out.push({ rule: 'retry-stays-in-step', seq: e.seq, message: 'a retry streamed under another step' })
+        }
+        if (chunk?.type === 'finish') {
+          const k = chunk.reason?.kind
+          pendingFinish = k === 'error' || k === 'aborted' ? { seq: e.seq, turn: e.data.turn, step: e.data.step } : null
+          if (k === 'max-tokens') {
+            sawMaxTokens = true
+            stepMaxTokens = true
+          }
+        }
+        break
+      }
+      case 'assistant/message':
+        pendingFinish = null
+        break
+      case 'tool/call':
+        if (stepMaxTokens) out.push({ rule: 'no-tool-call-in-max-tokens-step', seq: e.seq, message: 'a tool call in a step that finished max-tokens' })
+        break
+    }
+  }
+  for (const [n, seq] of starts) {
+    if (!ends.has(n)) out.push({ rule: 'turn-closes-once', seq, message: `turn ${n} never ended` })
+  }
+  void turn
+  return out
+}
