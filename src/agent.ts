@@ -1,6 +1,9 @@
 // The public handle: createAgent() wires a session, a model and tools to the
 // agent machine through the runtime. Methods only validate and send events.
 import type { InspectionEvent, Observer } from 'xstate'
+import type { agentMachine } from './machines/agent.js'
+
+type AgentMachine = typeof agentMachine
 import type { ModelAdapter } from './adapters/types.js'
 import { AgentStateError, ConfigError, SessionAppendError } from './errors.js'
 import { applySplice, duplicatePending, hasPending, type InboxLists } from './machines/inbox.js'
@@ -32,6 +35,8 @@ export interface AgentOptions {
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void)
   /** Where contained listener failures are reported; defaults to console. */
   logger?: HookLogger
+  /** Advanced: a variant of the agent machine from `buildAgentMachine` (agentchart/machines). */
+  machine?: AgentMachine
 }
 
 export type AgentStatus = 'idle' | 'running'
@@ -226,6 +231,7 @@ export class Agent {
       hooks: this.#hooks,
       agent: this,
       inspect: options.inspect,
+      machine: options.machine,
     })
     this.inbox = new Inbox(() => this.#runtime, () => this.#assertLive())
     queueMicrotask(() => this.#start())

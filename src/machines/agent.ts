@@ -16,95 +16,101 @@ const continues = ({ context }: { context: AgentContext }) =>
   !context.disposing &&
   hasPending(context)
 
-export const agentMachine = agentSetup.createMachine({
-  id: 'agent',
-  context: ({ input }) => initialContext(input),
-  initial: 'idle',
-  on: inboxOn,
-  states: {
-    idle: {
-      // CX-13 / MT-3: a latched wake replays at convergence if work is still pending
-      always: [
-        { guard: latchedWithWork, target: 'running' },
-        { guard: ({ context }) => context.latch, actions: act((d) => d.set({ latch: false })) },
-      ],
-      on: {
-        'inbox.committed': [
-          {
-            guard: ({ event, context }) => event.wakeup && !context.disposing,
-            target: 'running',
-            actions: act<'inbox.committed'>((d, e) => d.notify('agent/inbox/inserted', { message: e.message })),
-          },
-          { actions: act<'inbox.committed'>((d, e) => d.notify('agent/inbox/inserted', { message: e.message })) },
+/** Build the agent machine around a turn; a variant turn is for experiments and for proving the conformance suite can fail. */
+export function buildAgentMachine(turn: typeof turnState = turnState) {
+  return agentSetup.createMachine({
+    id: 'agent',
+    context: ({ input }) => initialContext(input),
+    initial: 'idle',
+    on: inboxOn,
+    states: {
+      idle: {
+        // CX-13 / MT-3: a latched wake replays at convergence if work is still pending
+        always: [
+          { guard: latchedWithWork, target: 'running' },
+          { guard: ({ context }) => context.latch, actions: act((d) => d.set({ latch: false })) },
         ],
-        // CX-4: nothing to abort; without keepInbox parked items are discarded
-        'agent.cancel': {
-          actions: act<'agent.cancel'>((d, e) => {
-            if (e.cause.kind === 'disposed') d.set({ disposing: true })
-            if (!e.keepInbox) clearInbox(d)
-          }),
+        on: {
+          'inbox.committed': [
+            {
+              guard: ({ event, context }) => event.wakeup && !context.disposing,
+              target: 'running',
+              actions: act<'inbox.committed'>((d, e) => d.notify('agent/inbox/inserted', { message: e.message })),
+            },
+            { actions: act<'inbox.committed'>((d, e) => d.notify('agent/inbox/inserted', { message: e.message })) },
+          ],
+          // CX-4: nothing to abort; without keepInbox parked items are discarded
+          'agent.cancel': {
+            actions: act<'agent.cancel'>((d, e) => {
+              if (e.cause.kind === 'disposed') d.set({ disposing: true })
+              if (!e.keepInbox) clearInbox(d)
+            }),
+          },
+          'maintenance.start': { target: 'maintenance' },
+          'agent.dispose': { target: 'disposed' },
         },
-        'maintenance.start': { target: 'maintenance' },
-        'agent.dispose': { target: 'disposed' },
       },
-    },
-    running: {
-      initial: 'starting',
-      on: runningOn,
-      exit: act((d) => {
-        d.notify('agent/status', { status: 'idle' })
-        d.set({ cause: null })
-      }),
-      states: {
-        // PH-2: status flips before turn/start; TU-3: a cancel from that listener opens no turn
-        starting: {
-          entry: act((d) => {
-            d.set({ cause: null, latch: false })
-            d.emit({ type: 'fx.signal' })
-            d.notify('agent/status', { status: 'running' })
-            d.sync()
-          }),
-          on: {
-            sync: [
-              { guard: ({ context, event }) => awaited({ context, event }) && context.cause !== null, target: '#agent.idle' },
-              { guard: awaited, target: 'turn' },
+      running: {
+        initial: 'starting',
+        on: runningOn,
+        exit: act((d) => {
+          d.notify('agent/status', { status: 'idle' })
+          d.set({ cause: null })
+        }),
+        states: {
+          // PH-2: status flips before turn/start; TU-3: a cancel from that listener opens no turn
+          starting: {
+            entry: act((d) => {
+              d.set({ cause: null, latch: false })
+              d.emit({ type: 'fx.signal' })
+              d.notify('agent/status', { status: 'running' })
+              d.sync()
+            }),
+            on: {
+              sync: [
+                { guard: ({ context, event }) => awaited({ context, event }) && context.cause !== null, target: '#agent.idle' },
+                { guard: awaited, target: 'turn' },
+              ],
+            },
+          },
+          turn: { ...turn, onDone: 'next' },
+          next: {
+            always: [
+              {
+                guard: continues,
+                target: 'turn',
+                actions: act((d) => {
+                  d.set({ latch: false })
+                  d.emit({ type: 'fx.signal' })
+                }),
+              },
+              { target: '#agent.idle' },
             ],
           },
         },
-        turn: { ...turnState, onDone: 'next' },
-        next: {
-          always: [
-            {
-              guard: continues,
-              target: 'turn',
-              actions: act((d) => {
-                d.set({ latch: false })
-                d.emit({ type: 'fx.signal' })
-              }),
-            },
-            { target: '#agent.idle' },
-          ],
+      },
+      maintenance: {
+        entry: act((d) => {
+          d.set({ cause: null })
+          d.emit({ type: 'fx.job', id: d.await() })
+        }),
+        exit: act((d) => d.set({ cause: null })),
+        on: {
+          'job.settled': { guard: awaited, target: 'idle' },
+          // MT-5: abort the job; later wakes are forced into next-turn and latch
+          'agent.cancel': { actions: cancelRunning },
+          'inbox.committed': {
+            actions: act<'inbox.committed'>((d, e) => {
+              d.notify('agent/inbox/inserted', { message: e.message })
+              if (e.wakeup && !d.get('disposing')) d.set({ latch: true })
+            }),
+          },
         },
       },
+      disposed: { type: 'final' },
     },
-    maintenance: {
-      entry: act((d) => {
-        d.set({ cause: null })
-        d.emit({ type: 'fx.job', id: d.await() })
-      }),
-      exit: act((d) => d.set({ cause: null })),
-      on: {
-        'job.settled': { guard: awaited, target: 'idle' },
-        // MT-5: abort the job; later wakes are forced into next-turn and latch
-        'agent.cancel': { actions: cancelRunning },
-        'inbox.committed': {
-          actions: act<'inbox.committed'>((d, e) => {
-            d.notify('agent/inbox/inserted', { message: e.message })
-            if (e.wakeup && !d.get('disposing')) d.set({ latch: true })
-          }),
-        },
-      },
-    },
-    disposed: { type: 'final' },
-  },
-})
+  })
+}
+
+/** The agent: idle, running (one turn at a time), maintenance, disposed. */
+export const agentMachine = buildAgentMachine()

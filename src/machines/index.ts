@@ -1,6 +1,6 @@
 // agentchart/machines: the five statecharts, each walkable on its own, and
 // the vocabulary they share.
-export { agentMachine } from './agent.js'
+export { agentMachine, buildAgentMachine } from './agent.js'
 export { turnMachine, turnState } from './turn.js'
 export { stepMachine, stepState } from './step.js'
 export { attemptMachine, attemptState, parseArguments } from './attempt.js'

@@ -269,17 +269,14 @@ const commit = {
         })
       }),
       on: {
-        'hook.done': [
-          { guard: (a: Args) => isPost(a) && a.context.tools.failure !== null, target: 'waiting' },
-          {
+        'hook.done': {
           guard: isPost,
           target: 'committing',
           actions: act<'hook.done'>((d, e) => {
             const b = batch(d)
             settle(d, b.nextCommit, applyPost(b.outcomes[b.nextCommit]!, e.value))
           }),
-          },
-        ],
+        },
         'hook.failed': {
           guard: isPost,
           target: 'committing',
@@ -350,7 +347,8 @@ export const toolBatchState = agentSetup.createStateConfig({
     },
     // no turn/end before every started body has settled (TL-15, TL-17)
     draining: {
-      always: { guard: ({ context }) => context.tools.inFlight === 0 && context.tools.preId === 0, target: 'done', actions: act(finishBatch) },
+      // both lanes are final, so no pre-execute is pending: only bodies can still be running
+      always: { guard: ({ context }) => context.tools.inFlight === 0, target: 'done', actions: act(finishBatch) },
       on: {
         'tool.settled': {
           actions: act<'tool.settled'>((d, e) => {
@@ -358,8 +356,6 @@ export const toolBatchState = agentSetup.createStateConfig({
             if (b.bodyIds.includes(e.id)) update(d, { inFlight: b.inFlight - 1 })
           }),
         },
-        'hook.done': { guard: isPre, actions: act((d) => update(d, { preId: 0, inFlight: batch(d).inFlight - 1 })) },
-        'hook.failed': { guard: isPre, actions: act((d) => update(d, { preId: 0, inFlight: batch(d).inFlight - 1 })) },
       },
     },
     done: { type: 'final' },

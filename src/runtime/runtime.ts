@@ -44,6 +44,8 @@ export interface RuntimeOptions {
   /** The public handle, handed to hooks and tools as `agent`. */
   agent: unknown
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void)
+  /** A variant of the agent machine (built with buildAgentMachine); defaults to agentMachine. */
+  machine?: typeof agentMachine
 }
 
 const ABORT = Symbol('abort')
@@ -104,7 +106,7 @@ export class Runtime {
     this.hooks = options.hooks
     this.lists = options.inbox
     deepFreeze(options.toolSchemas) // they travel in every request (RQ-6)
-    this.actor = createActor(agentMachine, {
+    this.actor = createActor(options.machine ?? agentMachine, {
       input: {
         seedConfig: options.seedConfig,
         priorHeader: options.priorHeader,

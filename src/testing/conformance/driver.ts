@@ -1,7 +1,7 @@
 // The driver interface a conformance run talks to, and agentchart's own
 // driver: it runs a scenario's inputs against a real agent, with every hook,
 // model request and tool body waiting until the scenario answers it.
-import { createAgent, type Agent } from '../../agent.js'
+import { createAgent, type Agent, type AgentOptions } from '../../agent.js'
 import type { ModelAdapter, ModelRequest } from '../../adapters/types.js'
 import type { SessionEvent, StreamChunk } from '../../session/schemas.js'
 import { responseChunks, SCENARIO_CONFIG, SCENARIO_FAILURE, scenarioMessage, scenarioTools, toolOutcome } from '../model/harness.js'
@@ -19,8 +19,8 @@ type Gate = { kind: string; key?: string; answer: (input: ScenarioInput) => void
 /** Let every pending microtask chain settle before the next input. */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve))
 
-/** Run one scenario against a fresh agentchart agent. */
-export async function runOnAgentchart(scenario: Scenario): Promise<SessionEvent[]> {
+/** Run one scenario against a fresh agentchart agent (optionally built on a variant machine). */
+export async function runOnAgentchart(scenario: Scenario, options: Pick<AgentOptions, 'machine'> = {}): Promise<SessionEvent[]> {
   const gates: Gate[] = []
   // a wait whose signal aborts is withdrawn: the runtime settled that effect as aborted already
   const wait = <T extends ScenarioInput>(kind: string, key?: string, signal?: AbortSignal) =>
@@ -65,7 +65,7 @@ export async function runOnAgentchart(scenario: Scenario): Promise<SessionEvent[
     if (input.outcome === 'error') throw new Error('scripted tool failure')
     return outcome
   })
-  agent = createAgent({ model, tools, logger: { error: () => {} } })
+  agent = createAgent({ model, tools, logger: { error: () => {} }, ...options })
   const append = agent.session.append.bind(agent.session)
   agent.session.append = ((type: string, data: unknown, intent?: unknown) => {
     if (armed === type) {
@@ -208,5 +208,9 @@ export async function runOnAgentchart(scenario: Scenario): Promise<SessionEvent[
   return [...agent.session.events]
 }
 
-/** agentchart itself, as a conformance driver. */
-export const agentchartDriver: ConformanceDriver = { name: 'agentchart', run: runOnAgentchart }
+/** agentchart itself as a conformance driver; `machine` swaps in a variant agent machine. */
+export function createAgentchartDriver(options: Pick<AgentOptions, 'machine'> = {}): ConformanceDriver {
+  return { name: 'agentchart', run: (scenario) => runOnAgentchart(scenario, options) }
+}
+
+export const agentchartDriver: ConformanceDriver = createAgentchartDriver()

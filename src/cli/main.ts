@@ -1,0 +1,175 @@
+// The `agentchart` command line: argument parsing and dispatch. The executable
+// entry point is src/cli/index.ts; this module has no side effects on import,
+// so tests call runCli() directly.
+import { existsSync } from 'node:fs'
+import { isAbsolute, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { runDemo } from './demo.js'
+import { writeMachineDiagrams } from './diagram.js'
+import { formatReplay, replayFile } from './replay.js'
+
+export const USAGE = `Usage: agentchart <command> [options]
+
+Commands:
+  demo [prompt]                          run the demo agent (a scripted model, a real two-step
+                                         tool turn) and print its session as a turn/step tree
+  diagram [--out <dir>]                  write one Mermaid stateDiagram-v2 file per machine
+                                         (agent, turn, step, attempt, tool-batch);
+                                         default --out: docs/machines
+  replay <file>                          validate a session log (JSON array or JSONL), check its
+                                         invariants and print it as a tree; exit 1 on a violation
+  conformance generate --out <dir>       export the conformance suite to <dir>
+  conformance run <dir> [--driver <m>]   run the suite in <dir> against the driver module <m>
+                                         (agentchart itself when none is given); exit 1 on a failure
+
+Options:
+  -h, --help                             show this text
+`
+
+/** Where the CLI writes; the default is the process's stdout and stderr. */
+export interface CliIO {
+  /** One line (or block) of normal output. */
+  out(text: string): void
+  /** One line of diagnostics. */
+  err(text: string): void
+  /** The directory relative paths are resolved against; default `process.cwd()`. */
+  cwd?: string
+}
+
+const processIO: CliIO = {
+  out: (text) => process.stdout.write(`${text}\n`),
+  err: (text) => process.stderr.write(`${text}\n`),
+}
+
+/** A command-line mistake: reported with the usage text, exit code 2. */
+class UsageError extends Error {}
+
+const HELP = { help: { type: 'boolean', short: 'h' } } as const
+
+function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O) {
+  try {
+    return parseArgs({ args, options: { ...HELP, ...options }, allowPositionals: true, strict: true })
+  } catch (err) {
+    // parseArgs reports unknown options and missing option values as TypeErrors with an ERR_PARSE_ARGS_* code
+    if (err instanceof TypeError && String((err as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')) throw new UsageError(err.message)
+    throw err
+  }
+}
+
+function expectPositionals(command: string, positionals: string[], min: number, max: number, what: string): void {
+  if (positionals.length < min) throw new UsageError(`${command}: missing ${what}`)
+  if (positionals.length > max) throw new UsageError(`${command}: unexpected argument ${JSON.stringify(positionals[max])}`)
+}
+
+/** src/testing/conformance/cli.ts, loaded only when a conformance command runs (it pulls in the model graph). */
+const loadConformance = () => import('../testing/conformance/cli.js')
+
+/** A driver given as a path (relative to cwd) becomes a file URL; a package name is passed through. */
+function driverSpecifier(driver: string, cwd: string): string {
+  const pathLike = driver.startsWith('.') || isAbsolute(driver) || existsSync(resolve(cwd, driver))
+  return pathLike ? pathToFileURL(resolve(cwd, driver)).href : driver
+}
+
+async function demo(args: string[], io: CliIO): Promise<number> {
+  const { values, positionals } = parse(args, {})
+  if (values.help) return help(io)
+  const prompt = positionals.length > 0 ? positionals.join(' ') : undefined
+  io.out(await runDemo(prompt, { onStatus: (status) => io.out(`[status] ${status}`) }))
+  return 0
+}
+
+async function diagram(args: string[], io: CliIO, cwd: string): Promise<number> {
+  const { values, positionals } = parse(args, { out: { type: 'string', short: 'o' } })
+  if (values.help) return help(io)
+  expectPositionals('diagram', positionals, 0, 0, '')
+  const outDir = resolve(cwd, values.out ?? 'docs/machines')
+  const written = writeMachineDiagrams(outDir)
+  for (const path of written) io.out(`wrote ${path}`)
+  return 0
+}
+
+async function replay(args: string[], io: CliIO, cwd: string): Promise<number> {
+  const { values, positionals } = parse(args, {})
+  if (values.help) return help(io)
+  expectPositionals('replay', positionals, 1, 1, 'the session log file')
+  const result = await replayFile(resolve(cwd, positionals[0]))
+  const lines = formatReplay(result)
+  if (result.kind === 'invalid') {
+    for (const line of lines) io.err(line)
+    return 1
+  }
+  for (const line of lines) io.out(line)
+  return result.ok ? 0 : 1
+}
+
+async function conformance(args: string[], io: CliIO, cwd: string): Promise<number> {
+  const [sub, ...rest] = args
+  if (sub === undefined || sub === '-h' || sub === '--help') {
+    if (sub === undefined) throw new UsageError('conformance: missing subcommand (generate or run)')
+    return help(io)
+  }
+  if (sub === 'generate') {
+    const { values, positionals } = parse(rest, { out: { type: 'string', short: 'o' } })
+    if (values.help) return help(io)
+    expectPositionals('conformance generate', positionals, 0, 0, '')
+    if (values.out === undefined) throw new UsageError('conformance generate: missing --out <dir>')
+    const outDir = resolve(cwd, values.out)
+    const { scenarios, coverage } = await (await loadConformance()).generateSuite(outDir)
+    io.out(`wrote ${scenarios} scenario${scenarios === 1 ? '' : 's'} to ${outDir} (${coverage})`)
+    return 0
+  }
+  if (sub === 'run') {
+    const { values, positionals } = parse(rest, { driver: { type: 'string', short: 'd' } })
+    if (values.help) return help(io)
+    expectPositionals('conformance run', positionals, 1, 1, 'the suite directory')
+    const driver = values.driver === undefined ? undefined : driverSpecifier(values.driver, cwd)
+    const { passed, failed, lines } = await (await loadConformance()).runSuiteFromDir(resolve(cwd, positionals[0]), driver)
+    for (const line of lines) io.out(line)
+    io.out(`${passed} passed, ${failed} failed`)
+    return failed > 0 ? 1 : 0
+  }
+  throw new UsageError(`conformance: unknown subcommand ${JSON.stringify(sub)} (expected generate or run)`)
+}
+
+function help(io: CliIO): number {
+  io.out(USAGE.trimEnd())
+  return 0
+}
+
+/**
+ * Run the CLI on `argv` (the arguments after the program name) and return the exit code:
+ * 0 success, 1 a failed check or an error, 2 a usage mistake (usage printed to stderr).
+ */
+export async function runCli(argv: readonly string[], io: CliIO = processIO): Promise<number> {
+  const cwd = io.cwd ?? process.cwd()
+  const [command, ...rest] = argv
+  try {
+    switch (command) {
+      case undefined:
+      case 'help':
+      case '-h':
+      case '--help':
+        return help(io)
+      case 'demo':
+        return await demo(rest, io)
+      case 'diagram':
+        return await diagram(rest, io, cwd)
+      case 'replay':
+        return await replay(rest, io, cwd)
+      case 'conformance':
+        return await conformance(rest, io, cwd)
+      default:
+        throw new UsageError(`unknown command ${JSON.stringify(command)}`)
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`agentchart: ${err.message}`)
+      io.err('')
+      io.err(USAGE.trimEnd())
+      return 2
+    }
+    io.err(`agentchart ${command}: ${err instanceof Error ? err.message : String(err)}`)
+    return 1
+  }
+}

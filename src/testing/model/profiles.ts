@@ -1,0 +1,54 @@
+// The walks that generate scenarios: each machine with the budgets that
+// keep its graph finite while every reachable transition gets taken.
+import type { AnyStateMachine } from 'xstate'
+import { agentMachine, attemptMachine, stepMachine, toolBatchMachine, turnMachine } from '../../machines/index.js'
+import type { Budget } from './harness.js'
+import { SCENARIO_CONFIG, scenarioMessage } from './harness.js'
+
+const few = { decisions: 'few' as const }
+const triggers = ['agent/status', 'step/start', 'request/header', 'assistant/message', 'tools/result'] as const
+
+/** Budgets for the agent machine, from the richest single-prompt walk to focused ones. */
+export const AGENT_PROFILES: Budget[] = [
+  // every hook decision, model response and tool outcome for one prompt
+  { sends: 1 },
+  // cancellation at every landing point, including from listeners
+  { sends: 2, cancels: 1, ...few, responses: ['text', 'tools-mixed', 'error', 'partial'], cancelTriggers: triggers },
+  // a failing store at every boundary
+  { sends: 1, fails: 1, ...few, responses: ['text', 'tools'] },
+  // the inbox, maintenance and disposal around turns
+  { sends: 2, maintenance: 1, cancels: 1, removes: 1, ...few, responses: ['text'] },
+]
+
+export interface Walk {
+  name: 'agent' | 'turn' | 'step' | 'attempt' | 'toolBatch'
+  machine: AnyStateMachine
+  input: Record<string, unknown>
+  profiles: Budget[]
+}
+
+// a pool of two, a barrier, then a pool again
+const calls = [
+  { callId: 'k1', name: 'p', arguments: '{}', args: {} },
+  { callId: 'k2', name: 'p', arguments: '{}', args: {} },
+  { callId: 'k3', name: 'x', arguments: '{}', args: {} },
+  { callId: 'k4', name: 'p', arguments: '{}', args: {} },
+]
+
+/** One walk per machine; the part machines start where the agent would hand them over. */
+export function walks(): Walk[] {
+  const input = { seedConfig: SCENARIO_CONFIG }
+  const part: Budget[] = [
+    { sends: 0 },
+    { sends: 1, cancels: 1, ...few, responses: ['text', 'tools-mixed', 'error', 'partial'], cancelTriggers: triggers },
+    { sends: 0, fails: 1, ...few, responses: ['text', 'tools'] },
+    { sends: 2, removes: 1, fails: 1, ...few, responses: ['text'], failTypes: ['agent/inbox/spliced'] },
+  ]
+  return [
+    { name: 'agent', machine: agentMachine, input, profiles: AGENT_PROFILES },
+    { name: 'turn', machine: turnMachine, input: { ...input, nextTurn: [scenarioMessage('m0')] }, profiles: part },
+    { name: 'step', machine: stepMachine, input, profiles: part },
+    { name: 'attempt', machine: attemptMachine, input, profiles: part },
+    { name: 'toolBatch', machine: toolBatchMachine, input: { ...input, calls }, profiles: part },
+  ]
+}
