@@ -20,7 +20,10 @@ type Gate = { kind: string; key?: string; answer: (input: ScenarioInput) => void
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /** Run one scenario against a fresh agentchart agent (optionally built on a variant machine). */
-export async function runOnAgentchart(scenario: Scenario, options: Pick<AgentOptions, 'machine'> = {}): Promise<SessionEvent[]> {
+export async function runOnAgentchart(
+  scenario: Scenario,
+  options: Pick<AgentOptions, 'machine'> & { observe?: (agent: Agent) => void } = {},
+): Promise<SessionEvent[]> {
   const gates: Gate[] = []
   // a wait whose signal aborts is withdrawn: the runtime settled that effect as aborted already
   const wait = <T extends ScenarioInput>(kind: string, key?: string, signal?: AbortSignal) =>
@@ -65,7 +68,8 @@ export async function runOnAgentchart(scenario: Scenario, options: Pick<AgentOpt
     if (input.outcome === 'error') throw new Error('scripted tool failure')
     return outcome
   })
-  agent = createAgent({ model, tools, logger: { error: () => {} }, ...options })
+  agent = createAgent({ model, tools, logger: { error: () => {} }, machine: options.machine })
+  options.observe?.(agent)
   const append = agent.session.append.bind(agent.session)
   agent.session.append = ((type: string, data: unknown, intent?: unknown) => {
     if (armed === type) {
