@@ -98,6 +98,8 @@ describe('model-based tests', () => {
     const suite = await readSuite(dir)
     const results = await runSuite(suite, createAgentchartDriver())
     expect(results.filter((r) => !r.passed)).toEqual([])
+    // the committed JSON Schema is the one the zod schema gives
+    expect(JSON.parse(await readFile('docs/conformance/scenario.schema.json', 'utf8'))).toEqual(schema)
     // expected traces carry identifying fields only: no times, no seqs
     for (const entry of suite.scenarios.flatMap((s) => s.expected)) expect(Object.keys(entry).sort()).toEqual(['fields', 'type'])
   }, 240_000)
