@@ -1,7 +1,7 @@
 // Shared test plumbing: agents made here are checked against the session
 // invariants after every test, and traces print compactly for assertions.
 import { afterEach, expect } from 'vitest'
-import { createAgent, type Agent, type AgentOptions, type SessionEvent } from '../src/index.js'
+import { createAgent, type Agent, type AgentOptions, type SessionEvent, type UserMessage } from '../src/index.js'
 import { checkSessionInvariants, scriptedModel, type ScriptEntry } from '../src/testing/index.js'
 
 const live: Agent[] = []
@@ -67,6 +67,27 @@ export function record(agent: Agent, names: string[]): string[] {
     }) as never)
   }
   return seen
+}
+
+/** The logged events of one type, typed. */
+export const ofType = <T extends SessionEvent['type']>(agent: Agent, type: T) =>
+  agent.session.events.filter((e): e is Extract<SessionEvent, { type: T }> => e.type === type)
+
+/** The text of a message's blocks, for short assertions. */
+export const textOf = (m: UserMessage) => m.content.map((b) => ('text' in b ? b.text : b.type)).join('')
+
+/** Session events (chunks left out) and inbox/status notifications, in the order they happened; `errors` adds agent/error. */
+export function timeline(agent: Agent, options: { errors?: boolean } = {}): string[] {
+  const out: string[] = []
+  agent.on('session/event', ({ event }) => {
+    if (event.type !== 'assistant/chunk') out.push(describeEvent(event))
+  })
+  agent.on('agent/inbox/inserted', ({ message }) => out.push(`inserted(${textOf(message)})`))
+  agent.on('agent/inbox/discarded', ({ message }) => out.push(`discarded(${textOf(message)})`))
+  agent.on('agent/inbox/claimed', ({ message, turn }) => out.push(`claimed(${textOf(message)}@${turn})`))
+  agent.on('agent/status', ({ status }) => out.push(`status:${status}`))
+  if (options.errors) agent.on('agent/error', ({ turn, step }) => out.push(`error@${turn}.${step}`))
+  return out
 }
 
 /** Wait for macrotasks to drain (hooks and streams settle across microtasks). */

@@ -14,7 +14,7 @@ import {
   type TurnEndReason,
 } from '../../src/index.js'
 import { errorResponse, hang, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
-import { record, scriptedAgent, tick, trace } from '../helpers.js'
+import { ofType, record, scriptedAgent, tick, trace } from '../helpers.js'
 
 // ---- local plumbing -----------------------------------------------------------
 
@@ -43,8 +43,6 @@ function gate<T = void>() {
 const ends = (agent: Agent): TurnEndReason[] =>
   agent.session.events.filter((e): e is Extract<SessionEvent, { type: 'turn/end' }> => e.type === 'turn/end').map((e) => e.data.reason)
 
-const ofType = <T extends SessionEvent['type']>(agent: Agent, type: T) =>
-  agent.session.events.filter((e): e is Extract<SessionEvent, { type: T }> => e.type === type)
 
 const prompts = (agent: Agent) => ofType(agent, 'user/message').map((e) => e.data.id)
 

@@ -15,15 +15,13 @@ import {
   type TurnEndReason,
 } from '../../src/index.js'
 import { scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
-import { record, scriptedAgent, tick, trace } from '../helpers.js'
+import { ofType, record, scriptedAgent, tick, trace } from '../helpers.js'
 
 // ---- local plumbing -----------------------------------------------------------
 
 const ends = (agent: Agent): TurnEndReason[] =>
   agent.session.events.filter((e): e is Extract<SessionEvent, { type: 'turn/end' }> => e.type === 'turn/end').map((e) => e.data.reason)
 
-const ofType = <T extends SessionEvent['type']>(agent: Agent, type: T) =>
-  agent.session.events.filter((e): e is Extract<SessionEvent, { type: T }> => e.type === type)
 
 /** A logger that keeps what the agent contained. */
 function logger() {

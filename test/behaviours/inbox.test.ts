@@ -13,7 +13,7 @@ import {
   type UserMessage,
 } from '../../src/index.js'
 import { checkSessionInvariants, hang, textResponse, toolCallResponse } from '../../src/testing/index.js'
-import { describeEvent, record, scriptedAgent, tick, trace } from '../helpers.js'
+import { describeEvent, record, scriptedAgent, textOf, tick, timeline, trace } from '../helpers.js'
 
 const m = (id: string, text = id) => userMessage(text, { id })
 const ids = (list: readonly UserMessage[]) => list.map((x) => x.id)
@@ -21,23 +21,10 @@ const phase = (agent: Agent) => {
   const value = agent.actor.getSnapshot().value
   return typeof value === 'string' ? value : Object.keys(value)[0]
 }
-const textOf = (x: UserMessage) => x.content.map((b) => ('text' in b ? b.text : b.type)).join('')
 const splices = (agent: Agent) => agent.session.events.filter((e) => e.type === 'agent/inbox/spliced')
 const spliceData = (agent: Agent) => splices(agent).map((e) => e.data)
 const userTexts = (agent: Agent) => agent.session.events.flatMap((e) => (e.type === 'user/message' ? [textOf(e.data)] : []))
 
-/** Session events (chunks left out) and inbox/status notifications, in the order they happened. */
-function timeline(agent: Agent): string[] {
-  const out: string[] = []
-  agent.on('session/event', ({ event }) => {
-    if (event.type !== 'assistant/chunk') out.push(describeEvent(event))
-  })
-  agent.on('agent/inbox/inserted', ({ message }) => out.push(`inserted(${textOf(message)})`))
-  agent.on('agent/inbox/discarded', ({ message }) => out.push(`discarded(${textOf(message)})`))
-  agent.on('agent/inbox/claimed', ({ message, turn }) => out.push(`claimed(${textOf(message)}@${turn})`))
-  agent.on('agent/status', ({ status }) => out.push(`status:${status}`))
-  return out
-}
 
 /** A session whose inbox splice appends throw while `failing.on` is set. */
 function failingSplices() {

@@ -4,10 +4,9 @@
 import { describe, expect, it } from 'vitest'
 import { AgentStateError, userMessage, type Agent, type UserMessage } from '../../src/index.js'
 import { hang, textResponse } from '../../src/testing/index.js'
-import { record, scriptedAgent, tick, trace } from '../helpers.js'
+import { record, scriptedAgent, textOf, tick, trace } from '../helpers.js'
 
 const m = (id: string, text = id) => userMessage(text, { id })
-const textOf = (x: UserMessage) => x.content.map((b) => ('text' in b ? b.text : b.type)).join('')
 const phase = (agent: Agent) => {
   const value = agent.actor.getSnapshot().value
   return typeof value === 'string' ? value : Object.keys(value)[0]

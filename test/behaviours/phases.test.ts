@@ -4,28 +4,14 @@
 import { describe, expect, it } from 'vitest'
 import { createAgent, createSession, LlmError, userMessage, type Agent, type UserMessage } from '../../src/index.js'
 import { errorResponse, hang, maxTokensResponse, scriptedModel, textResponse, type ScriptEntry } from '../../src/testing/index.js'
-import { describeEvent, record, scriptedAgent, tick, trace } from '../helpers.js'
+import { describeEvent, record, scriptedAgent, textOf, tick, timeline, trace } from '../helpers.js'
 
 const m = (id: string, text = id) => userMessage(text, { id })
-const textOf = (x: UserMessage) => x.content.map((b) => ('text' in b ? b.text : b.type)).join('')
 const phase = (agent: Agent) => {
   const value = agent.actor.getSnapshot().value
   return typeof value === 'string' ? value : Object.keys(value)[0]
 }
 
-/** Session events (chunks left out), status and error notifications, in the order they happened. */
-function timeline(agent: Agent): string[] {
-  const out: string[] = []
-  agent.on('session/event', ({ event }) => {
-    if (event.type !== 'assistant/chunk') out.push(describeEvent(event))
-  })
-  agent.on('agent/inbox/inserted', ({ message }) => out.push(`inserted(${textOf(message)})`))
-  agent.on('agent/inbox/discarded', ({ message }) => out.push(`discarded(${textOf(message)})`))
-  agent.on('agent/inbox/claimed', ({ message, turn }) => out.push(`claimed(${textOf(message)}@${turn})`))
-  agent.on('agent/status', ({ status }) => out.push(`status:${status}`))
-  agent.on('agent/error', ({ turn, step }) => out.push(`error@${turn}.${step}`))
-  return out
-}
 
 /** A script entry that answers once `release()` is called. */
 function gated(response = textResponse('released')) {
@@ -94,7 +80,7 @@ describe('PH — Agent phases and status', () => {
   ] as const) {
     it(`PH-2: a waking ${how} to an idle agent inserts, runs, opens the turn and claims before it returns`, async () => {
       const { agent } = scriptedAgent([textResponse('a')])
-      const out = timeline(agent)
+      const out = timeline(agent, { errors: true })
       const preStep: string[] = []
       agent.on('agent/pre-step', (_p, next) => {
         preStep.push(out.at(-1)!)
@@ -114,7 +100,7 @@ describe('PH — Agent phases and status', () => {
   it('PH-3: a waking send while a live activity runs only inserts, with no status change', async () => {
     const first = gated()
     const { agent } = scriptedAgent([first.entry, textResponse('s seen'), textResponse('q answered')])
-    const out = timeline(agent)
+    const out = timeline(agent, { errors: true })
     agent.followup(m('p'))
     await tick()
     const mark = out.length
@@ -139,7 +125,7 @@ describe('PH — Agent phases and status', () => {
   ] as const) {
     it(`PH-4: after a stepped ${reason} turn, pending work opens the next turn at once with a fresh signal`, async () => {
       const { agent } = scriptedAgent([first, textResponse('second')])
-      const out = timeline(agent)
+      const out = timeline(agent, { errors: true })
       const signals: AbortSignal[] = []
       agent.on('agent/pre-step', ({ signal }, next) => {
         signals.push(signal)
@@ -162,7 +148,7 @@ describe('PH — Agent phases and status', () => {
 
   it('PH-4: with both lists empty after the turn, the driver goes idle', async () => {
     const { agent } = scriptedAgent([textResponse('done')])
-    const out = timeline(agent)
+    const out = timeline(agent, { errors: true })
     agent.followup(m('p'))
     await agent.whenIdle()
     expect(out.slice(-2)).toEqual(['turn/end{1,completed}', 'status:idle'])
@@ -236,7 +222,7 @@ describe('PH — Agent phases and status', () => {
 
   it('PH-6: one running and one idle per activity, idle after the last turn/end', async () => {
     const { agent } = scriptedAgent([textResponse('a'), errorResponse({ message: 'down', code: 'SERVER' }), textResponse('c')])
-    const out = timeline(agent)
+    const out = timeline(agent, { errors: true })
     agent.followup(m('p1'))
     agent.followup(m('p2'))
     await agent.whenIdle()
@@ -252,7 +238,7 @@ describe('PH — Agent phases and status', () => {
 
   it('PH-6: an activity cancelled before turn/start goes idle at once', async () => {
     const { agent, model } = scriptedAgent([textResponse('later')])
-    const out = timeline(agent)
+    const out = timeline(agent, { errors: true })
     const off = agent.on('agent/status', ({ status }) => {
       if (status === 'running') agent.cancel()
     })
@@ -341,7 +327,7 @@ describe('PH — Agent phases and status', () => {
 
   it('PH-8: agent/error reports a failure verbatim before the turn/end{error} it explains', async () => {
     const { agent } = scriptedAgent([errorResponse({ message: 'overloaded', code: 'SERVER', status: 503 })])
-    const out = timeline(agent)
+    const out = timeline(agent, { errors: true })
     const errors: unknown[] = []
     agent.on('agent/error', ({ error }) => errors.push(error))
     agent.followup(m('p'))
@@ -359,7 +345,7 @@ describe('PH — Agent phases and status', () => {
 
   it('PH-8: a throwing agent/pre-step listener is reported with the thrown value itself, step being the proposed one', async () => {
     const { agent } = scriptedAgent([])
-    const out = timeline(agent)
+    const out = timeline(agent, { errors: true })
     const thrown = new RangeError('pre-step broke')
     const errors: unknown[] = []
     agent.on('agent/error', ({ error }) => errors.push(error))
@@ -376,7 +362,7 @@ describe('PH — Agent phases and status', () => {
   it('PH-8: a failed turn/start append is reported and no turn opens', async () => {
     const { session, failing } = failingSession('turn/start')
     const { agent } = scriptedAgent([textResponse('p'), textResponse('q')], { session })
-    const out = timeline(agent)
+    const out = timeline(agent, { errors: true })
     const errors: unknown[] = []
     agent.on('agent/error', ({ error }) => errors.push(error))
     failing.on = true

@@ -18,10 +18,9 @@ import {
   type StreamChunk,
 } from '../../src/index.js'
 import { errorResponse, hang, scriptedModel, textResponse } from '../../src/testing/index.js'
-import { scriptedAgent, tick, trace, track } from '../helpers.js'
+import { ofType, scriptedAgent, tick, trace, track } from '../helpers.js'
 
 type EventOf<T extends SessionEvent['type']> = Extract<SessionEvent, { type: T }>
-const ofType = <T extends SessionEvent['type']>(agent: Agent, type: T) => agent.session.events.filter((e): e is EventOf<T> => e.type === type)
 const turnEnds = (agent: Agent) => ofType(agent, 'turn/end').map((e) => e.data.reason)
 
 /** Make `session.append` refuse one event type, as a failing store would. */

@@ -12,10 +12,9 @@ import {
   type StreamChunk,
 } from '../../src/index.js'
 import { errorResponse, hang, maxTokensResponse, textResponse, toolCallResponse } from '../../src/testing/index.js'
-import { scriptedAgent, tick, trace, track } from '../helpers.js'
+import { ofType, scriptedAgent, tick, trace, track } from '../helpers.js'
 
 type EventOf<T extends SessionEvent['type']> = Extract<SessionEvent, { type: T }>
-const ofType = <T extends SessionEvent['type']>(agent: Agent, type: T) => agent.session.events.filter((e): e is EventOf<T> => e.type === type)
 
 /** Make `session.append` refuse one event type, as a failing store would. */
 function refuseAppends(agent: Agent, type: string) {

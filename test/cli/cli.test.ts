@@ -1,0 +1,230 @@
+// The agentchart CLI: the functions behind each command, the dispatcher, and
+// one run of the real entry point in a child process.
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runDemo } from '../../src/cli/demo.js'
+import { machineDiagrams, writeMachineDiagrams } from '../../src/cli/diagram.js'
+import { runCli, USAGE, type CliIO } from '../../src/cli/main.js'
+import { formatReplay, parseSessionLog, replayFile, SessionLogSyntaxError } from '../../src/cli/replay.js'
+import { createAgent, userMessage, type SessionEvent } from '../../src/index.js'
+import { scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
+import { defineTool } from '../../src/tools/define.js'
+import { z } from 'zod'
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url))
+let dir: string
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'agentchart-cli-'))
+})
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** An io that records what the CLI prints, resolving relative paths against the temp dir. */
+function capture(): { io: CliIO; out: string[]; err: string[] } {
+  const out: string[] = []
+  const err: string[] = []
+  return { io: { out: (t) => out.push(t), err: (t) => err.push(t), cwd: dir }, out, err }
+}
+
+/** A real agent's log: one turn with a tool step and an answer step. */
+async function realLog(): Promise<SessionEvent[]> {
+  const add = defineTool({
+    name: 'add',
+    description: 'Add two numbers',
+    input: z.object({ a: z.number(), b: z.number() }),
+    execute: ({ a, b }) => String(a + b),
+  })
+  const model = scriptedModel([toolCallResponse([{ id: 'c1', name: 'add', arguments: '{"a":1,"b":2}' }]), textResponse('3')])
+  const agent = createAgent({ model, tools: [add] })
+  agent.followup(userMessage('1 + 2?'))
+  await agent.whenIdle()
+  const events = [...agent.session.events]
+  await agent.dispose()
+  return JSON.parse(JSON.stringify(events)) as SessionEvent[]
+}
+
+describe('demo', () => {
+  it('runs a two-step tool turn whose answer reads the tool result', async () => {
+    const tree = await runDemo()
+    expect(tree).toContain('tool/call add')
+    expect(tree).toContain('tool/result #call-1: "5"')
+    expect(tree).toContain('step 2')
+    expect(tree).toContain('assistant: "2 + 3 = 5"')
+    expect(tree).toContain('turn 1 ended completed')
+  })
+
+  it('sends the given prompt and reports the status changes', async () => {
+    const statuses: string[] = []
+    const tree = await runDemo('add two and three', { onStatus: (s) => statuses.push(s) })
+    expect(tree).toContain('user: "add two and three"')
+    expect(statuses).toEqual(['running', 'idle'])
+  })
+
+  it('joins the words of the prompt on the command line', async () => {
+    const { io, out } = capture()
+    expect(await runCli(['demo', 'what', 'is', '2+3'], io)).toBe(0)
+    const printed = out.join('\n')
+    expect(printed).toContain('user: "what is 2+3"')
+    expect(printed).toContain('turn 1 ended completed')
+  })
+})
+
+describe('diagram', () => {
+  it('renders the five machines as Mermaid state diagrams', () => {
+    const diagrams = machineDiagrams()
+    expect(Object.keys(diagrams)).toEqual(['agent', 'turn', 'step', 'attempt', 'tool-batch'])
+    for (const text of Object.values(diagrams)) {
+      expect(text.startsWith('stateDiagram-v2\n')).toBe(true)
+      expect(text).toContain('[*] --> ')
+    }
+    // each diagram stops where the next machine begins
+    expect(diagrams.agent).toContain('the turn machine')
+    expect(diagrams.turn).toContain('the step machine')
+    expect(diagrams.step).toContain('the attempt machine')
+    expect(diagrams.step).toContain('the tool-batch machine')
+  })
+
+  it('is deterministic', () => {
+    expect(machineDiagrams()).toEqual(machineDiagrams())
+  })
+
+  it('writes one .mmd file per machine (the CLI resolves --out against the working directory)', async () => {
+    const { io, out } = capture()
+    expect(await runCli(['diagram', '--out', 'diagrams'], io)).toBe(0)
+    const outDir = join(dir, 'diagrams')
+    expect(readdirSync(outDir).sort()).toEqual(['agent.mmd', 'attempt.mmd', 'step.mmd', 'tool-batch.mmd', 'turn.mmd'])
+    expect(out).toHaveLength(5)
+    const diagrams = machineDiagrams()
+    for (const [name, text] of Object.entries(diagrams)) {
+      const file = readFileSync(join(outDir, `${name}.mmd`), 'utf8')
+      expect(file.endsWith(text)).toBe(true)
+      // everything before the diagram is Mermaid comments
+      for (const line of file.slice(0, file.length - text.length).split('\n').filter(Boolean)) expect(line.startsWith('%%')).toBe(true)
+    }
+    expect(writeMachineDiagrams(join(dir, 'again'))).toHaveLength(5)
+  })
+})
+
+describe('replay', () => {
+  it('accepts a real agent log as a JSON array and as JSONL', async () => {
+    const events = await realLog()
+    const json = join(dir, 'session.json')
+    const jsonl = join(dir, 'session.jsonl')
+    writeFileSync(json, JSON.stringify(events, null, 2))
+    writeFileSync(jsonl, `${events.map((e) => JSON.stringify(e)).join('\n')}\n`)
+
+    for (const file of [json, jsonl]) {
+      const result = await replayFile(file)
+      expect(result.kind).toBe('checked')
+      if (result.kind !== 'checked') return
+      expect(result.ok).toBe(true)
+      expect(result.violations).toEqual([])
+      expect(result.events).toHaveLength(events.length)
+      expect(result.turns).toBe(1)
+      expect(result.tree).toContain('tool/call add')
+      expect(formatReplay(result).at(-1)).toBe(`${events.length} events, 1 turn, 0 violations`)
+    }
+
+    const { io, out, err } = capture()
+    expect(await runCli(['replay', 'session.jsonl'], io)).toBe(0)
+    expect(err).toEqual([])
+    expect(out.join('\n')).toContain('turn 1 ended completed')
+  })
+
+  it('reports the violations of a hand-broken log and exits 1', async () => {
+    const events = await realLog()
+    // the turn never ends: every event is valid on its own, the log is not
+    const broken = events.filter((e) => e.type !== 'turn/end')
+    writeFileSync(join(dir, 'broken.json'), JSON.stringify(broken))
+
+    const result = await replayFile(join(dir, 'broken.json'))
+    expect(result.kind).toBe('checked')
+    if (result.kind !== 'checked') return
+    expect(result.ok).toBe(false)
+    expect(result.violations.map((v) => v.rule)).toContain('balanced')
+
+    const { io, out } = capture()
+    expect(await runCli(['replay', 'broken.json'], io)).toBe(1)
+    expect(out.some((line) => /^violation balanced at seq \d+: /.test(line))).toBe(true)
+    expect(out.at(-1)).toBe(`${broken.length} events, 1 turn, ${result.violations.length} violation${result.violations.length === 1 ? '' : 's'}`)
+  })
+
+  it('names the seq and path of an event the session refuses', async () => {
+    const events = await realLog()
+    const bad = structuredClone(events) as Array<{ seq: number; data: Record<string, unknown> }>
+    const at = events.findIndex((e) => e.type === 'step/start')
+    bad[at].data.step = 'one'
+    writeFileSync(join(dir, 'invalid.json'), JSON.stringify(bad))
+
+    const result = await replayFile(join(dir, 'invalid.json'))
+    expect(result).toMatchObject({ ok: false, kind: 'invalid', seq: at })
+    if (result.kind !== 'invalid') return
+    expect(result.path).toMatch(new RegExp(`^seed\\[${at}\\]`))
+
+    const { io, out, err } = capture()
+    expect(await runCli(['replay', 'invalid.json'], io)).toBe(1)
+    expect(out).toEqual([])
+    expect(err.join('\n')).toContain(`invalid session log at seq ${at} (seed[${at}]`)
+  })
+
+  it('names the JSONL line that does not parse', async () => {
+    writeFileSync(join(dir, 'garbage.jsonl'), '{"seq":0}\nnot json\n')
+    const result = await replayFile(join(dir, 'garbage.jsonl'))
+    expect(result).toMatchObject({ ok: false, kind: 'invalid', path: 'line 2' })
+    expect(parseSessionLog('')).toEqual([])
+    expect(() => parseSessionLog('{"not":"an array"')).toThrow(expect.objectContaining({ name: 'SessionLogSyntaxError', line: 1 }))
+    expect(() => parseSessionLog('{"seq":0}')).not.toThrow()
+    expect(() => parseSessionLog('[1')).toThrow(SessionLogSyntaxError)
+  })
+})
+
+describe('dispatch', () => {
+  it('prints the usage for --help and no arguments', async () => {
+    for (const argv of [[], ['--help'], ['-h'], ['help'], ['replay', '--help']]) {
+      const { io, out, err } = capture()
+      expect(await runCli(argv, io)).toBe(0)
+      expect(out.join('\n')).toBe(USAGE.trimEnd())
+      expect(err).toEqual([])
+    }
+  })
+
+  it('answers an unknown command or option with the usage on stderr and exit 2', async () => {
+    for (const argv of [['nope'], ['demo', '--nope'], ['replay'], ['replay', 'a', 'b'], ['diagram', 'extra'], ['conformance'], ['conformance', 'generate'], ['conformance', 'walk']]) {
+      const { io, out, err } = capture()
+      expect(await runCli(argv, io), argv.join(' ')).toBe(2)
+      expect(out).toEqual([])
+      expect(err[0]).toMatch(/^agentchart: /)
+      expect(err.join('\n')).toContain(USAGE.trimEnd())
+    }
+  })
+
+  it('reports a failure without the usage and exits 1', async () => {
+    const { io, err } = capture()
+    expect(await runCli(['replay', 'missing.json'], io)).toBe(1)
+    expect(err).toHaveLength(1)
+    expect(err[0]).toMatch(/^agentchart replay: ENOENT/)
+  })
+})
+
+describe('the executable', () => {
+  it('runs `agentchart demo` from src/cli/index.ts', () => {
+    const stdout = execFileSync('npx', ['tsx', 'src/cli/index.ts', 'demo'], { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 })
+    expect(stdout).toContain('[status] running')
+    expect(stdout).toContain('tool/call add')
+    expect(stdout).toContain('turn 1 ended completed')
+  }, 60_000)
+
+  it('starts with a shebang, and package.json names it as the agentchart bin', () => {
+    expect(readFileSync(join(repoRoot, 'src/cli/index.ts'), 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true)
+    const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { bin?: Record<string, string>; files?: string[] }
+    expect(pkg.bin).toEqual({ agentchart: './dist/cli/index.js' })
+    expect(pkg.files).toContain('dist')
+    expect(existsSync(join(repoRoot, 'tsconfig.build.json'))).toBe(true)
+  })
+})
