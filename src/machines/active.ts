@@ -107,6 +107,15 @@ export const cancelRunning = act<'agent.cancel'>((d, e) => {
   if (!e.keepInbox) settleInbox(d, before)
 })
 
+/** CX-4: cancelling an idle agent aborts nothing; without keepInbox parked items are discarded, undoably. */
+export const cancelIdle = act<'agent.cancel'>((d, e) => {
+  if (e.cause.kind === 'disposed') d.set({ disposing: true })
+  if (e.keepInbox) return
+  const before = snapshotLists(d)
+  clearInbox(d)
+  settleInbox(d, before)
+})
+
 /** Transitions of a running activity. */
 export const runningOn = {
   'agent.cancel': { actions: cancelRunning },

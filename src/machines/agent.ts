@@ -1,9 +1,9 @@
 // agent: the phases idle, running and maintenance (+ final disposed). Owns
 // the inbox, the wake latch and the cancellation cause; runs one turn at a
 // time and goes straight on to the next while work is pending (PH-4).
-import { cancelRunning, inboxOn, runningOn } from './active.js'
+import { cancelIdle, cancelRunning, inboxOn, runningOn } from './active.js'
 import { hasPending } from './inbox.js'
-import { act, agentSetup, awaited, clearInbox, initialContext } from './setup.js'
+import { act, agentSetup, awaited, initialContext } from './setup.js'
 import { turnState } from './turn.js'
 import type { AgentContext } from './types.js'
 
@@ -40,12 +40,7 @@ export function buildAgentMachine(turn: typeof turnState = turnState) {
             { actions: act<'inbox.committed'>((d, e) => d.notify('agent/inbox/inserted', { message: e.message })) },
           ],
           // CX-4: nothing to abort; without keepInbox parked items are discarded
-          'agent.cancel': {
-            actions: act<'agent.cancel'>((d, e) => {
-              if (e.cause.kind === 'disposed') d.set({ disposing: true })
-              if (!e.keepInbox) clearInbox(d)
-            }),
-          },
+          'agent.cancel': { actions: cancelIdle },
           'maintenance.start': { target: 'maintenance' },
           'agent.dispose': { target: 'disposed' },
         },

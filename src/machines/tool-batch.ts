@@ -79,6 +79,8 @@ function applyPost(outcome: ToolOutcome, decision: unknown): ToolOutcome {
     feedback?: string
     additionalContexts?: UserMessage[]
   }
+  // TL-10: a decision replaces content or value, never both
+  if (dec.content !== undefined && dec.value !== undefined) return errorOutcome('tools/post-execute returned both content and value')
   if (dec.kind === 'block') {
     return { isError: true, content: String(dec.feedback ?? ''), ...(dec.additionalContexts?.length ? { additionalContexts: dec.additionalContexts } : {}) }
   }

@@ -414,7 +414,7 @@ export class Runtime {
         outcome = errorOutcome(describeInvalidArgs(name, parsed.error), { name: 'InvalidArgumentsError', code: 'INVALID_ARGS' })
       } else {
         try {
-          outcome = toOutcome(name, await tool.execute(deepFreeze(parsed.data), { callId, signal, agent: this.options.agent }))
+          outcome = toOutcome(name, await tool.execute(deepFreeze(parsed.data), { callId, name, signal, agent: this.options.agent }))
         } catch (error) {
           threw = true
           const coded = error as { code?: unknown; name?: unknown; message?: unknown }

@@ -12,6 +12,8 @@ export type ExecutionMode = 'parallel' | 'exclusive'
 /** What a tool body receives besides its parsed arguments (TL-11). */
 export interface ToolContext<A = unknown> {
   callId: string
+  /** The tool's name as the model called it. */
+  name: string
   signal: AbortSignal
   agent: A
 }

@@ -14,7 +14,7 @@ import {
   type TurnEndReason,
 } from '../../src/index.js'
 import { errorResponse, hang, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
-import { ofType, record, scriptedAgent, tick, trace } from '../helpers.js'
+import { ofType, record, scriptedAgent, textOf, tick, trace } from '../helpers.js'
 
 // ---- local plumbing -----------------------------------------------------------
 
@@ -919,5 +919,24 @@ describe('CX-17: disposal', () => {
     expect(trace(agent)).toEqual(['spliced(next-step +1)', 'spliced(next-step -1 canceled)'])
     expect(agent.actor.getSnapshot().value).toBe('disposed')
     expect(() => agent.inject('late')).toThrow(/disposed/)
+  })
+})
+
+describe('CX-4 with a failing store', () => {
+  it('CX-4: an idle cancel whose discard cannot be logged leaves the parked items pending, in the machine and the public inbox', async () => {
+    const { agent, model } = scriptedAgent([textResponse('later')])
+    agent.inject('parked')
+    const append = agent.session.append.bind(agent.session)
+    agent.session.append = ((type: string, data: any, intent?: any) => {
+      if (type === 'agent/inbox/spliced' && data.outcome === 'canceled') throw new Error('store is full')
+      return append(type as never, data, intent)
+    }) as typeof agent.session.append
+    expect(() => agent.cancel()).toThrow(/store is full/)
+    agent.session.append = append as typeof agent.session.append
+    expect(agent.inbox.nextStep.map(textOf)).toEqual(['parked'])
+    agent.followup('now')
+    await agent.whenIdle()
+    expect(trace(agent).filter((t) => t.startsWith('user/message'))).toEqual(['user/message(parked)', 'user/message(now)'])
+    expect(model.requests).toHaveLength(1)
   })
 })

@@ -652,3 +652,23 @@ describe('TL — tools', () => {
     expect(errors).toHaveLength(1)
   })
 })
+
+describe('TL — details', () => {
+  it('TL-10: a post-execute decision that replaces both content and value is an error result', async () => {
+    const t = defineTool({ name: 't', description: 't', input: z.object({}), execute: () => 'v' })
+    const { agent } = scriptedAgent([toolCallResponse([{ id: 'x', name: 't', arguments: '{}' }]), textResponse('k')], { tools: [t] })
+    agent.on('tools/post-execute', () => ({ kind: 'accept', content: 'a', value: 'b' }))
+    agent.followup('go')
+    await agent.whenIdle()
+    expect(contentOf(agent, 'x')).toBe('Error: tools/post-execute returned both content and value')
+  })
+
+  it('TL-11: the body also learns the name it was called by', async () => {
+    const names: string[] = []
+    const t = defineTool({ name: 'named', description: 't', input: z.object({}), execute: (_a, ctx) => (names.push(ctx.name), 'ok') })
+    const { agent } = scriptedAgent([toolCallResponse([{ id: 'x', name: 'named', arguments: '{}' }]), textResponse('k')], { tools: [t] })
+    agent.followup('go')
+    await agent.whenIdle()
+    expect(names).toEqual(['named'])
+  })
+})
