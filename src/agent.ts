@@ -21,6 +21,7 @@ import {
   type TurnEndReason,
   type UserMessage,
 } from './session/schemas.js'
+import { repairClosers, openTurnOf } from './session/repair.js'
 import { createSession, type Session } from './session/session.js'
 import { toolSchemas, type ToolDefinition } from './tools/define.js'
 
@@ -178,6 +179,9 @@ function positiveInt(name: string, value: unknown): number | undefined {
   return value
 }
 
+/** Live agents by session id, so a second instance cannot take over an open turn (RS-7). */
+const liveAgents = new Map<string, WeakRef<Agent>>()
+
 export class Agent {
   readonly id: string
   readonly session: Session
@@ -209,6 +213,15 @@ export class Agent {
     if (options.id !== undefined && options.id !== session.id) {
       throw new ConfigError(`options.id ${options.id} differs from the session id ${session.id}`, { path: 'id' })
     }
+    // RS-7: a session (or the open turn of its log) belongs to one live agent
+    const owner = liveAgents.get(session.id)?.deref()
+    const open = openTurnOf(session.events)
+    if (owner && !owner.#disposed) {
+      if (owner.session === session) throw new AgentStateError('SESSION_IN_USE', `session ${session.id} already belongs to a live agent`)
+      if (open && openTurnOf(owner.session.events)?.turn === open.turn) {
+        throw new AgentStateError('SESSION_IN_USE', `turn ${open.turn} of session ${session.id} is open in a live agent, which will close it; it cannot be repaired here`)
+      }
+    }
     this.session = session
     this.id = session.id
     const events = session.events
@@ -227,6 +240,7 @@ export class Agent {
       inbox: replayInbox(session),
       lastTurn,
       priorHeader,
+      repair: repairClosers(events),
       maxParallelToolCalls,
       hooks: this.#hooks,
       agent: this,
@@ -234,6 +248,7 @@ export class Agent {
       machine: options.machine,
     })
     this.inbox = new Inbox(() => this.#runtime, () => this.#assertLive())
+    liveAgents.set(session.id, new WeakRef(this))
     queueMicrotask(() => this.#start())
   }
 
@@ -315,6 +330,7 @@ export class Agent {
       await this.#runtime.whenIdle()
       this.#runtime.dispatch({ type: 'agent.dispose' })
       this.#hooks.clear()
+      if (liveAgents.get(this.id)?.deref() === this) liveAgents.delete(this.id)
       this.#unobserve?.()
       this.#unobserve = null
     })()

@@ -21,9 +21,33 @@ export function buildAgentMachine(turn: typeof turnState = turnState) {
   return agentSetup.createMachine({
     id: 'agent',
     context: ({ input }) => initialContext(input),
-    initial: 'idle',
+    initial: 'resuming',
     on: inboxOn,
     states: {
+      // RS-4: a crash-truncated log gets its closers before this instance does anything else
+      resuming: {
+        always: [
+          {
+            guard: ({ context }) => context.repair.length > 0,
+            target: 'repairing',
+          },
+          { target: 'idle' },
+        ],
+      },
+      repairing: {
+        entry: act((d) => {
+          for (const closer of d.get('repair')) {
+            const { type, data, intent } = closer
+            d.emit({ type: 'fx.append', eventType: type, data, ...intent })
+          }
+          d.set({ repair: [] })
+          d.sync()
+        }),
+        on: {
+          sync: { guard: awaited, target: 'idle' },
+          fault: { target: 'idle', actions: act<'fault'>((d, e) => d.notify('agent/error', { turn: d.get('turn'), step: 0, error: e.error })) },
+        },
+      },
       idle: {
         // CX-13 / MT-3: a latched wake replays at convergence if work is still pending
         always: [

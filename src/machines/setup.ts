@@ -52,6 +52,7 @@ export function initialContext(input: AgentInput & { instance?: string }): Agent
     requestFailure: null,
     maxParallelToolCalls: input.maxParallelToolCalls ?? 10,
     tools: newBatch(input.calls ?? [], input.maxParallelToolCalls ?? 10),
+    repair: input.repair ?? [],
   }
 }
 
@@ -87,7 +88,7 @@ export class Draft {
   append<T extends SessionEventType>(
     eventType: T,
     data: EventData<T>,
-    extra?: { surfaceOp?: SurfaceOp; sourceEventSeqs?: readonly number[]; citeKeys?: readonly string[]; key?: string },
+    extra?: { surfaceOp?: SurfaceOp; sourceEventSeqs?: readonly number[]; citeKeys?: readonly string[]; key?: string; time?: number },
   ): void {
     this.effects.push({ type: 'fx.append', eventType, data, ...extra })
   }

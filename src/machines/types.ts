@@ -87,6 +87,8 @@ export interface AgentContext {
   maxParallelToolCalls: number
   /** The tool batch of the current step. */
   tools: ToolBatchContext
+  /** Repair closers still to append when the instance starts. */
+  repair: NonNullable<AgentInput['repair']>
 }
 
 /** Book-keeping of one step's tool batch: two lanes over the same calls. */
@@ -123,6 +125,8 @@ export interface AgentInput {
   maxParallelToolCalls?: number
   /** Planned calls, for walking the tool batch machine on its own. */
   calls?: readonly PlannedCall[]
+  /** Closers for a crash-truncated log, appended before anything else (RS-4). */
+  repair?: readonly { type: SessionEventType; data: unknown; intent?: { surfaceOp?: SurfaceOp; sourceEventSeqs?: readonly number[]; time?: number } }[]
 }
 
 // ---- events in ------------------------------------------------------------
@@ -169,6 +173,8 @@ export interface AppendEffect {
   sourceEventSeqs?: readonly number[]
   citeKeys?: readonly string[]
   key?: string
+  /** An explicit time instead of the clock (repair closers). */
+  time?: number
 }
 
 export type HookName =

@@ -10,7 +10,7 @@ import type { ModelAdapter, ModelRequest } from '../adapters/types.js'
 import { ConfigError, InboxError } from '../errors.js'
 import { agentMachine } from '../machines/agent.js'
 import { alreadyPending, applySplice, duplicatedBy, type InboxLists } from '../machines/inbox.js'
-import type { AgentEvent, AppendEffect, Effect, HookName } from '../machines/types.js'
+import type { AgentEvent, AgentInput, AppendEffect, Effect, HookName } from '../machines/types.js'
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
 import {
   LlmCallConfigSchema,
@@ -39,6 +39,7 @@ export interface RuntimeOptions {
   inbox: InboxLists
   lastTurn: number
   priorHeader: boolean
+  repair: AgentInput['repair']
   maxParallelToolCalls: number
   hooks: Hooks
   /** The public handle, handed to hooks and tools as `agent`. */
@@ -111,6 +112,7 @@ export class Runtime {
         seedConfig: options.seedConfig,
         priorHeader: options.priorHeader,
         lastTurn: options.lastTurn,
+        repair: options.repair,
         maxParallelToolCalls: options.maxParallelToolCalls,
         nextTurn: options.inbox.nextTurn,
         nextStep: options.inbox.nextStep,
@@ -279,7 +281,14 @@ export class Runtime {
     try {
       let sources = effect.sourceEventSeqs
       if (effect.citeKeys) sources = effect.citeKeys.map((key) => this.#keys.get(key)).filter((s): s is number => s !== undefined)
-      const intent = effect.surfaceOp || sources ? { ...(effect.surfaceOp ? { surfaceOp: effect.surfaceOp } : {}), ...(sources ? { sourceEventSeqs: sources } : {}) } : undefined
+      const intent =
+        effect.surfaceOp || sources || effect.time !== undefined
+          ? {
+              ...(effect.surfaceOp ? { surfaceOp: effect.surfaceOp } : {}),
+              ...(sources ? { sourceEventSeqs: sources } : {}),
+              ...(effect.time !== undefined ? { time: effect.time } : {}),
+            }
+          : undefined
       // through the session object, so a wrapped or failing store is honoured
       const event = session.append(effect.eventType, effect.data as never, intent) as SessionEvent
       if (effect.key) this.#keys.set(effect.key, event.seq)

@@ -288,4 +288,6 @@ export interface AppendIntent {
   surfaceOp?: SurfaceOp
   sourceEventSeqs?: readonly number[]
   ignorable?: true
+  /** An explicit time (epoch ms) instead of the clock: repair closers reuse the last event's time (RS-4). */
+  time?: number
 }

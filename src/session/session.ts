@@ -44,7 +44,7 @@ export interface IgnorableEvent {
 // ---- constants ---------------------------------------------------------------
 
 const ENVELOPE_KEYS = new Set(['seq', 'time', 'type', 'data', 'surfaceOp', 'sourceEventSeqs', 'ignorable'])
-const INTENT_KEYS = new Set(['surfaceOp', 'sourceEventSeqs', 'ignorable'])
+const INTENT_KEYS = new Set(['surfaceOp', 'sourceEventSeqs', 'ignorable', 'time'])
 const NO_INTENT: AppendIntent = Object.freeze({})
 const SURFACE = new Set<string>(SURFACE_TYPES)
 // A Record so adding a chunk type to the schema without listing it here fails to compile.
@@ -242,7 +242,7 @@ export class Session {
         if (!INTENT_KEYS.has(key)) throw new SessionAppendError(`${String(type)}: unknown intent key ${JSON.stringify(key)}`, { path: key })
       }
     }
-    const event = this.#build(this.#events.length, type, toFrozenJson(data, 'data'), intent ?? NO_INTENT, 'data')
+    const event = this.#build(this.#events.length, type, toFrozenJson(data, 'data'), intent ?? NO_INTENT, 'data', intent?.time)
     this.#commit(event)
     this.#publish(event)
     return event

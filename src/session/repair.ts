@@ -1,0 +1,81 @@
+// Repair: the synthetic closers a crash-truncated log needs before a new
+// agent instance may continue it (RS-4..RS-6). Pure: it reads a log and
+// returns events to append; the agent machine appends them.
+import type { AppendIntent, EventData, SessionEvent, SessionEventType, ToolCallBlock, TurnEndReason } from './schemas.js'
+
+/** One closer to append, with the intent (citations, the reused time) it needs. */
+export interface RepairCloser {
+  type: SessionEventType
+  data: unknown
+  intent?: AppendIntent
+}
+
+const UNKNOWN_OUTCOME =
+  'Error: the outcome of this tool call is unknown: the session was interrupted while it ran. Retry it blindly only if the call is safe to repeat.'
+const NOT_STARTED = 'Error: this tool call was never started: the session was interrupted before it ran. You may retry it.'
+
+/** Where a log stands: the open turn and step, if any. */
+export function openTurnOf(events: readonly SessionEvent[]): { turn: number; step: number | null; turnSeq: number } | null {
+  let open: { turn: number; step: number | null; turnSeq: number } | null = null
+  for (const e of events) {
+    if (e.type === 'turn/start') open = { turn: e.data.turn, step: null, turnSeq: e.seq }
+    else if (e.type === 'turn/end') open = null
+    else if (open && e.type === 'step/start') open.step = e.data.step
+    else if (open && e.type === 'step/end') open.step = null
+  }
+  return open
+}
+
+/**
+ * The closers of a log that ends inside an open turn, in order: an error result
+ * for every call of the open step that has none (in call order), `step/end` if
+ * a step is open, then `turn/end{interrupted}`. Nothing for an empty or balanced log.
+ */
+export function repairClosers(events: readonly SessionEvent[]): RepairCloser[] {
+  const open = openTurnOf(events)
+  if (!open || events.length === 0) return []
+  // the crash point's time: the last event before any end-seed marker the session added
+  const last = [...events].reverse().find((e) => e.type !== 'session/end-seed') ?? events[events.length - 1]
+  const time = last.time
+  const closers: RepairCloser[] = []
+  const { turn, step } = open
+  if (step !== null) {
+    let stepStart = events.length - 1
+    while (stepStart >= 0 && !(events[stepStart].type === 'step/start' && (events[stepStart].data as EventData<'step/start'>).turn === turn)) stepStart--
+    const inStep = events.slice(stepStart + 1)
+    const calls = new Map<string, number>() // callId -> tool/call seq
+    const answered = new Set<string>()
+    const planned: ToolCallBlock[] = []
+    for (const e of inStep) {
+      if (e.type === 'tool/call') calls.set(e.data.callId, e.seq)
+      if (e.type === 'tool/result') answered.add(e.data.message.source.callId)
+      if (e.type === 'assistant/message' && !e.data.interrupted) {
+        planned.length = 0
+        for (const b of e.data.message.content) if (b.type === 'tool-call') planned.push(b)
+      }
+    }
+    // the anchor's blocks give the call order; logged calls it does not name come after
+    const order = [...planned.map((b) => b.id), ...[...calls.keys()].filter((id) => !planned.some((b) => b.id === id))]
+    for (const callId of [...new Set(order)]) {
+      if (answered.has(callId)) continue
+      const callSeq = calls.get(callId)
+      const started = callSeq !== undefined
+      const message = {
+        id: `repair-${turn}-${step}-${callId}`,
+        role: 'user' as const,
+        source: { kind: 'tool' as const, callId },
+        content: [{ type: 'tool-result' as const, toolCallId: callId, content: started ? UNKNOWN_OUTCOME : NOT_STARTED, isError: true }],
+      }
+      const error = started ? { name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' } : { name: 'ToolNotStartedError', code: 'TOOL_NOT_STARTED' }
+      closers.push({
+        type: 'tool/result',
+        data: { turn, step, message, error },
+        intent: { surfaceOp: 'append', ...(started ? { sourceEventSeqs: [callSeq] } : {}), time },
+      })
+    }
+    closers.push({ type: 'step/end', data: { turn, step }, intent: { time } })
+  }
+  const reason: TurnEndReason = { kind: 'interrupted' }
+  closers.push({ type: 'turn/end', data: { turn, reason }, intent: { time } })
+  return closers
+}
