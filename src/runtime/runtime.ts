@@ -15,9 +15,7 @@ import { deepFreeze, toFrozenJson } from '../session/lossless.js'
 import {
   LlmCallConfigSchema,
   UserMessageSchema,
-  type AgentCancelCause,
   type LlmCallConfig,
-  type LlmFailure,
   type RequestHeader,
   type SessionEvent,
   type SessionEventType,
@@ -138,10 +136,6 @@ export class Runtime {
       error: (error) => this.hooks.logger.error('agentchart machine stopped on an error', error),
     })
     this.actor.start()
-  }
-
-  get signal(): AbortSignal {
-    return this.#controller.signal
   }
 
   /** Send an event from the public API; at top level, throw what the machine refused while processing it (IN-6, IN-7). */
@@ -455,11 +449,4 @@ export class Runtime {
     }
     promise.then(settled, settled)
   }
-
-  /** Abort a cause on the live signal right away (used by the agent handle after the machine agreed). */
-  abortCause(): AgentCancelCause | undefined {
-    return this.#controller.signal.aborted ? (this.#controller.signal.reason as AgentCancelCause) : undefined
-  }
 }
-
-export type { LlmFailure }
