@@ -228,3 +228,13 @@ describe('the executable', () => {
     expect(existsSync(join(repoRoot, 'tsconfig.build.json'))).toBe(true)
   })
 })
+
+describe('committed diagrams', () => {
+  it('docs/machines holds the diagrams the machines generate today (run `npm run diagrams` after changing a machine)', async () => {
+    const { renderMachineDiagrams, diagramFile } = await import('../../src/cli/diagram.js')
+    const { readFileSync } = await import('node:fs')
+    for (const diagram of renderMachineDiagrams()) {
+      expect(readFileSync(`docs/machines/${diagram.name}.mmd`, 'utf8'), diagram.name).toBe(diagramFile(diagram))
+    }
+  })
+})
