@@ -56,6 +56,9 @@ function canonical(value: unknown): string {
   )
 }
 
+/** A listener's config; a missing provider or model is the machine's route check to report (RQ-3), not a malformed config. */
+const ListenerConfigSchema = LlmCallConfigSchema.partial({ provider: true, model: true })
+
 const PreStepDecisionSchema = z.union([
   z.object({ kind: z.literal('reject') }).loose(),
   z.object({ kind: z.literal('enter'), messages: z.array(UserMessageSchema) }).loose(),
@@ -321,7 +324,8 @@ export class Runtime {
     const full = { ...payload, signal, agent: this.options.agent }
     this.#settleOnce(id, raceAbort, async () => {
       const value = name === 'agent/turn-stopping' ? await this.hooks.serial(name, full) : await this.hooks.waterfall(name, full, () => fallback)
-      return { type: 'hook.done', id, value: checkHookResult(name, value) }
+      // the machine's own default needs no check; what a listener returned does
+      return { type: 'hook.done', id, value: value === fallback ? value : checkHookResult(name, value) }
     })
   }
 
@@ -331,13 +335,15 @@ export class Runtime {
     const frozenSeed = deepFreeze(toFrozenJson(seed, 'config'))
     this.#settleOnce(id, true, async () => {
       const value = await this.hooks.waterfall('agent/request', { turn, step, signal, agent: this.options.agent }, () => frozenSeed)
-      // a missing provider or model is the machine's route check to report (RQ-3), not a malformed config
-      const parsed = LlmCallConfigSchema.partial({ provider: true, model: true }).safeParse(value)
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0]
-        throw new ConfigError(`agent/request returned an invalid config at ${issue.path.join('.') || '(root)'}: ${issue.message}`)
+      let config = frozenSeed
+      if (value !== frozenSeed) {
+        const parsed = ListenerConfigSchema.safeParse(value)
+        if (!parsed.success) {
+          const issue = parsed.error.issues[0]
+          throw new ConfigError(`agent/request returned an invalid config at ${issue.path.join('.') || '(root)'}: ${issue.message}`)
+        }
+        config = deepFreeze(toFrozenJson(value as LlmCallConfig, 'config'))
       }
-      const config = deepFreeze(toFrozenJson(value as LlmCallConfig, 'config'))
       const { systemPrompt, toolSchemas, model } = this.options
       const header: RequestHeader = {
         config: config as RequestHeader['config'],
