@@ -28,7 +28,7 @@ export function buildAgentMachine(turn: typeof turnState = turnState) {
       resuming: {
         always: [
           {
-            guard: ({ context }) => context.repair.length > 0,
+            guard: ({ context }) => context.instance.repair.length > 0,
             target: 'repairing',
           },
           { target: 'idle' },
@@ -36,11 +36,11 @@ export function buildAgentMachine(turn: typeof turnState = turnState) {
       },
       repairing: {
         entry: act((d) => {
-          for (const closer of d.get('repair')) {
+          for (const closer of d.get('instance').repair) {
             const { type, data, intent } = closer
             d.emit({ type: 'fx.append', eventType: type, data, ...intent })
           }
-          d.set({ repair: [] })
+          d.set({ instance: { ...d.get('instance'), repair: [] } })
           d.sync()
         }),
         on: {

@@ -27,22 +27,23 @@ function endAttempt(d: Draft, outcome: 'aborted' | 'error', failure?: { failure:
 
 /** Log the header and route records the request needs; the request is sent once they are in (RQ-4, RQ-5). */
 function logRecords(d: Draft, e: EventOf<'request.prepared'>): void {
-  const first = d.get('requests') === 0
-  if (first || e.headerKey !== d.get('headerKey')) {
-    const reason = !first ? 'change' : d.get('priorHeader') ? 'resume' : 'initial'
+  const request = d.get('request')
+  const first = request.requests === 0
+  if (first || e.headerKey !== request.headerKey) {
+    const reason = !first ? 'change' : request.priorHeader ? 'resume' : 'initial'
     d.append('request/header', { header: e.header, reason })
-    d.set({ headerKey: e.headerKey })
+    d.setRequest({ headerKey: e.headerKey })
   }
-  if (e.contextKey !== d.get('contextKey')) {
+  if (e.contextKey !== request.contextKey) {
     d.append('request/context', e.context)
-    d.set({ contextKey: e.contextKey })
+    d.setRequest({ contextKey: e.contextKey })
   }
-  d.set({ requests: d.get('requests') + 1, config: e.config, seedConfig: e.config })
+  d.setRequest({ requests: request.requests + 1, config: e.config, seedConfig: e.config })
   d.sync()
 }
 
 function modelSource(d: Draft, replayState: unknown) {
-  const config = d.get('config')!
+  const config = d.get('request').config!
   const source = { kind: 'model' as const, provider: config.provider, model: config.model }
   return replayState === undefined ? source : { ...source, replayState: replayState as { response: unknown } }
 }
@@ -52,7 +53,7 @@ function anchor(d: Draft, e: EventOf<'model.settled'>): void {
   const { response } = e
   const maxTokens = response.finish.kind === 'max-tokens'
   const message = {
-    id: `${d.get('instance')}-m${d.id()}`,
+    id: `${d.get('instance').id}-m${d.id()}`,
     role: 'assistant' as const,
     content: response.content,
     source: modelSource(d, response.replayState),
@@ -64,14 +65,14 @@ function anchor(d: Draft, e: EventOf<'model.settled'>): void {
     : response.content
         .filter((b): b is Extract<ContentBlock, { type: 'tool-call' }> => b.type === 'tool-call')
         .map((b) => ({ callId: b.id, name: b.name, arguments: b.arguments, args: parseArguments(b.arguments) }))
-  d.set({ tools: newBatch(calls, d.get('maxParallelToolCalls')), stepOutcome: maxTokens ? 'max-tokens' : calls.length > 0 ? 'continue' : 'completed' })
+  d.set({ tools: newBatch(calls, d.get('instance').maxParallelToolCalls), stepOutcome: maxTokens ? 'max-tokens' : calls.length > 0 ? 'continue' : 'completed' })
 }
 
 /** CX-7: a cancelled stream keeps its visible text as an interrupted prefix; tool calls are dropped. */
 function interrupt(d: Draft, e: EventOf<'model.settled'>): void {
   const visible = e.response.content.filter((b) => b.type === 'text' || b.type === 'reasoning')
   if (visible.some((b) => 'text' in b && b.text.trim() !== '')) {
-    const message = { id: `${d.get('instance')}-m${d.id()}`, role: 'assistant' as const, content: visible, source: modelSource(d, undefined) }
+    const message = { id: `${d.get('instance').id}-m${d.id()}`, role: 'assistant' as const, content: visible, source: modelSource(d, undefined) }
     const usage = e.response.usage ? { usage: e.response.usage } : {}
     d.append(
       'assistant/message',
@@ -92,8 +93,9 @@ export const attemptState = agentSetup.createStateConfig({
   states: {
     building: {
       entry: act((d) => {
-        d.set({ attempt: d.get('attempt') + 1, config: null })
-        d.emit({ type: 'fx.prepare', id: d.await(), turn: d.get('turn'), step: d.get('step'), seed: d.get('seedConfig') })
+        const request = d.get('request')
+        d.setRequest({ attempt: request.attempt + 1, config: null })
+        d.emit({ type: 'fx.prepare', id: d.await(), turn: d.get('turn'), step: d.get('step'), seed: request.seedConfig })
       }),
       on: {
         'request.prepared': [
@@ -126,7 +128,7 @@ export const attemptState = agentSetup.createStateConfig({
           {
             guard: awaited,
             target: 'streaming',
-            actions: act((d) => d.emit({ type: 'fx.model', id: d.await(), turn: d.get('turn'), step: d.get('step'), config: d.get('config')! })),
+            actions: act((d) => d.emit({ type: 'fx.model', id: d.await(), turn: d.get('turn'), step: d.get('step'), config: d.get('request').config! })),
           },
         ],
         fault: { target: 'done', actions: act<'fault'>((d, e) => endAttempt(d, 'error', e)) },
@@ -146,7 +148,7 @@ export const attemptState = agentSetup.createStateConfig({
             actions: act<'model.settled'>((d, e) => {
               const finish = e.response.finish as { failure: LlmFailure }
               // RQ-9: agent/error reports an error carrying the same facts; turn/end keeps the facts verbatim
-              d.set({ requestFailure: { failure: finish.failure, error: new LlmError(finish.failure), step: d.get('step') } })
+              d.setRequest({ failure: { failure: finish.failure, error: new LlmError(finish.failure), step: d.get('step') } })
             }),
           },
           { guard: awaited, target: 'done', actions: act<'model.settled'>(anchor) },
@@ -156,8 +158,8 @@ export const attemptState = agentSetup.createStateConfig({
     },
     recovering: {
       entry: act((d) => {
-        const f = d.get('requestFailure')!
-        d.hook('agent/request-error', { turn: d.get('turn'), step: d.get('step'), provider: d.get('config')?.provider, failure: f.failure }, undefined)
+        const { failure, config } = d.get('request')
+        d.hook('agent/request-error', { turn: d.get('turn'), step: d.get('step'), provider: config?.provider, failure: failure!.failure }, undefined)
       }),
       on: {
         'hook.done': [
@@ -166,7 +168,7 @@ export const attemptState = agentSetup.createStateConfig({
             guard: (a) => awaited(a) && (a.event as EventOf<'hook.done'>).value !== undefined && ((a.event as EventOf<'hook.done'>).value as { kind?: unknown })?.kind === 'retry',
             target: 'building',
           },
-          { guard: awaited, target: 'done', actions: act((d) => endAttempt(d, 'error', d.get('requestFailure')!)) },
+          { guard: awaited, target: 'done', actions: act((d) => endAttempt(d, 'error', d.get('request').failure!)) },
         ],
         'hook.failed': { guard: awaited, target: 'done', actions: act<'hook.failed'>((d, e) => endAttempt(d, 'error', e)) },
         'hook.aborted': { guard: awaited, target: 'done', actions: act((d) => endAttempt(d, 'aborted')) },

@@ -11,7 +11,7 @@ import type {
   UserMessage,
 } from '../session/schemas.js'
 import { newBatch } from './batch.js'
-import type { AgentContext, AgentEvent, AgentInput, Effect, HookName, NotificationName, TurnFailure } from './types.js'
+import type { AgentContext, RequestContext, AgentEvent, AgentInput, Effect, HookName, NotificationName, TurnFailure } from './types.js'
 
 export const agentSetup = setup({
   types: {
@@ -25,12 +25,17 @@ export const agentSetup = setup({
 /** The context a fresh agent instance starts from (resume passes what the log says). */
 export function initialContext(input: AgentInput & { instance?: string }): AgentContext {
   return {
-    instance: input.instance ?? 'i0',
-    seedConfig: input.seedConfig,
-    priorHeader: input.priorHeader ?? false,
-    requests: 0,
-    headerKey: null,
-    contextKey: null,
+    instance: { id: input.instance ?? 'i0', maxParallelToolCalls: input.maxParallelToolCalls ?? 10, repair: input.repair ?? [] },
+    request: {
+      seedConfig: input.seedConfig,
+      priorHeader: input.priorHeader ?? false,
+      requests: 0,
+      headerKey: null,
+      contextKey: null,
+      attempt: 0,
+      config: null,
+      failure: null,
+    },
     nextTurn: input.nextTurn ?? [],
     nextStep: input.nextStep ?? [],
     latch: false,
@@ -40,19 +45,12 @@ export function initialContext(input: AgentInput & { instance?: string }): Agent
     step: 0,
     sticky: false,
     lastStep: 'none',
-    batch: [],
-    entering: [],
+    proposal: { batch: [], entering: [] },
     end: null,
     failure: null,
     stepOutcome: null,
-    nextId: 1,
-    waiting: 0,
-    attempt: 0,
-    config: null,
-    requestFailure: null,
-    maxParallelToolCalls: input.maxParallelToolCalls ?? 10,
+    ids: { next: 1, waiting: 0 },
     tools: newBatch(input.calls ?? [], input.maxParallelToolCalls ?? 10),
-    repair: input.repair ?? [],
   }
 }
 
@@ -70,19 +68,24 @@ export class Draft {
   set(patch: Partial<AgentContext>): void {
     Object.assign(this.patch, patch)
   }
+  /** Update part of the request side. */
+  setRequest(patch: Partial<RequestContext>): void {
+    this.set({ request: { ...this.get('request'), ...patch } })
+  }
   emit(effect: Effect): void {
     this.effects.push(effect)
   }
   /** A fresh effect id that the machine now waits for; ids never repeat (late results are dropped). */
   await(): number {
-    const id = this.get('nextId')
-    this.set({ nextId: id + 1, waiting: id })
+    const id = this.get('ids').next
+    this.set({ ids: { next: id + 1, waiting: id } })
     return id
   }
   /** A fresh id that does not replace what the machine waits for. */
   id(): number {
-    const id = this.get('nextId')
-    this.set({ nextId: id + 1 })
+    const ids = this.get('ids')
+    const id = ids.next
+    this.set({ ids: { next: id + 1, waiting: ids.waiting } })
     return id
   }
   append<T extends SessionEventType>(
@@ -117,7 +120,7 @@ export function act<T extends AgentEvent['type'] = AgentEvent['type']>(fn: (d: D
 type GuardArgs = { context: AgentContext; event: AgentEvent }
 
 /** True for the result the machine is waiting for; anything older is a late result to drop. */
-export const awaited = ({ context, event }: GuardArgs): boolean => 'id' in event && event.id === context.waiting
+export const awaited = ({ context, event }: GuardArgs): boolean => 'id' in event && event.id === context.ids.waiting
 /** The live activity has been cancelled. */
 export const cancelled = ({ context }: GuardArgs): boolean => context.cause !== null
 export const awaitedAndCancelled = (args: GuardArgs): boolean => awaited(args) && cancelled(args)
@@ -155,7 +158,7 @@ export function claim(d: Draft, turnBoundary: boolean): void {
   }
   const turn = d.get('turn')
   for (const message of batch) d.notify('agent/inbox/claimed', { message, turn })
-  d.set({ batch })
+  d.set({ proposal: { batch, entering: [] } })
 }
 
 /** Durably discard one whole list as a canceled splice, then announce each message (IN-4). */

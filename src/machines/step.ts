@@ -23,11 +23,12 @@ export const stepState = agentSetup.createStateConfig({
       entry: act((d) => {
         const turn = d.get('turn')
         const step = d.get('step') + 1
-        d.set({ step, stepOutcome: null, attempt: 0, tools: newBatch([], d.get('maxParallelToolCalls')), requestFailure: null })
+        d.set({ step, stepOutcome: null, tools: newBatch([], d.get('instance').maxParallelToolCalls) })
+        d.setRequest({ attempt: 0, failure: null })
         d.append('step/start', { turn, step })
         // ST-3: the enter decision is authoritative, in decision order
-        for (const message of d.get('entering')) d.append('user/message', message, { surfaceOp: 'append' })
-        d.set({ entering: [], batch: [] })
+        for (const message of d.get('proposal').entering) d.append('user/message', message, { surfaceOp: 'append' })
+        d.set({ proposal: { batch: [], entering: [] } })
         d.sync()
       }),
       on: {

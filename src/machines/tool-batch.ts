@@ -53,7 +53,7 @@ function logCall(d: Draft, call: PlannedCall): void {
 
 function logResult(d: Draft, call: PlannedCall, outcome: ToolOutcome): void {
   const message = {
-    id: `${d.get('instance')}-r${d.id()}`,
+    id: `${d.get('instance').id}-r${d.id()}`,
     role: 'user' as const,
     source: { kind: 'tool' as const, callId: call.callId },
     content: [{ type: 'tool-result' as const, toolCallId: call.callId, content: outcome.content, isError: outcome.isError }] as [
@@ -157,7 +157,7 @@ const dispatch = {
             // a new group: read the cap now (TL-4)
             guard: (a: Args) => isClassified(a) && drained(a),
             target: 'preExecuting',
-            actions: act<'tool.classified'>((d, e) => update(d, { pool: e.mode === 'parallel', cap: d.get('maxParallelToolCalls') })),
+            actions: act<'tool.classified'>((d, e) => update(d, { pool: e.mode === 'parallel', cap: d.get('instance').maxParallelToolCalls })),
           },
           { guard: (a: Args) => isClassified(a) && classifiedAs('parallel')(a) && poolRoom(a), target: 'preExecuting' },
           // no longer parallel-safe: the pool stops filling, drains, and this call is the next barrier

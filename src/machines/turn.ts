@@ -57,7 +57,7 @@ export const turnState = agentSetup.createStateConfig({
     },
     proposing: {
       entry: act((d) => {
-        const batch = d.get('batch')
+        const batch = d.get('proposal').batch
         const payload = { messages: batch, turn: d.get('turn'), step: d.get('step') + 1 }
         d.hook('agent/pre-step', payload, { kind: 'enter', messages: batch })
       }),
@@ -79,7 +79,7 @@ export const turnState = agentSetup.createStateConfig({
           {
             guard: awaited,
             target: 'stepping',
-            actions: act<'hook.done'>((d, e) => d.set({ entering: (e.value as { messages: readonly UserMessage[] }).messages })),
+            actions: act<'hook.done'>((d, e) => d.set({ proposal: { batch: d.get('proposal').batch, entering: (e.value as { messages: readonly UserMessage[] }).messages } })),
           },
         ],
         // HK-4: no step, the claimed batch is lost

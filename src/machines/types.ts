@@ -43,11 +43,19 @@ export interface ToolOutcome {
   concludesTurn?: boolean
 }
 
-/** Everything the machines remember: counters, ids and the little guards read. */
-export interface AgentContext {
+/** What this instance was created with: fixed for its life but the repair closers, appended once. */
+export interface InstanceContext {
   /** Distinguishes this agent instance in generated message ids. */
-  instance: string
-  /** Seed config of the first request of this instance (RQ-2). */
+  id: string
+  /** Cap of a parallel pool, read when a group opens (TL-4). */
+  maxParallelToolCalls: number
+  /** Repair closers still to append when the instance starts (RS-4). */
+  repair: NonNullable<AgentInput['repair']>
+}
+
+/** The request side: seed config, logged header and route, the current attempt. */
+export interface RequestContext {
+  /** Seed config of the next request: the options at first, then the latest logged config (RQ-2). */
   seedConfig: LlmCallConfig
   /** The log already held a request/header before this instance (RQ-4 `resume`). */
   priorHeader: boolean
@@ -55,6 +63,21 @@ export interface AgentContext {
   requests: number
   headerKey: string | null
   contextKey: string | null
+  /** Attempts in the current step (a retry is a new attempt, RQ-10). */
+  attempt: number
+  config: LlmCallConfig | null
+  /** The failure recovery is deciding about. */
+  failure: TurnFailure | null
+}
+
+/**
+ * Everything the machines remember: counters, ids and the little guards read.
+ * Kept to a few top-level keys: XState copies the context on every assign, and
+ * V8 turns an object built that way with about 20 keys into a slow dictionary.
+ */
+export interface AgentContext {
+  instance: InstanceContext
+  request: RequestContext
 
   // inbox projection (IN-*) and the activity's flags
   nextTurn: readonly UserMessage[]
@@ -68,27 +91,17 @@ export interface AgentContext {
   step: number
   sticky: boolean
   lastStep: 'none' | 'terminal' | 'continue'
-  batch: readonly UserMessage[]
-  entering: readonly UserMessage[]
+  /** The claimed batch of the current proposal, and the messages its decision entered. */
+  proposal: { batch: readonly UserMessage[]; entering: readonly UserMessage[] }
   end: TurnEndReason | null
   failure: TurnFailure | null
   stepOutcome: StepOutcome | null
 
-  // async effects: each gets a fresh id; late results of older ids are dropped
-  nextId: number
-  waiting: number
+  /** Async effects each get a fresh id (`next`); the result awaited is `waiting`; late results of older ids are dropped. */
+  ids: { next: number; waiting: number }
 
-  // attempt
-  attempt: number
-  config: LlmCallConfig | null
-  requestFailure: TurnFailure | null
-
-  /** Cap of a parallel pool, read when a group opens (TL-4). */
-  maxParallelToolCalls: number
   /** The tool batch of the current step. */
   tools: ToolBatchContext
-  /** Repair closers still to append when the instance starts. */
-  repair: NonNullable<AgentInput['repair']>
 }
 
 /** Book-keeping of one step's tool batch: two lanes over the same calls. */

@@ -536,7 +536,7 @@ export function createHarness(options: HarnessOptions): Harness {
         case 'hook':
           if (p.name === 'agent/pre-step') out.push(...pick(['default', 'reject', 'empty', 'throw'] as const, ['default', 'reject'] as const).map((decision) => ({ type: 'pre-step' as const, decision })))
           if (p.name === 'agent/request-error') {
-            const decisions = ctx.attempt < budget.attempts ? (['retry', 'give-up', 'throw'] as const) : (['give-up', 'throw'] as const)
+            const decisions = ctx.request.attempt < budget.attempts ? (['retry', 'give-up', 'throw'] as const) : (['give-up', 'throw'] as const)
             out.push(...decisions.map((decision) => ({ type: 'request-error' as const, decision })))
           }
           if (p.name === 'agent/turn-stopping') {
@@ -617,7 +617,7 @@ export function createHarness(options: HarnessOptions): Harness {
       cap(ctx.nextTurn.length),
       cap(ctx.nextStep.length),
       cap(ctx.step, 3),
-      cap(ctx.attempt),
+      cap(ctx.request.attempt),
       cap(ctx.turn - (options.input.lastTurn as number | undefined ?? 0), 3),
       ctx.stepOutcome,
       ctx.end?.kind ?? null,
