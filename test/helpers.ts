@@ -90,6 +90,9 @@ export function timeline(agent: Agent, options: { errors?: boolean } = {}): stri
   return out
 }
 
+/** fast-check runs: a modest default each property picks, or AGENTCHART_PROPERTY_RUNS for a deep run. */
+export const propertyRuns = (modest: number) => Number(process.env.AGENTCHART_PROPERTY_RUNS ?? modest)
+
 /** Wait for macrotasks to drain (hooks and streams settle across microtasks). */
 export const tick = (ms = 0) => new Promise((resolve) => setTimeout(resolve, ms))
 

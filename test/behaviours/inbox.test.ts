@@ -13,7 +13,7 @@ import {
   type UserMessage,
 } from '../../src/index.js'
 import { checkSessionInvariants, hang, textResponse, toolCallResponse } from '../../src/testing/index.js'
-import { describeEvent, record, scriptedAgent, textOf, tick, timeline, trace } from '../helpers.js'
+import { describeEvent, propertyRuns, record, scriptedAgent, textOf, tick, timeline, trace } from '../helpers.js'
 
 const m = (id: string, text = id) => userMessage(text, { id })
 const ids = (list: readonly UserMessage[]) => list.map((x) => x.id)
@@ -768,6 +768,29 @@ describe('IN — Inbox', () => {
     fc.record({ kind: fc.constantFrom('remove' as const, 'replace' as const), pick: fc.nat() }),
   )
 
+  /** Perform one random inbox operation; remove and replace say whether they found a pending id (undefined when none was pending). */
+  async function applyOp(agent: Agent, o: Op, fresh: () => UserMessage): Promise<boolean | undefined> {
+    const pending = [...agent.inbox.nextStep, ...agent.inbox.nextTurn]
+    switch (o.kind) {
+      case 'followup':
+        return void agent.followup(fresh())
+      case 'steer':
+        return void agent.steer(fresh())
+      case 'inject':
+        return void agent.inject(fresh())
+      case 'park':
+        return void agent.send(fresh(), 'next-turn', false)
+      case 'clear':
+        return void agent.inbox.clear()
+      case 'wait':
+        return void (await tick())
+      case 'remove':
+        return pending.length > 0 ? agent.inbox.remove(pending[o.pick % pending.length].id) : undefined
+      case 'replace':
+        return pending.length > 0 ? agent.inbox.replace(pending[o.pick % pending.length].id, fresh()) : undefined
+    }
+  }
+
   it('IN-1 (property): random sends, removals and replacements from idle never lose a message, and status alternates running/idle', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(op, { maxLength: 30 }), async (ops) => {
@@ -786,33 +809,8 @@ describe('IN — Inbox', () => {
           return message
         }
         for (const o of ops) {
-          const pending = [...agent.inbox.nextStep, ...agent.inbox.nextTurn]
-          switch (o.kind) {
-            case 'followup':
-              agent.followup(fresh())
-              break
-            case 'steer':
-              agent.steer(fresh())
-              break
-            case 'inject':
-              agent.inject(fresh())
-              break
-            case 'park':
-              agent.send(fresh(), 'next-turn', false)
-              break
-            case 'clear':
-              agent.inbox.clear()
-              break
-            case 'wait':
-              await tick()
-              break
-            case 'remove':
-              if (pending.length > 0) expect(agent.inbox.remove(pending[o.pick % pending.length].id)).toBe(true)
-              break
-            case 'replace':
-              if (pending.length > 0) expect(agent.inbox.replace(pending[o.pick % pending.length].id, fresh())).toBe(true)
-              break
-          }
+          const found = await applyOp(agent, o, fresh)
+          if (found !== undefined) expect(found).toBe(true)
         }
         await agent.whenIdle()
         const logged = agent.session.events.flatMap((e) => (e.type === 'user/message' ? [e.data.id] : []))
@@ -830,7 +828,7 @@ describe('IN — Inbox', () => {
         expect(agent.status).toBe('idle')
         expect(checkSessionInvariants(agent.session.events)).toEqual([])
       }),
-      { numRuns: 150 },
+      { numRuns: propertyRuns(150) },
     )
   })
 
@@ -859,32 +857,7 @@ describe('IN — Inbox', () => {
           return message
         }
         for (const o of ops) {
-          const pending = [...agent.inbox.nextStep, ...agent.inbox.nextTurn]
           switch (o.kind) {
-            case 'followup':
-              agent.followup(fresh())
-              break
-            case 'steer':
-              agent.steer(fresh())
-              break
-            case 'inject':
-              agent.inject(fresh())
-              break
-            case 'park':
-              agent.send(fresh(), 'next-turn', false)
-              break
-            case 'clear':
-              agent.inbox.clear()
-              break
-            case 'wait':
-              await tick()
-              break
-            case 'remove':
-              if (pending.length > 0) agent.inbox.remove(pending[o.pick % pending.length].id)
-              break
-            case 'replace':
-              if (pending.length > 0) agent.inbox.replace(pending[o.pick % pending.length].id, fresh())
-              break
             case 'cancel':
               agent.cancel({ kind: 'user' }, { keepInbox: o.keepInbox })
               break
@@ -898,6 +871,8 @@ describe('IN — Inbox', () => {
                 expect(() => agent.runMaintenance(async () => {})).toThrow(/only while the agent is idle/)
               }
               break
+            default:
+              await applyOp(agent, o, fresh)
           }
         }
         await Promise.all(jobs)
@@ -917,7 +892,7 @@ describe('IN — Inbox', () => {
         expect(status.length % 2).toBe(0)
         expect(checkSessionInvariants(events)).toEqual([])
       }),
-      { numRuns: 150 },
+      { numRuns: propertyRuns(150) },
     )
   })
 })

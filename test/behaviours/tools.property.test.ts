@@ -5,9 +5,8 @@ import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createAgent, defineTool, userMessage } from '../../src/index.js'
 import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
-import { tick } from '../helpers.js'
+import { propertyRuns, tick } from '../helpers.js'
 
-const RUNS = Number(process.env.AGENTCHART_PROPERTY_RUNS ?? 40)
 
 interface Harness {
   open: Array<{ callId: string; release: () => void }>
@@ -82,7 +81,7 @@ describe('TL property', () => {
           expect(checkSessionInvariants(events)).toEqual([])
         },
       ),
-      { numRuns: RUNS },
+      { numRuns: propertyRuns(40) },
     )
   }, 120_000)
 })

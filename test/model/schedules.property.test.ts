@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest'
 import { agentMachine, applySplice, type InboxLists } from '../../src/machines/index.js'
 import type { SessionEvent } from '../../src/index.js'
 import { checkLifecycleInvariants, checkSessionInvariants, complete, createHarness, identify, judge, runOnAgentchart, type HarnessState, type ScenarioInput } from '../../src/testing/index.js'
+import { propertyRuns } from '../helpers.js'
 
-const RUNS = Number(process.env.AGENTCHART_PROPERTY_RUNS ?? 40)
 
 const harness = createHarness({
   machine: agentMachine,
@@ -84,7 +84,7 @@ describe('random schedules', () => {
         expect([...context.nextTurn, ...context.nextStep].map((m) => m.id).sort()).toEqual(pending.sort())
         expect(turns).toEqual(turns.map((_, i) => i + 1))
       }),
-      { numRuns: RUNS },
+      { numRuns: propertyRuns(40) },
     )
   }, 240_000)
 })

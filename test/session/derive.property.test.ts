@@ -4,6 +4,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { createSession, deriveMessagesFrom, type Session } from '../../src/session/index.js'
 import { assistantData, naiveDerive, toolResultData, user } from './fixtures.js'
+import { propertyRuns } from '../helpers.js'
 
 type Op =
   | { kind: 'user' }
@@ -107,7 +108,7 @@ describe('derived history property', () => {
         const logged = new Set(session.events.map((e) => (e.type === 'user/message' ? e.data : 'message' in (e.data as object) ? (e.data as { message: unknown }).message : undefined)))
         for (const m of history) expect(logged.has(m)).toBe(true)
       }),
-      { numRuns: 300 },
+      { numRuns: propertyRuns(300) },
     )
   })
 
@@ -122,7 +123,7 @@ describe('derived history property', () => {
         expect(replay.surface()).toEqual(session.surface())
         expect(replay.replaceGeneration).toBe(session.replaceGeneration)
       }),
-      { numRuns: 150 },
+      { numRuns: propertyRuns(150) },
     )
   })
 
@@ -135,7 +136,7 @@ describe('derived history property', () => {
         run(session, ops)
         seen.forEach((h, seq) => expect(h).toEqual(naiveDerive(session.events.slice(0, seq + 1))))
       }),
-      { numRuns: 100 },
+      { numRuns: propertyRuns(100) },
     )
   })
 })
