@@ -1,0 +1,540 @@
+// OpenAI-compatible chat completions (OpenAI, DeepSeek, proxies) as a ModelAdapter:
+// the request is rebuilt from the derived history, the provider's SSE stream is
+// normalized into StreamChunks (BEHAVIOURS 1.4), failures into LlmErrors (1.5).
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, OpenAIError } from 'openai'
+import type {
+  ChatCompletionChunk,
+  ChatCompletionContentPart,
+  ChatCompletionCreateParamsStreaming,
+  ChatCompletionFunctionTool,
+  ChatCompletionMessageFunctionToolCall,
+  ChatCompletionMessageParam,
+} from 'openai/resources/chat/completions'
+import type { CompletionUsage } from 'openai/resources/completions'
+import { ConfigError } from '../errors.js'
+import type {
+  AssistantMessage,
+  ContentBlock,
+  FinishReason,
+  ImageBlock,
+  Message,
+  StreamChunk,
+  TokenUsage,
+  ToolResultBlock,
+  ToolSchema,
+} from '../session/schemas.js'
+import { abortedFailure, llmFailure, LlmError, toLlmFailure, type LlmFailureInit } from './failure.js'
+import type { ModelAdapter, ModelRequest } from './types.js'
+
+export interface OpenAIModelOptions {
+  /** The model name reported by the adapter, e.g. 'deepseek-chat'. Requests send `request.config.model`. */
+  model: string
+  /** Default 'deepseek' when the base URL contains 'deepseek', else 'openai'. */
+  provider?: string
+  /** Default: DEEPSEEK_API_KEY for provider 'deepseek', else OPENAI_API_KEY (read at the first request). */
+  apiKey?: string
+  /** Default: https://api.deepseek.com for provider 'deepseek', else the SDK's (OPENAI_BASE_URL or api.openai.com). */
+  baseURL?: string
+  /** Logged in `request/context`. */
+  contextWindow?: number
+  /** A configured client (tests, proxies); `apiKey` and `baseURL` are then ignored. */
+  client?: OpenAI
+  /**
+   * SDK retries per request. Default 0 for the client built here (retry is the
+   * agent/request-error hook's job); an injected client keeps its own setting
+   * unless this is given.
+   */
+  maxRetries?: number
+}
+
+const DEEPSEEK_BASE_URL = 'https://api.deepseek.com'
+const CONTEXT_TEXT = /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long|reduce the length/i
+
+/**
+ * A ModelAdapter for OpenAI-compatible chat completions (OpenAI, DeepSeek).
+ * Why: the loop speaks StreamChunks and provider-neutral failure codes; this
+ * is the one place that knows the chat-completions wire format.
+ * The client is built lazily at the first request, so a missing API key fails
+ * that request with MISSING_CREDENTIAL (before any network call) instead of
+ * failing agent creation.
+ */
+export function openaiModel(options: OpenAIModelOptions): ModelAdapter {
+  if (typeof options !== 'object' || options === null) throw new ConfigError('openaiModel: options must be an object')
+  const { model, contextWindow, maxRetries, client: injected } = options
+  if (typeof model !== 'string' || model.length === 0) {
+    throw new ConfigError('openaiModel: model must be a non-empty string', { path: 'model' })
+  }
+  for (const key of ['provider', 'apiKey', 'baseURL'] as const) {
+    const value = options[key]
+    if (value !== undefined && (typeof value !== 'string' || value.length === 0)) {
+      throw new ConfigError(`openaiModel: ${key} must be a non-empty string`, { path: key })
+    }
+  }
+  if (contextWindow !== undefined && !(Number.isSafeInteger(contextWindow) && contextWindow > 0)) {
+    throw new ConfigError('openaiModel: contextWindow must be a positive safe integer', { path: 'contextWindow' })
+  }
+  if (maxRetries !== undefined && !(Number.isSafeInteger(maxRetries) && maxRetries >= 0)) {
+    throw new ConfigError('openaiModel: maxRetries must be a non-negative safe integer', { path: 'maxRetries' })
+  }
+  if (injected !== undefined && !(injected instanceof OpenAI)) {
+    throw new ConfigError('openaiModel: client must be an OpenAI instance', { path: 'client' })
+  }
+
+  const urlHint = options.baseURL ?? injected?.baseURL ?? process.env.OPENAI_BASE_URL ?? ''
+  const provider = options.provider ?? (/deepseek/i.test(urlHint) ? 'deepseek' : 'openai')
+  const keyVariable = provider === 'deepseek' ? 'DEEPSEEK_API_KEY' : 'OPENAI_API_KEY'
+
+  let connection: Connection | undefined = injected
+    ? { client: injected, hasKey: typeof injected.apiKey === 'string' && injected.apiKey.length > 0 }
+    : undefined
+
+  /** The client, built once a key is known; throws MISSING_CREDENTIAL (not cached) while none is. */
+  const connect = (): Connection => {
+    if (connection !== undefined) return connection
+    const apiKey = options.apiKey ?? process.env[keyVariable]
+    if (!apiKey) {
+      throw new LlmError({
+        message: `${provider}: no API key: pass openaiModel({ apiKey }) or set ${keyVariable}`,
+        code: 'MISSING_CREDENTIAL',
+      })
+    }
+    const baseURL = options.baseURL ?? (provider === 'deepseek' ? DEEPSEEK_BASE_URL : undefined)
+    const client = new OpenAI({ apiKey, maxRetries: maxRetries ?? 0, ...(baseURL !== undefined ? { baseURL } : {}) })
+    connection = { client, hasKey: true }
+    return connection
+  }
+
+  return {
+    provider,
+    model,
+    ...(contextWindow !== undefined ? { contextWindow } : {}),
+    stream(request: ModelRequest): AsyncIterable<StreamChunk> {
+      return streamChat(request, { provider, connect, maxRetries })
+    },
+  }
+}
+
+interface Connection {
+  readonly client: OpenAI
+  /** Whether a static key is known (a 401 then means INVALID_CREDENTIAL rather than AUTH). */
+  readonly hasKey: boolean
+}
+
+interface StreamContext {
+  readonly provider: string
+  readonly connect: () => Connection
+  readonly maxRetries: number | undefined
+}
+
+async function* streamChat(request: ModelRequest, context: StreamContext): AsyncGenerator<StreamChunk> {
+  const { signal } = request
+  if (signal.aborted) throw abortError(signal)
+  const { client, hasKey } = context.connect()
+  const body = buildChatBody(request)
+  // A per-request signal: the SDK adds an abort listener to the signal it is
+  // given and never removes it, which would pile up on a turn's shared signal.
+  const linked = new AbortController()
+  const forward = () => linked.abort(signal.reason)
+  signal.addEventListener('abort', forward, { once: true })
+  let requestId: string | undefined
+  const fail = (thrown: unknown) => toLlmError(thrown, { provider: context.provider, signal, hasKey, requestId })
+  try {
+    let iterator: AsyncIterator<ChatCompletionChunk>
+    try {
+      const { data, request_id } = await client.chat.completions
+        .create(body, { signal: linked.signal, ...(context.maxRetries !== undefined ? { maxRetries: context.maxRetries } : {}) })
+        .withResponse()
+      requestId = request_id ?? undefined
+      iterator = data[Symbol.asyncIterator]()
+    } catch (thrown) {
+      throw fail(thrown)
+    }
+    const state = new ChunkNormalizer()
+    let exhausted = false
+    try {
+      for (;;) {
+        let step: IteratorResult<ChatCompletionChunk>
+        try {
+          step = await iterator.next()
+        } catch (thrown) {
+          exhausted = true
+          throw fail(thrown)
+        }
+        if (step.done === true) {
+          exhausted = true
+          break
+        }
+        // the SDK ends an aborted SSE stream silently (and may still hand out decoded events): check ourselves
+        if (signal.aborted) break
+        // yields stay outside the catch above: a consumer's throw() is not a provider failure
+        yield* state.accept(step.value)
+      }
+    } finally {
+      if (!exhausted) await iterator.return?.()
+    }
+    if (signal.aborted) throw abortError(signal)
+    yield* state.finish(requestId)
+  } finally {
+    signal.removeEventListener('abort', forward)
+  }
+}
+
+// ---- request --------------------------------------------------------------
+
+/** The chat-completions body for one request. */
+function buildChatBody(request: ModelRequest): ChatCompletionCreateParamsStreaming {
+  const { config } = request
+  const maxTokens = request.maxTokens ?? config.maxTokens
+  const body: ChatCompletionCreateParamsStreaming = {
+    model: config.model,
+    messages: toChatMessages(request.messages, request.system),
+    stream: true,
+    stream_options: { include_usage: true },
+  }
+  if (request.tools !== undefined && request.tools.length > 0) body.tools = request.tools.map(toChatTool)
+  if (maxTokens !== undefined) body.max_tokens = maxTokens
+  if (config.temperature !== undefined) body.temperature = config.temperature
+  if (config.stop !== undefined && config.stop.length > 0) body.stop = [...config.stop]
+  if (config.reasoningEffort !== undefined) {
+    body.reasoning_effort = config.reasoningEffort as NonNullable<ChatCompletionCreateParamsStreaming['reasoning_effort']>
+  }
+  return body
+}
+
+function toChatTool(tool: ToolSchema): ChatCompletionFunctionTool {
+  return {
+    type: 'function',
+    function: {
+      name: tool.name,
+      ...(tool.description !== undefined ? { description: tool.description } : {}),
+      parameters: { ...tool.inputSchema },
+    },
+  }
+}
+
+/**
+ * The derived history in chat-completions form: system first; each tool-result
+ * block becomes a `tool` message; user text blocks are joined with '\n' (a parts
+ * array only when images are present); assistant text is joined as streamed,
+ * reasoning is dropped, tool-call blocks become `tool_calls`, and an assistant
+ * message left with neither text nor calls is skipped.
+ */
+function toChatMessages(messages: readonly Message[], system?: string): ChatCompletionMessageParam[] {
+  const out: ChatCompletionMessageParam[] = []
+  if (system) out.push({ role: 'system', content: system })
+  for (const message of messages) {
+    if (message.role === 'assistant') {
+      const assistant = toAssistantMessage(message)
+      if (assistant !== undefined) out.push(assistant)
+      continue
+    }
+    const blocks: readonly ContentBlock[] = message.content
+    for (const block of blocks) {
+      if (block.type === 'tool-result') out.push({ role: 'tool', tool_call_id: block.toolCallId, content: toolResultText(block) })
+    }
+    if (message.source.kind === 'tool') continue
+    const visible = blocks.filter((b): b is Extract<ContentBlock, { type: 'text' | 'image' }> => b.type === 'text' || b.type === 'image')
+    if (visible.length === 0 && blocks.length > 0) continue // e.g. only tool results
+    if (visible.every((b) => b.type === 'text')) {
+      out.push({ role: 'user', content: visible.map((b) => (b.type === 'text' ? b.text : '')).join('\n') })
+      continue
+    }
+    const parts: ChatCompletionContentPart[] = []
+    for (const block of visible) {
+      if (block.type === 'text') parts.push({ type: 'text', text: block.text })
+      else {
+        const url = imageUrl(block)
+        if (url !== undefined) parts.push({ type: 'image_url', image_url: { url } })
+      }
+    }
+    out.push({ role: 'user', content: parts })
+  }
+  return out
+}
+
+function toAssistantMessage(message: AssistantMessage): ChatCompletionMessageParam | undefined {
+  let text = ''
+  const calls: ChatCompletionMessageFunctionToolCall[] = []
+  for (const block of message.content) {
+    if (block.type === 'text') text += block.text
+    else if (block.type === 'tool-call') {
+      calls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: block.arguments } })
+    }
+  }
+  if (calls.length > 0) return { role: 'assistant', content: text === '' ? null : text, tool_calls: calls }
+  return text === '' ? undefined : { role: 'assistant', content: text }
+}
+
+/** Tool output as a string: block arrays keep their text, joined with '\n' (images cannot go into a tool message). */
+function toolResultText(block: ToolResultBlock): string {
+  if (typeof block.content === 'string') return block.content
+  return block.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n')
+}
+
+function imageUrl(block: ImageBlock): string | undefined {
+  const { url, data, mediaType } = block.attachment
+  if (url) return url
+  return data ? `data:${mediaType};base64,${data}` : undefined
+}
+
+// ---- stream ---------------------------------------------------------------
+
+type BlockKind = 'text' | 'reasoning' | 'tool-call'
+
+interface OpenBlock {
+  readonly index: number
+  readonly kind: BlockKind
+  text: string
+  id: string | undefined
+  name: string | undefined
+}
+
+/** Extensions some compatible providers add to the wire types. */
+interface DeltaExtensions {
+  reasoning_content?: unknown // DeepSeek
+  reasoning?: unknown // vLLM, OpenRouter
+}
+interface UsageExtensions {
+  prompt_cache_hit_tokens?: unknown // DeepSeek
+}
+
+/**
+ * Turns chat-completion chunks into StreamChunks: one block per kind (reasoning,
+ * text) and per tool-call index, numbered in first-seen order; `block-end`s,
+ * `usage` and `finish` come at the end, when every block is complete.
+ */
+class ChunkNormalizer {
+  readonly #blocks: OpenBlock[] = []
+  readonly #byKey = new Map<string, OpenBlock>()
+  #usage: CompletionUsage | undefined
+  #finishReason: string | undefined
+
+  *accept(chunk: ChatCompletionChunk): Generator<StreamChunk> {
+    if (chunk.usage) this.#usage = chunk.usage
+    const choices = Array.isArray(chunk.choices) ? chunk.choices : []
+    const choice = choices.find((c) => c.index === 0) ?? choices[0]
+    if (choice === undefined) return
+    const delta = (choice.delta ?? {}) as ChatCompletionChunk.Choice.Delta & DeltaExtensions
+    const reasoning = nonEmpty(delta.reasoning_content) ?? nonEmpty(delta.reasoning)
+    if (reasoning !== undefined) yield* this.#text('reasoning', reasoning)
+    const text = nonEmpty(delta.content)
+    if (text !== undefined) yield* this.#text('text', text)
+    const refusal = nonEmpty(delta.refusal)
+    if (refusal !== undefined) yield* this.#text('text', refusal)
+    const calls = Array.isArray(delta.tool_calls) ? delta.tool_calls : []
+    for (let position = 0; position < calls.length; position++) {
+      const call = calls[position]
+      // a provider that omits the index is taken to number calls by position
+      yield* this.#toolCall(Number.isInteger(call.index) ? call.index : position, call)
+    }
+    if (typeof choice.finish_reason === 'string' && choice.finish_reason.length > 0) this.#finishReason = choice.finish_reason
+  }
+
+  /** The closing chunks: every block-end, the usage (if reported), then the finish. */
+  *finish(requestId: string | undefined): Generator<StreamChunk> {
+    const reason = this.#finishReason
+    if (reason === undefined) {
+      throw new LlmError({ message: 'the stream ended without a finish reason', code: 'STREAM_CLOSED', requestId })
+    }
+    for (const block of this.#blocks) yield { type: 'block-end', index: block.index, block: closeBlock(block) }
+    if (this.#usage !== undefined) yield { type: 'usage', usage: toTokenUsage(this.#usage) }
+    yield { type: 'finish', reason: this.#finishOf(reason, requestId) }
+  }
+
+  #finishOf(reason: string, requestId: string | undefined): FinishReason {
+    const error = (init: LlmFailureInit): FinishReason => ({ kind: 'error', failure: llmFailure({ ...init, requestId }) })
+    switch (reason) {
+      case 'length':
+        return { kind: 'max-tokens' }
+      case 'content_filter':
+        return error({ message: 'the response was stopped by the content filter', code: 'CONTENT_FILTERED' })
+      case 'insufficient_system_resource':
+        return error({ message: 'the provider ran out of resources while generating', code: 'SERVER' })
+      default: // stop, tool_calls, function_call, and unknown reasons of compatible servers
+        if (this.#blocks.length === 0) return error({ message: 'the model returned no content', code: 'EMPTY_RESPONSE' })
+        return this.#blocks.some((b) => b.kind === 'tool-call') ? { kind: 'tool-calls' } : { kind: 'stop' }
+    }
+  }
+
+  *#text(kind: 'text' | 'reasoning', text: string): Generator<StreamChunk> {
+    const block = yield* this.#open(kind, kind)
+    block.text += text
+    yield { type: kind === 'text' ? 'text-delta' : 'reasoning-delta', index: block.index, text }
+  }
+
+  *#toolCall(slot: number, call: ChatCompletionChunk.Choice.Delta.ToolCall): Generator<StreamChunk> {
+    const block = yield* this.#open(`tool:${slot}`, 'tool-call')
+    const id = nonEmpty(call.id)
+    const name = nonEmpty(call.function?.name)
+    const argumentsDelta = typeof call.function?.arguments === 'string' ? call.function.arguments : ''
+    if (block.id === undefined && id !== undefined) block.id = id
+    if (block.name === undefined && name !== undefined) block.name = name
+    block.text += argumentsDelta
+    yield {
+      type: 'tool-call-delta',
+      index: block.index,
+      ...(id !== undefined ? { id } : {}),
+      ...(name !== undefined ? { name } : {}),
+      argumentsDelta,
+    }
+  }
+
+  /** The block for a key, announcing it with `block-start` the first time. */
+  *#open(key: string, kind: BlockKind): Generator<StreamChunk, OpenBlock> {
+    const known = this.#byKey.get(key)
+    if (known !== undefined) return known
+    const block: OpenBlock = { index: this.#blocks.length, kind, text: '', id: undefined, name: undefined }
+    this.#blocks.push(block)
+    this.#byKey.set(key, block)
+    yield { type: 'block-start', index: block.index, blockType: kind }
+    return block
+  }
+}
+
+function closeBlock(block: OpenBlock): ContentBlock {
+  if (block.kind === 'tool-call') {
+    return { type: 'tool-call', id: block.id ?? `call-${block.index}`, name: block.name ?? '', arguments: block.text }
+  }
+  return { type: block.kind, text: block.text }
+}
+
+/**
+ * Provider usage as disjoint TokenUsage counts: `inputTokens` excludes cached
+ * reads and writes (DeepSeek `prompt_cache_hit_tokens`, else OpenAI
+ * `prompt_tokens_details.cached_tokens`; `cache_write_tokens`), `outputTokens`
+ * excludes `reasoningTokens`. Optional counts appear only when reported and non-zero.
+ */
+function toTokenUsage(usage: CompletionUsage): TokenUsage {
+  const extended = usage as CompletionUsage & UsageExtensions
+  const prompt = count(usage.prompt_tokens) ?? 0
+  const completion = count(usage.completion_tokens) ?? 0
+  const cacheRead = count(extended.prompt_cache_hit_tokens) ?? count(usage.prompt_tokens_details?.cached_tokens)
+  const cacheWrite = count(usage.prompt_tokens_details?.cache_write_tokens)
+  const reasoning = count(usage.completion_tokens_details?.reasoning_tokens)
+  const out: TokenUsage = {
+    inputTokens: Math.max(0, prompt - (cacheRead ?? 0) - (cacheWrite ?? 0)),
+    outputTokens: Math.max(0, completion - (reasoning ?? 0)),
+  }
+  if (cacheRead) out.cacheReadTokens = cacheRead
+  if (cacheWrite) out.cacheWriteTokens = cacheWrite
+  if (reasoning) out.reasoningTokens = reasoning
+  return out
+}
+
+function count(x: unknown): number | undefined {
+  return typeof x === 'number' && Number.isSafeInteger(x) && x >= 0 ? x : undefined
+}
+
+function nonEmpty(x: unknown): string | undefined {
+  return typeof x === 'string' && x.length > 0 ? x : undefined
+}
+
+// ---- failures -------------------------------------------------------------
+
+interface FailureContext {
+  readonly provider: string
+  readonly signal: AbortSignal
+  readonly hasKey: boolean
+  readonly requestId: string | undefined
+}
+
+/** An LlmError named AbortError (what an SDK throws on abort) with code ABORTED. */
+function abortError(signal: AbortSignal, cause?: unknown): LlmError {
+  const error = new LlmError(abortedFailure(signal.reason), cause ?? signal.reason)
+  error.name = 'AbortError'
+  return error
+}
+
+/**
+ * Maps whatever the SDK threw to an LlmError with a provider-neutral code:
+ * 401 INVALID_CREDENTIAL (AUTH without a known key), 403 AUTH, 402 QUOTA,
+ * 404 UNKNOWN_MODEL, 408 TIMEOUT, 429 RATE_LIMIT (QUOTA for insufficient_quota),
+ * 400/413/422 CONTEXT_WINDOW_EXCEEDED or INVALID_REQUEST, 5xx SERVER, other 4xx
+ * INVALID_REQUEST; an error event inside the stream SERVER (or the context/rate
+ * codes its text names); connection TRANSPORT, timeout TIMEOUT, abort ABORTED;
+ * unparseable stream data MALFORMED_RESPONSE; anything else UNKNOWN.
+ */
+function toLlmError(thrown: unknown, context: FailureContext): LlmError {
+  const { provider, signal, hasKey } = context
+  if (thrown instanceof LlmError) return thrown
+  if (signal.aborted || thrown instanceof APIUserAbortError || isAbortError(thrown)) return abortError(signal, thrown)
+  const base = { requestId: context.requestId }
+  const say = (message: string) => `${provider}: ${message}`
+  if (thrown instanceof APIConnectionTimeoutError) {
+    return new LlmError({ ...base, message: say(thrown.message), code: 'TIMEOUT' }, thrown)
+  }
+  if (thrown instanceof APIConnectionError) {
+    return new LlmError({ ...base, message: say(toLlmFailure(thrown).message), code: 'TRANSPORT' }, thrown)
+  }
+  if (thrown instanceof APIError) {
+    const status = thrown.status
+    const facts = {
+      message: say(thrown.message),
+      ...(status !== undefined ? { status } : {}),
+      requestId: thrown.requestID ?? context.requestId ?? undefined,
+    }
+    const text = `${thrown.message} ${thrown.code ?? ''} ${thrown.type ?? ''}`
+    return new LlmError({ ...facts, code: statusCode(status, text, hasKey), providerRetryAfterMs: retryAfterMs(thrown.headers) }, thrown)
+  }
+  if (thrown instanceof SyntaxError) {
+    return new LlmError({ ...base, message: say(`unparseable stream data: ${thrown.message}`), code: 'MALFORMED_RESPONSE' }, thrown)
+  }
+  if (isNetworkError(thrown)) {
+    return new LlmError({ ...base, message: say(toLlmFailure(thrown).message), code: 'TRANSPORT' }, thrown)
+  }
+  const message = toLlmFailure(thrown).message
+  const code = thrown instanceof OpenAIError && /no body/i.test(message) ? 'INVALID_RESPONSE' : 'UNKNOWN'
+  return new LlmError({ ...base, message: say(message), code }, thrown)
+}
+
+function statusCode(status: number | undefined, text: string, hasKey: boolean): string {
+  const context = CONTEXT_TEXT.test(text)
+  if (status === undefined) {
+    // an `error` event inside a 200 stream
+    if (context) return 'CONTEXT_WINDOW_EXCEEDED'
+    return /rate[ _-]?limit/i.test(text) ? 'RATE_LIMIT' : 'SERVER'
+  }
+  if (status === 401) return hasKey ? 'INVALID_CREDENTIAL' : 'AUTH'
+  if (status === 403) return 'AUTH'
+  if (status === 402) return 'QUOTA'
+  if (status === 404) return 'UNKNOWN_MODEL'
+  if (status === 408) return 'TIMEOUT'
+  if (status === 429) return /insufficient_quota/i.test(text) ? 'QUOTA' : 'RATE_LIMIT'
+  if (status >= 500) return 'SERVER'
+  if ((status === 400 || status === 413 || status === 422) && context) return 'CONTEXT_WINDOW_EXCEEDED'
+  return 'INVALID_REQUEST'
+}
+
+/** The provider's retry hint: `retry-after-ms`, else `retry-after` (seconds or an HTTP date). */
+function retryAfterMs(headers: Headers | undefined, now: number = Date.now()): number | undefined {
+  const positive = (n: number) => (Number.isFinite(n) && n > 0 ? n : undefined)
+  const ms = headers?.get('retry-after-ms')?.trim()
+  if (ms) {
+    const value = positive(Number(ms))
+    if (value !== undefined) return value
+  }
+  const after = headers?.get('retry-after')?.trim()
+  if (!after) return undefined
+  const seconds = Number(after)
+  if (!Number.isNaN(seconds)) return positive(seconds * 1000)
+  const date = Date.parse(after)
+  return Number.isNaN(date) ? undefined : positive(date - now)
+}
+
+function isAbortError(x: unknown): boolean {
+  return typeof x === 'object' && x !== null && (x as { name?: unknown }).name === 'AbortError'
+}
+
+const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_SOCKET'])
+
+/** undici's body errors: `TypeError: terminated` with a socket cause, or a coded system error. */
+function isNetworkError(x: unknown): boolean {
+  let current: unknown = x
+  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
+    const { code, message } = current as { code?: unknown; message?: unknown }
+    if (typeof code === 'string' && (NETWORK_CODES.has(code) || code.startsWith('UND_ERR'))) return true
+    if (current instanceof TypeError && (message === 'terminated' || message === 'fetch failed')) return true
+    current = (current as { cause?: unknown }).cause
+  }
+  return false
+}
