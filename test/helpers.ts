@@ -90,6 +90,27 @@ export function timeline(agent: Agent, options: { errors?: boolean } = {}): stri
   return out
 }
 
+/** Make `session.append` refuse one event type, as a failing store would (the runtime appends only through it). */
+export function refuseAppends(agent: Agent, type: string, error: unknown = new Error(`refused ${type}`)) {
+  const original = agent.session.append.bind(agent.session) as (t: string, d: unknown, i?: unknown) => unknown
+  const refused: string[] = []
+  Object.defineProperty(agent.session, 'append', {
+    configurable: true,
+    writable: true,
+    value: (t: string, data: unknown, intent?: unknown) => {
+      if (t === type) {
+        refused.push(t)
+        throw error
+      }
+      return original(t, data, intent)
+    },
+  })
+  return { refused, restore: () => delete (agent.session as { append?: unknown }).append }
+}
+
+/** The reasons of every logged turn/end, in order. */
+export const turnEnds = (agent: Agent) => ofType(agent, 'turn/end').map((e) => e.data.reason)
+
 /** fast-check runs: a modest default each property picks, or AGENTCHART_PROPERTY_RUNS for a deep run. */
 export const propertyRuns = (modest: number) => Number(process.env.AGENTCHART_PROPERTY_RUNS ?? modest)
 

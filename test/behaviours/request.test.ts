@@ -18,23 +18,10 @@ import {
   type StreamChunk,
 } from '../../src/index.js'
 import { errorResponse, hang, scriptedModel, textResponse } from '../../src/testing/index.js'
-import { ofType, scriptedAgent, tick, trace, track } from '../helpers.js'
+import { ofType, refuseAppends, scriptedAgent, tick, trace, track, turnEnds } from '../helpers.js'
 
 type EventOf<T extends SessionEvent['type']> = Extract<SessionEvent, { type: T }>
-const turnEnds = (agent: Agent) => ofType(agent, 'turn/end').map((e) => e.data.reason)
 
-/** Make `session.append` refuse one event type, as a failing store would. */
-function refuseAppends(agent: Agent, type: string) {
-  const original = agent.session.append.bind(agent.session) as (t: string, d: unknown, i?: unknown) => unknown
-  Object.defineProperty(agent.session, 'append', {
-    configurable: true,
-    writable: true,
-    value: (t: string, data: unknown, intent?: unknown) => {
-      if (t === type) throw new Error(`refused ${t}`)
-      return original(t, data, intent)
-    },
-  })
-}
 
 const server = { message: 'upstream overloaded', code: 'SERVER', status: 503, requestId: 'req-1' }
 /** A failed attempt that streamed visible text before its error finish. */

@@ -12,22 +12,10 @@ import {
   type StreamChunk,
 } from '../../src/index.js'
 import { errorResponse, hang, maxTokensResponse, textResponse, toolCallResponse } from '../../src/testing/index.js'
-import { ofType, scriptedAgent, tick, trace, track } from '../helpers.js'
+import { ofType, refuseAppends, scriptedAgent, tick, trace, track } from '../helpers.js'
 
 type EventOf<T extends SessionEvent['type']> = Extract<SessionEvent, { type: T }>
 
-/** Make `session.append` refuse one event type, as a failing store would. */
-function refuseAppends(agent: Agent, type: string) {
-  const original = agent.session.append.bind(agent.session) as (t: string, d: unknown, i?: unknown) => unknown
-  Object.defineProperty(agent.session, 'append', {
-    configurable: true,
-    writable: true,
-    value: (t: string, data: unknown, intent?: unknown) => {
-      if (t === type) throw new Error(`refused ${t}`)
-      return original(t, data, intent)
-    },
-  })
-}
 
 const executed: string[] = []
 const lookup = defineTool({

@@ -20,28 +20,9 @@ import {
   textResponse,
   toolCallResponse,
 } from '../../src/testing/index.js'
-import { record, scriptedAgent, tick, trace } from '../helpers.js'
+import { record, refuseAppends, scriptedAgent, tick, trace, turnEnds } from '../helpers.js'
 
-/** Make `session.append` refuse one event type, as a failing store would; the runtime appends only through it. */
-function refuseAppends(agent: Agent, type: string, error: unknown = new Error('store unavailable')) {
-  const original = agent.session.append.bind(agent.session)
-  const refused: string[] = []
-  Object.defineProperty(agent.session, 'append', {
-    configurable: true,
-    writable: true,
-    value: (t: string, data: unknown, intent?: unknown) => {
-      if (t === type) {
-        refused.push(t)
-        throw error
-      }
-      return (original as (t: string, d: unknown, i?: unknown) => unknown)(t, data, intent)
-    },
-  })
-  return { refused, restore: () => delete (agent.session as { append?: unknown }).append }
-}
 
-const turnEnds = (agent: Agent) =>
-  agent.session.events.filter((e): e is Extract<SessionEvent, { type: 'turn/end' }> => e.type === 'turn/end').map((e) => e.data.reason)
 
 const lookup = defineTool({ name: 'lookup', description: 'look something up', input: z.object({}), execute: () => 'found it' })
 
