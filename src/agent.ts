@@ -7,6 +7,7 @@ type AgentMachine = typeof agentMachine
 import type { ModelAdapter } from './adapters/types.js'
 import { AgentStateError, ConfigError, SessionAppendError } from './errors.js'
 import { applySplice, duplicatePending, hasPending, type InboxLists } from './machines/inbox.js'
+import type { ToolOutcome } from './machines/types.js'
 import { toInboxMessage } from './messages.js'
 import { Hooks, type HookLogger } from './runtime/hooks.js'
 import { Runtime } from './runtime/runtime.js'
@@ -87,14 +88,8 @@ export interface ToolExecution {
   arguments: unknown
   signal: AbortSignal
 }
-export interface ToolOutcomeView {
-  isError: boolean
-  content: string
-  error?: { name: string; code: string }
-  meta?: unknown
-  additionalContexts?: UserMessage[]
-  concludesTurn?: boolean
-}
+/** A call's outcome as the tool pipeline hooks see it. */
+export type ToolOutcomeView = ToolOutcome
 
 /** The pending lists, a read-only projection of the log's splices plus the mutations users may make. */
 export class Inbox {
