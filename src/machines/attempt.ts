@@ -7,7 +7,7 @@ import { deepFreeze } from '../session/lossless.js'
 import type { ContentBlock, LlmFailure } from '../session/schemas.js'
 import { act, agentSetup, awaited, awaitedAndCancelled, initialContext, type Draft, type EventOf } from './setup.js'
 import type { PlannedCall } from './types.js'
-import { activeOn } from './active.js'
+import { activeOn, cancelRunning } from './active.js'
 import { newBatch } from './batch.js'
 
 /** TL-1: an empty string is `{}`, valid JSON its value, anything else stays the raw text. */
@@ -24,6 +24,8 @@ function endAttempt(d: Draft, outcome: 'aborted' | 'error', failure?: { failure:
   d.set({ stepOutcome: outcome })
   if (failure) d.set({ failure: { ...failure, step: d.get('step') }, end: { kind: 'error', error: failure.failure } })
 }
+
+const abortAttempt = act((d) => endAttempt(d, 'aborted'))
 
 /** Log the header and route records the request needs; the request is sent once they are in (RQ-4, RQ-5). */
 function logRecords(d: Draft, e: EventOf<'request.prepared'>): void {
@@ -98,8 +100,9 @@ export const attemptState = agentSetup.createStateConfig({
         d.emit({ type: 'fx.prepare', id: d.await(), turn: d.get('turn'), step: d.get('step'), seed: request.seedConfig })
       }),
       on: {
+        // a cancel wins over the pending agent/request; its late answer is dropped by its id
+        'agent.cancel': { target: 'done', actions: [cancelRunning, abortAttempt] },
         'request.prepared': [
-          { guard: awaitedAndCancelled, target: 'done', actions: act((d) => endAttempt(d, 'aborted')) },
           {
             // RQ-3: no route, no request
             guard: (a) => awaited(a) && (!(a.event as EventOf<'request.prepared'>).config.provider || !(a.event as EventOf<'request.prepared'>).config.model),
@@ -117,14 +120,13 @@ export const attemptState = agentSetup.createStateConfig({
           target: 'done',
           actions: act<'hook.failed'>((d, e) => endAttempt(d, 'error', e)),
         },
-        'hook.aborted': { guard: awaited, target: 'done', actions: act((d) => endAttempt(d, 'aborted')) },
       },
     },
     // CX-6: a cancel from an observer of those records lands before the model is called
     dispatching: {
       on: {
         sync: [
-          { guard: awaitedAndCancelled, target: 'done', actions: act((d) => endAttempt(d, 'aborted')) },
+          { guard: awaitedAndCancelled, target: 'done', actions: abortAttempt },
           {
             guard: awaited,
             target: 'streaming',
@@ -162,8 +164,9 @@ export const attemptState = agentSetup.createStateConfig({
         d.hook('agent/request-error', { turn: d.get('turn'), step: d.get('step'), provider: config?.provider, failure: failure!.failure }, undefined)
       }),
       on: {
+        // RQ-12 / CX-8: cancellation beats retry, and no interrupted prefix is written
+        'agent.cancel': { target: 'done', actions: [cancelRunning, abortAttempt] },
         'hook.done': [
-          { guard: awaitedAndCancelled, target: 'done', actions: act((d) => endAttempt(d, 'aborted')) },
           {
             guard: (a) => awaited(a) && (a.event as EventOf<'hook.done'>).value !== undefined && ((a.event as EventOf<'hook.done'>).value as { kind?: unknown })?.kind === 'retry',
             target: 'building',
@@ -171,7 +174,6 @@ export const attemptState = agentSetup.createStateConfig({
           { guard: awaited, target: 'done', actions: act((d) => endAttempt(d, 'error', d.get('request').failure!)) },
         ],
         'hook.failed': { guard: awaited, target: 'done', actions: act<'hook.failed'>((d, e) => endAttempt(d, 'error', e)) },
-        'hook.aborted': { guard: awaited, target: 'done', actions: act((d) => endAttempt(d, 'aborted')) },
       },
     },
     done: { type: 'final' },

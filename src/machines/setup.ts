@@ -45,7 +45,7 @@ export function initialContext(input: AgentInput & { instance?: string }): Agent
     step: 0,
     sticky: false,
     lastStep: 'none',
-    proposal: { batch: [], entering: [] },
+    proposal: { batch: [], entering: input.entering ?? [] },
     end: null,
     failure: null,
     stepOutcome: null,
@@ -102,8 +102,8 @@ export class Draft {
   sync(): void {
     this.effects.push({ type: 'fx.sync', id: this.await() })
   }
-  hook(name: HookName, payload: Record<string, unknown>, fallback: unknown, raceAbort = true): void {
-    this.effects.push({ type: 'fx.hook', id: this.await(), name, payload, fallback, raceAbort })
+  hook(name: HookName, payload: Record<string, unknown>, fallback: unknown): void {
+    this.effects.push({ type: 'fx.hook', id: this.await(), name, payload, fallback })
   }
 }
 

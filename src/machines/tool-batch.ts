@@ -122,7 +122,7 @@ const startCall = act((d) => {
   logCall(d, call)
   const preId = d.id()
   update(d, { started: setAt(b.started, i, true), inFlight: b.inFlight + 1, preId })
-  d.emit({ type: 'fx.hook', id: preId, name: 'tools/pre-execute', payload: executionOf(d, call), fallback: { kind: 'allow' }, raceAbort: false })
+  d.emit({ type: 'fx.hook', id: preId, name: 'tools/pre-execute', payload: executionOf(d, call), fallback: { kind: 'allow' } })
 })
 
 /** The call's pre-stage ended without a body: it no longer holds a pool slot. */
@@ -267,7 +267,6 @@ const commit = {
           name: 'tools/post-execute',
           payload: { ...executionOf(d, b.calls[i]), outcome: b.outcomes[i] },
           fallback: { kind: 'accept' },
-          raceAbort: false,
         })
       }),
       on: {

@@ -2,13 +2,13 @@
 // stepping -> settling -> stopping (agent/turn-stopping, then re-check) ->
 // closing (turn/end with its reason). Zero-step exits: blocked, completed.
 import type { UserMessage } from '../session/schemas.js'
-import { activeOn } from './active.js'
+import { activeOn, cancelRunning } from './active.js'
 import {
   abortedEnd,
   act,
   agentSetup,
   awaited,
-  awaitedAndCancelled,
+  cancelled,
   claim,
   fail,
   initialContext,
@@ -25,6 +25,8 @@ const enteredEmpty = (event: { type: string }) => {
   const decision = decisionOf(event)
   return decision.kind === 'enter' && decision.messages.length === 0
 }
+
+const endAborted = act((d) => d.set({ end: abortedEnd(d) }))
 
 const hookFailure = (d: Draft, e: EventOf<'hook.failed'>, step: number) => fail(d, { failure: e.failure, error: e.error, step })
 
@@ -53,7 +55,8 @@ export const turnState = agentSetup.createStateConfig({
     // IN-10: the claim runs synchronously right after turn/start or the previous step/end
     claiming: {
       entry: act((d) => claim(d, d.get('step') === 0)),
-      always: 'proposing',
+      // CX-6 / CX-9: cancelled before the proposal (e.g. from a turn/start observer): no pre-step runs
+      always: [{ guard: cancelled, target: 'closing', actions: endAborted }, { target: 'proposing' }],
     },
     proposing: {
       entry: act((d) => {
@@ -62,9 +65,9 @@ export const turnState = agentSetup.createStateConfig({
         d.hook('agent/pre-step', payload, { kind: 'enter', messages: batch })
       }),
       on: {
+        // CX-16 / ST-4: a cancel wins over the pending decision; a late decision is dropped by its id
+        'agent.cancel': { target: 'closing', actions: [cancelRunning, endAborted] },
         'hook.done': [
-          // ST-4: cancellation is checked again before step/start
-          { guard: awaitedAndCancelled, target: 'closing', actions: act((d) => d.set({ end: abortedEnd(d) })) },
           {
             guard: (a) => awaited(a) && decisionOf(a.event).kind === 'reject',
             target: 'closing',
@@ -88,7 +91,6 @@ export const turnState = agentSetup.createStateConfig({
           target: 'closing',
           actions: act<'hook.failed'>((d, e) => hookFailure(d, e, d.get('step') + 1)),
         },
-        'hook.aborted': { guard: awaited, target: 'closing', actions: act((d) => d.set({ end: abortedEnd(d) })) },
       },
     },
     stepping: { ...stepState, onDone: 'settling' },
@@ -97,7 +99,7 @@ export const turnState = agentSetup.createStateConfig({
         {
           guard: ({ context }) => context.stepOutcome === 'aborted' || context.cause !== null,
           target: 'closing',
-          actions: act((d) => d.set({ end: abortedEnd(d) })),
+          actions: endAborted,
         },
         { guard: ({ context }) => context.stepOutcome === 'error', target: 'closing' },
         // TU-9 / TU-10: tools ran, or input is waiting: another proposal in this turn
@@ -111,8 +113,9 @@ export const turnState = agentSetup.createStateConfig({
     stopping: {
       entry: act((d) => d.hook('agent/turn-stopping', { turn: d.get('turn') }, undefined)),
       on: {
+        // CX-6: cancelled during turn-stopping: the turn ends aborted and no further step runs
+        'agent.cancel': { target: 'closing', actions: [cancelRunning, endAborted] },
         'hook.done': [
-          { guard: awaitedAndCancelled, target: 'closing', actions: act((d) => d.set({ end: abortedEnd(d) })) },
           { guard: (a) => awaited(a) && a.context.nextStep.length > 0, target: 'claiming' },
           { guard: awaited, target: 'closing', actions: act((d) => d.set({ end: standingEnd(d) })) },
         ],
@@ -121,7 +124,6 @@ export const turnState = agentSetup.createStateConfig({
           target: 'closing',
           actions: act<'hook.failed'>((d, e) => hookFailure(d, e, d.get('step'))),
         },
-        'hook.aborted': { guard: awaited, target: 'closing', actions: act((d) => d.set({ end: abortedEnd(d) })) },
       },
     },
     closing: {

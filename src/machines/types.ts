@@ -138,6 +138,8 @@ export interface AgentInput {
   maxParallelToolCalls?: number
   /** Planned calls, for walking the tool batch machine on its own. */
   calls?: readonly PlannedCall[]
+  /** Entered messages, for walking the step machine on its own. */
+  entering?: readonly UserMessage[]
   /** Closers for a crash-truncated log, appended before anything else (RS-4). */
   repair?: readonly { type: SessionEventType; data: unknown; intent?: { surfaceOp?: SurfaceOp; sourceEventSeqs?: readonly number[]; time?: number } }[]
 }
@@ -160,7 +162,6 @@ export type AgentEvent =
   | { type: 'inbox.restore'; nextTurn: readonly UserMessage[]; nextStep: readonly UserMessage[] }
   | { type: 'hook.done'; id: number; value: unknown }
   | { type: 'hook.failed'; id: number; failure: LlmFailure; error: unknown }
-  | { type: 'hook.aborted'; id: number }
   | {
       type: 'request.prepared'
       id: number
@@ -211,9 +212,9 @@ export type Effect =
   | { type: 'fx.notify'; name: NotificationName; payload: Record<string, unknown> }
   /** Answer `reply` (default `sync{id}`) once the effects before it are done; `onFault` (default `fault`) if an append among them failed. */
   | { type: 'fx.sync'; id: number; reply?: AgentEvent; onFault?: AgentEvent }
-  /** Run an extension point; answers hook.done / hook.failed / hook.aborted. */
-  | { type: 'fx.hook'; id: number; name: HookName; payload: Record<string, unknown>; fallback: unknown; raceAbort: boolean }
-  /** Run `agent/request` and prepare the request; answers request.prepared / hook.failed / hook.aborted. */
+  /** Run an extension point; answers hook.done / hook.failed (a cancel is the machine's to handle meanwhile). */
+  | { type: 'fx.hook'; id: number; name: HookName; payload: Record<string, unknown>; fallback: unknown }
+  /** Run `agent/request` and prepare the request; answers request.prepared / hook.failed. */
   | { type: 'fx.prepare'; id: number; turn: number; step: number; seed: LlmCallConfig }
   /** Stream the model; answers model.settled / model.faulted. */
   | { type: 'fx.model'; id: number; turn: number; step: number; config: LlmCallConfig }

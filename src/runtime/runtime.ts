@@ -243,7 +243,7 @@ export class Runtime {
       case 'fx.classify':
         return this.#send({ type: 'tool.classified', id: effect.id, mode: classify(this.#tool(effect.call.name), effect.call.args) })
       case 'fx.hook':
-        return this.#runHook(effect.id, effect.name, effect.payload, effect.fallback, effect.raceAbort)
+        return this.#runHook(effect.id, effect.name, effect.payload, effect.fallback)
       case 'fx.prepare':
         return this.#prepare(effect.id, effect.turn, effect.step, effect.seed)
       case 'fx.model':
@@ -295,34 +295,22 @@ export class Runtime {
     }
   }
 
-  /** Settle an async effect once: a result, or `aborted` when the turn's signal wins the race. */
-  #settleOnce(id: number, raceAbort: boolean, work: () => Promise<AgentEvent>): void {
-    const signal = this.#controller.signal
-    let settled = false
-    const finish = (event: AgentEvent) => {
-      if (settled) return
-      settled = true
-      signal.removeEventListener('abort', onAbort)
-      this.#send(event)
-    }
-    const onAbort = () => finish({ type: 'hook.aborted', id })
-    if (raceAbort) {
-      if (signal.aborted) {
-        queueMicrotask(onAbort)
-        return
-      }
-      signal.addEventListener('abort', onAbort, { once: true })
-    }
+  /** Run a hook-like effect and answer with its result or its failure. A cancel meanwhile is the machine's
+   *  to handle: it stops waiting at once, and this late answer is dropped by its id. */
+  #settle(id: number, work: () => Promise<AgentEvent>): void {
     // always at least one microtask later: a waking send's first async wait comes after the claim (PH-2)
     Promise.resolve()
       .then(work)
-      .then(finish, (error) => finish({ type: 'hook.failed', id, failure: toLlmFailure(error), error }))
+      .then(
+        (event) => this.#send(event),
+        (error) => this.#send({ type: 'hook.failed', id, failure: toLlmFailure(error), error }),
+      )
   }
 
-  #runHook(id: number, name: HookName, payload: Record<string, unknown>, fallback: unknown, raceAbort: boolean): void {
+  #runHook(id: number, name: HookName, payload: Record<string, unknown>, fallback: unknown): void {
     const signal = this.#controller.signal
     const full = { ...payload, signal, agent: this.options.agent }
-    this.#settleOnce(id, raceAbort, async () => {
+    this.#settle(id, async () => {
       const value = name === 'agent/turn-stopping' ? await this.hooks.serial(name, full) : await this.hooks.waterfall(name, full, () => fallback)
       // the machine's own default needs no check; what a listener returned does
       return { type: 'hook.done', id, value: value === fallback ? value : checkHookResult(name, value) }
@@ -333,7 +321,7 @@ export class Runtime {
   #prepare(id: number, turn: number, step: number, seed: LlmCallConfig): void {
     const signal = this.#controller.signal
     const frozenSeed = deepFreeze(toFrozenJson(seed, 'config'))
-    this.#settleOnce(id, true, async () => {
+    this.#settle(id, async () => {
       const value = await this.hooks.waterfall('agent/request', { turn, step, signal, agent: this.options.agent }, () => frozenSeed)
       let config = frozenSeed
       if (value !== frozenSeed) {

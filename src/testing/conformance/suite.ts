@@ -9,7 +9,7 @@ import { ScenarioSchema, SuiteSchema, type Scenario, type Suite } from '../model
 export const SUITE_FORMAT = 'agentchart-conformance/1' as const
 
 /** Pick scenarios: first a greedy transition cover, then an even spread of the rest up to `size`. */
-export function selectScenarios(scenarios: ReadonlyArray<Scenario & { covers?: string[] }>, size: number): Scenario[] {
+export function selectScenarios(scenarios: ReadonlyArray<Scenario & { covers?: string[]; replayable?: boolean }>, size: number): Scenario[] {
   const chosen = new Set<number>()
   const covered = new Set<string>()
   for (;;) {
@@ -32,7 +32,7 @@ export function selectScenarios(scenarios: ReadonlyArray<Scenario & { covers?: s
   const stride = rest.length / Math.max(1, want)
   for (let k = 0; k < want && k * stride < rest.length; k++) chosen.add(rest[Math.floor(k * stride)])
   return [...chosen].sort((a, b) => a - b).map((i) => {
-    const { covers: _covers, ...scenario } = scenarios[i]
+    const { covers: _covers, replayable: _replayable, ...scenario } = scenarios[i]
     return ScenarioSchema.parse(scenario)
   })
 }
@@ -41,7 +41,8 @@ export function selectScenarios(scenarios: ReadonlyArray<Scenario & { covers?: s
 export function buildSuite(size = 240): { suite: Suite; coverage: CoverageReport } {
   const agent = walks().find((w) => w.name === 'agent')!
   const exploration = explore(agent.name, agent)
-  const suite: Suite = { format: SUITE_FORMAT, generatedBy: 'agentchart conformance generate', scenarios: selectScenarios(exploration.scenarios, size) }
+  const replayable = exploration.scenarios.filter((s) => s.replayable)
+  const suite: Suite = { format: SUITE_FORMAT, generatedBy: 'agentchart conformance generate', scenarios: selectScenarios(replayable, size) }
   return { suite, coverage: coverageOf(exploration) }
 }
 

@@ -9,10 +9,13 @@ import { allTransitions, createHarness, type Budget, type Harness, type HarnessS
 import { identify, type Scenario, type ScenarioInput } from './scenario.js'
 import { checkLifecycleInvariants, LIFECYCLE_INVARIANTS } from './lifecycle-invariants.js'
 
+/** A generated scenario with what the walk knows about it: the transitions it takes, and whether the runtime can replay it. */
+export type GeneratedScenario = Scenario & { covers: string[]; replayable: boolean }
+
 export interface Exploration {
   machine: string
   states: number
-  scenarios: Scenario[]
+  scenarios: GeneratedScenario[]
   transitions: Map<string, { source: string; event: string; guarded: boolean; target: string }>
   covered: Set<string>
   violations: Array<{ scenario: string; rule: string; seq: number; message: string }>
@@ -79,12 +82,14 @@ export function traceOf(trace: readonly TraceEvent[]) {
 export function explore(name: string, options: { machine: AnyStateMachine; input: Record<string, unknown>; profiles: Budget[]; limit?: number }): Exploration {
   const transitions = allTransitions(options.machine)
   const covered = new Set<string>()
-  const scenarios: Scenario[] = []
+  const scenarios: GeneratedScenario[] = []
   const violations: Exploration['violations'] = []
   const seen = new Set<string>()
   let states = 0
   for (const budget of options.profiles) {
-    const harness = createHarness({ machine: options.machine, input: options.input, budget })
+    const harness = createHarness({ machine: options.machine, input: { ...options.input, ...budget.input }, budget })
+    // a walk that starts from another input or with something armed is for coverage; the runtime replays the rest
+    const replayable = !budget.input && !budget.prelude
     const paths = getShortestPaths(harness.logic as any, {
       events: (state: HarnessState) => harness.choices(state) as any,
       serializeState: (state: HarnessState) => harness.abstract(state),
@@ -120,7 +125,7 @@ export function explore(name: string, options: { machine: AnyStateMachine; input
       const brokenBoundary = state.inputs.some((i) => i.type === 'fail-next' && ['step/end', 'turn/end'].includes(i.eventType))
       const excused = (rule: string) => brokenBoundary && ['balanced', 'turn-enclosure', 'turn-closes-once', 'event-enclosure'].includes(rule)
       // a part machine's trace is a fragment of a log: only the agent's traces are whole logs
-      const checks = name === 'agent' ? [...checkSessionInvariants(events as any), ...checkLifecycleInvariants(events)] : []
+      const checks = name === 'agent' && !budget.input ? [...checkSessionInvariants(events as any), ...checkLifecycleInvariants(events)] : []
       for (const v of checks) {
         if (!excused(v.rule)) violations.push({ scenario: id, rule: v.rule, seq: v.seq, message: v.message })
       }
@@ -132,7 +137,8 @@ export function explore(name: string, options: { machine: AnyStateMachine; input
         expected: state.trace.map(identify),
         invariants: brokenBoundary ? ['session-except-boundaries'] : ['session', ...LIFECYCLE_INVARIANTS],
         covers: state.takenAll,
-      } as Scenario & { covers: string[] })
+        replayable,
+      } as GeneratedScenario)
     }
   }
   return { machine: name, states, scenarios, transitions, covered, violations }

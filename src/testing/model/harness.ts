@@ -59,8 +59,11 @@ export function responseChunks(response: ScenarioInput & { type: 'model' }, call
   }
 }
 
+/** Hooks of the turn itself: the machine stops waiting for them when the turn is cancelled. */
+const TURN_HOOKS = new Set(['agent/pre-step', 'agent/request-error', 'agent/turn-stopping'])
+
 export type Pending =
-  | { kind: 'hook'; id: number; name: string; raceAbort: boolean; payload: Record<string, unknown>; fallback: unknown }
+  | { kind: 'hook'; id: number; name: string; payload: Record<string, unknown>; fallback: unknown }
   | { kind: 'prepare'; id: number; seed: LlmCallConfig }
   | { kind: 'model'; id: number; turn: number; step: number; partial?: { chunkSeqs: number[]; chunks: StreamChunk[] } }
   | { kind: 'tool'; id: number; call: PlannedCall }
@@ -112,8 +115,12 @@ export interface Budget {
   decisions?: 'all' | 'few'
   /** Store failures to try. */
   failTypes?: readonly string[]
+  /** Store failures or listener cancels armed before the machine starts (for what a machine does as it starts). */
+  prelude?: ReadonlyArray<Extract<ScenarioInput, { type: 'fail-next' | 'cancel-on' }>>
+  /** Input over the walk's own (e.g. repair closers for a resumed agent); such scenarios are not replayed on the runtime. */
+  input?: Record<string, unknown>
   /** Listener-triggered cancels to try. */
-  cancelTriggers?: readonly ('agent/status' | 'step/start' | 'request/header' | 'assistant/message' | 'tools/result')[]
+  cancelTriggers?: readonly ('agent/status' | 'turn/start' | 'step/start' | 'request/header' | 'assistant/message' | 'tools/result')[]
 }
 
 export interface HarnessOptions {
@@ -186,6 +193,13 @@ class Step {
     const inspect = (event: InspectionEvent) => {
       if (event.type === '@xstate.microstep') {
         for (const t of (event as any)._transitions as any[]) this.state.taken.push(transitionKey(t, indexOfTransition(t)))
+      }
+    }
+    if (!from) {
+      for (const armed of options.budget?.prelude ?? []) {
+        this.state.inputs.push(armed)
+        if (armed.type === 'fail-next') this.state.armed = armed.eventType
+        else this.state.cancelOn = armed.trigger
       }
     }
     this.actor = createActor(options.machine, { input: options.input, inspect, ...(from ? { snapshot: from.machine as any } : {}) })
@@ -262,10 +276,11 @@ class Step {
         return
       case 'fx.abort': {
         s.aborted = true
-        // the runtime races these with the signal: they settle as aborted at once
-        const raced = s.pending.filter((p) => (p.kind === 'hook' && p.raceAbort) || p.kind === 'prepare' || p.kind === 'model')
-        s.pending = s.pending.filter((p) => !raced.includes(p))
-        for (const p of raced) this.send(p.kind === 'model' ? this.#cancelledModel(p) : { type: 'hook.aborted', id: p.id })
+        // the runtime stops reading an aborted stream at once; the machine stops waiting for the
+        // turn's own hooks and the request, whose late answers it would drop, so they are no longer pending
+        const dropped = s.pending.filter((p) => (p.kind === 'hook' && TURN_HOOKS.has(p.name)) || p.kind === 'prepare' || p.kind === 'model')
+        s.pending = s.pending.filter((p) => !dropped.includes(p))
+        for (const p of dropped) if (p.kind === 'model') this.send(this.#cancelledModel(p))
         return
       }
       case 'fx.signal':
@@ -289,11 +304,9 @@ class Step {
       case 'fx.classify':
         return this.send({ type: 'tool.classified', id: effect.id, mode: effect.call.name === 'p' ? 'parallel' : 'exclusive' })
       case 'fx.hook':
-        if (effect.raceAbort && s.aborted) return this.send({ type: 'hook.aborted', id: effect.id })
-        s.pending.push({ kind: 'hook', id: effect.id, name: effect.name, raceAbort: effect.raceAbort, payload: effect.payload, fallback: effect.fallback })
+        s.pending.push({ kind: 'hook', id: effect.id, name: effect.name, payload: effect.payload, fallback: effect.fallback })
         return
       case 'fx.prepare':
-        if (s.aborted) return this.send({ type: 'hook.aborted', id: effect.id })
         s.pending.push({ kind: 'prepare', id: effect.id, seed: effect.seed })
         return
       case 'fx.model':

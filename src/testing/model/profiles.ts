@@ -6,7 +6,13 @@ import type { Budget } from './harness.js'
 import { SCENARIO_CONFIG, scenarioMessage } from './harness.js'
 
 const few = { decisions: 'few' as const }
-const triggers = ['agent/status', 'step/start', 'request/header', 'assistant/message', 'tools/result'] as const
+
+/** What repairClosers gives for a log cut inside step 1 of turn 1. */
+const CLOSERS = [
+  { type: 'step/end' as const, data: { turn: 1, step: 1 } },
+  { type: 'turn/end' as const, data: { turn: 1, reason: { kind: 'interrupted' } } },
+]
+const triggers = ['agent/status', 'turn/start', 'step/start', 'request/header', 'assistant/message', 'tools/result'] as const
 
 /** Budgets for the agent machine, from the richest single-prompt walk to focused ones. */
 export const AGENT_PROFILES: Budget[] = [
@@ -18,6 +24,9 @@ export const AGENT_PROFILES: Budget[] = [
   { sends: 1, fails: 1, ...few, responses: ['text', 'tools'] },
   // the inbox, maintenance and disposal around turns
   { sends: 2, maintenance: 1, cancels: 1, removes: 1, ...few, responses: ['text'] },
+  // an instance over a crash-truncated log: the repair closers go in first, even when the store refuses them (RS-4)
+  { sends: 1, ...few, responses: ['text'], input: { lastTurn: 1, repair: CLOSERS } },
+  { sends: 0, input: { lastTurn: 1, repair: CLOSERS }, prelude: [{ type: 'fail-next', eventType: 'turn/end' }] },
 ]
 
 export interface Walk {
@@ -35,6 +44,15 @@ const calls = [
   { callId: 'k4', name: 'p', arguments: '{}', args: {} },
 ]
 
+/** Walks with a failure or a listener cancel armed before the machine's first appends. */
+function armedAtStart(fails: string[], cancels: Array<'turn/start' | 'step/start'>): Budget[] {
+  const small = { sends: 0, ...few, responses: ['text'] as const }
+  return [
+    ...fails.map((eventType): Budget => ({ ...small, prelude: [{ type: 'fail-next', eventType }] })),
+    ...cancels.map((trigger): Budget => ({ ...small, prelude: [{ type: 'cancel-on', trigger }] })),
+  ]
+}
+
 /** One walk per machine; the part machines start where the agent would hand them over. */
 export function walks(): Walk[] {
   const input = { seedConfig: SCENARIO_CONFIG }
@@ -46,8 +64,18 @@ export function walks(): Walk[] {
   ]
   return [
     { name: 'agent', machine: agentMachine, input, profiles: AGENT_PROFILES },
-    { name: 'turn', machine: turnMachine, input: { ...input, nextTurn: [scenarioMessage('m0')] }, profiles: part },
-    { name: 'step', machine: stepMachine, input, profiles: part },
+    {
+      name: 'turn',
+      machine: turnMachine,
+      input: { ...input, nextTurn: [scenarioMessage('m0')] },
+      profiles: [...part, ...armedAtStart(['turn/start'], ['turn/start'])],
+    },
+    {
+      name: 'step',
+      machine: stepMachine,
+      input: { ...input, entering: [scenarioMessage('m0')] },
+      profiles: [...part, ...armedAtStart(['step/start', 'user/message'], ['step/start'])],
+    },
     { name: 'attempt', machine: attemptMachine, input, profiles: part },
     { name: 'toolBatch', machine: toolBatchMachine, input: { ...input, calls }, profiles: part },
   ]

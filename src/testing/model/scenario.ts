@@ -15,7 +15,7 @@ export const ScenarioInputSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('splice'), target: z.enum(['next-turn', 'next-step']), start: z.number().int(), deleteCount: z.number().int().nonnegative(), insert: z.array(id) }).strict(),
   z.object({ type: z.literal('dispose') }).strict(),
   /** A listener cancels (without keepInbox) when this happens next: a status change to running, a logged event type, or a tools/result. */
-  z.object({ type: z.literal('cancel-on'), trigger: z.enum(['agent/status', 'step/start', 'request/header', 'assistant/message', 'tools/result']) }).strict(),
+  z.object({ type: z.literal('cancel-on'), trigger: z.enum(['agent/status', 'turn/start', 'step/start', 'request/header', 'assistant/message', 'tools/result']) }).strict(),
   z.object({ type: z.literal('maintenance') }).strict(),
   z.object({ type: z.literal('job-done') }).strict(),
   /** The next append of this event type fails (a store failure). */
