@@ -10,7 +10,7 @@ import { applySplice, duplicatePending, hasPending, type InboxLists } from './ma
 import type { ToolOutcome } from './machines/types.js'
 import { toInboxMessage } from './messages.js'
 import { Hooks, type HookLogger } from './runtime/hooks.js'
-import { Runtime } from './runtime/runtime.js'
+import { canonical, Runtime } from './runtime/runtime.js'
 import {
   AgentCancelCauseSchema,
   type AgentCancelCause,
@@ -222,6 +222,7 @@ export class Agent {
     const events = session.events
     const lastTurn = events.reduce((max, e) => (e.type === 'turn/start' ? Math.max(max, e.data.turn) : max), 0)
     const priorHeader = events.some((e) => e.type === 'request/header')
+    const lastRoute = events.findLast((e) => e.type === 'request/context')
     this.#resumed = events.length > 0
     const seedConfig: LlmCallConfig = { provider: model.provider, model: model.model, ...(maxTokens ? { maxTokens } : {}) }
     this.#hooks = new Hooks(options.logger ?? { error: (message, error) => console.error(`[agentchart] ${message}:`, error) })
@@ -235,6 +236,7 @@ export class Agent {
       inbox: replayInbox(session),
       lastTurn,
       priorHeader,
+      ...(lastRoute ? { contextKey: canonical(lastRoute.data) } : {}),
       repair: repairClosers(events),
       maxParallelToolCalls,
       hooks: this.#hooks,

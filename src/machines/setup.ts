@@ -31,7 +31,7 @@ export function initialContext(input: AgentInput & { instance?: string }): Agent
       priorHeader: input.priorHeader ?? false,
       requests: 0,
       headerKey: null,
-      contextKey: null,
+      contextKey: input.contextKey ?? null,
       attempt: 0,
       config: null,
       failure: null,

@@ -138,6 +138,8 @@ export interface AgentInput {
   maxParallelToolCalls?: number
   /** Planned calls, for walking the tool batch machine on its own. */
   calls?: readonly PlannedCall[]
+  /** Key of the latest request/context in the log, so a resumed instance logs the route only when it differs (RQ-5). */
+  contextKey?: string
   /** Entered messages, for walking the step machine on its own. */
   entering?: readonly UserMessage[]
   /** Closers for a crash-truncated log, appended before anything else (RS-4). */

@@ -37,6 +37,8 @@ export interface RuntimeOptions {
   inbox: InboxLists
   lastTurn: number
   priorHeader: boolean
+  /** The latest logged request/context, canonicalized (RQ-5). */
+  contextKey?: string
   repair: AgentInput['repair']
   maxParallelToolCalls: number
   hooks: Hooks
@@ -49,8 +51,8 @@ export interface RuntimeOptions {
 
 const ABORT = Symbol('abort')
 
-/** Sort object keys so equal headers serialize equally. */
-function canonical(value: unknown): string {
+/** Sort object keys so equal headers and route records serialize equally. */
+export function canonical(value: unknown): string {
   return JSON.stringify(value, (_k, v) =>
     v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v,
   )
@@ -112,6 +114,7 @@ export class Runtime {
       input: {
         seedConfig: options.seedConfig,
         priorHeader: options.priorHeader,
+        contextKey: options.contextKey,
         lastTurn: options.lastTurn,
         repair: options.repair,
         maxParallelToolCalls: options.maxParallelToolCalls,

@@ -723,7 +723,7 @@ describe('IN — Inbox', () => {
     const live = trace(second.session.events.slice(second.session.seedLength))
     expect(live).toEqual([
       'spliced(next-turn +1)', 'turn/start{2}', 'spliced(next-step -1)', 'spliced(next-turn -1)',
-      'step/start{2,1}', 'user/message(i1)', 'user/message(q1b)', 'request/header', 'request/context', 'assistant/message', 'step/end{2,1}',
+      'step/start{2,1}', 'user/message(i1)', 'user/message(q1b)', 'request/header', 'assistant/message', 'step/end{2,1}', // the route is unchanged (RQ-5)
       'turn/end{2,completed}',
       'turn/start{3}', 'spliced(next-turn -1)', 'step/start{3,1}', 'user/message(q2)', 'assistant/message', 'step/end{3,1}',
       'turn/end{3,completed}',

@@ -203,7 +203,7 @@ describe('RQ — Request attempts and retry', () => {
     expect(contexts.map((e) => ofType(agent, 'turn/start').filter((t) => t.seq < e.seq).length)).toEqual([1, 3])
   })
 
-  it('RQ-5: each instance logs the route on its first request, like the header (resume included)', async () => {
+  it('RQ-5: a resumed instance logs the route only if it differs from the latest one in the log', async () => {
     const model = () => scriptedModel([textResponse('x'), textResponse('y')], { contextWindow: 8_000 })
     const first = track(createAgent({ model: model(), logger: { error: () => {} } }))
     first.followup('one')
@@ -214,9 +214,13 @@ describe('RQ — Request attempts and retry', () => {
     second.followup('three')
     await second.whenIdle()
     const live = second.session.events.slice(session.seedLength)
-    expect(live.filter((e) => e.type === 'request/context').map((e) => e.data)).toEqual([
-      { provider: 'scripted', model: 'scripted-1', contextWindow: 8_000 },
-    ])
+    expect(live.filter((e) => e.type === 'request/context')).toEqual([])
+    // the header is logged regardless (RQ-4 / RS-3), the unchanged route is not
+    expect(live.filter((e) => e.type === 'request/header').map((e) => e.data.reason)).toEqual(['resume'])
+    const third = track(createAgent({ model: scriptedModel([textResponse('z')], { contextWindow: 16_000 }), session: createSession({ seed: second.session.events }), logger: { error: () => {} } }))
+    third.followup('four')
+    await third.whenIdle()
+    expect(ofType(third, 'request/context').slice(-1).map((e) => e.data)).toEqual([{ provider: 'scripted', model: 'scripted-1', contextWindow: 16_000 }])
   })
 
   it('RQ-6: the dispatched request is deep-frozen: header config, derived messages, system/tools, session id, turn signal', async () => {
