@@ -2,6 +2,7 @@
 // driver: it runs a scenario's inputs against a real agent, with every hook,
 // model request and tool body waiting until the scenario answers it.
 import { createAgent, type Agent, type AgentOptions } from '../../agent.js'
+import { createSession } from '../../session/session.js'
 import type { ModelAdapter, ModelRequest } from '../../adapters/types.js'
 import type { SessionEvent, StreamChunk } from '../../session/schemas.js'
 import { responseChunks, SCENARIO_CONFIG, SCENARIO_FAILURE, scenarioMessage, scenarioTools, toolOutcome } from '../model/harness.js'
@@ -68,7 +69,8 @@ export async function runOnAgentchart(
     if (input.outcome === 'error') throw new Error('scripted tool failure')
     return outcome
   })
-  agent = createAgent({ model, tools, logger: { error: () => {} }, machine: options.machine })
+  const session = scenario.seed ? createSession({ seed: scenario.seed }) : undefined
+  agent = createAgent({ model, tools, logger: { error: () => {} }, machine: options.machine, ...(session ? { session } : {}) })
   options.observe?.(agent)
   const append = agent.session.append.bind(agent.session)
   agent.session.append = ((type: string, data: unknown, intent?: unknown) => {

@@ -4,6 +4,8 @@
 // took counted for coverage.
 import { getShortestPaths } from '@xstate/graph'
 import type { AnyStateMachine } from 'xstate'
+import { repairClosers } from '../../session/repair.js'
+import type { SessionEvent } from '../../session/schemas.js'
 import { checkSessionInvariants } from '../invariants.js'
 import { allTransitions, createHarness, type Budget, type Harness, type HarnessState, type TraceEvent } from './harness.js'
 import { identify, type Scenario, type ScenarioInput } from './scenario.js'
@@ -87,7 +89,10 @@ export function explore(name: string, options: { machine: AnyStateMachine; input
   const seen = new Set<string>()
   let states = 0
   for (const budget of options.profiles) {
-    const harness = createHarness({ machine: options.machine, input: { ...options.input, ...budget.input }, budget })
+    // a seeded walk starts where an agent over that stored log would: after its end-seed, with its repair closers
+    const seed = budget.seed ? [...budget.seed, { seq: budget.seed.length, time: 0, type: 'session/end-seed', data: {} }] : []
+    const fromSeed = budget.seed ? seededInput(seed as SessionEvent[]) : {}
+    const harness = createHarness({ machine: options.machine, input: { ...options.input, ...fromSeed, ...budget.input }, budget })
     // a walk that starts from another input or with something armed is for coverage; the runtime replays the rest
     const replayable = !budget.input && !budget.prelude
     const paths = getShortestPaths(harness.logic as any, {
@@ -120,7 +125,7 @@ export function explore(name: string, options: { machine: AnyStateMachine; input
       seen.add(key)
       state.takenAll.forEach((t) => covered.add(t))
       const id = `${name}-${String(scenarios.length + 1).padStart(4, '0')}`
-      const events = traceOf(state.trace)
+      const events = traceOf([...seed, ...state.trace])
       // a refused boundary append leaves the log unbalanced on purpose (TU-15, ST-4 with a failing store)
       const brokenBoundary = state.inputs.some((i) => i.type === 'fail-next' && ['step/end', 'turn/end'].includes(i.eventType))
       const excused = (rule: string) => brokenBoundary && ['balanced', 'turn-enclosure', 'turn-closes-once', 'event-enclosure'].includes(rule)
@@ -133,8 +138,9 @@ export function explore(name: string, options: { machine: AnyStateMachine; input
         id,
         machine: name as Scenario['machine'],
         description: describe(state.inputs),
+        ...(budget.seed ? { seed: budget.seed } : {}),
         inputs: state.inputs,
-        expected: state.trace.map(identify),
+        expected: [...seed, ...state.trace].map(identify),
         invariants: brokenBoundary ? ['session-except-boundaries'] : ['session', ...LIFECYCLE_INVARIANTS],
         covers: state.takenAll,
         replayable,
@@ -142,6 +148,12 @@ export function explore(name: string, options: { machine: AnyStateMachine; input
     }
   }
   return { machine: name, states, scenarios, transitions, covered, violations }
+}
+
+/** What createAgent derives from a stored log: the next turn number and the repair closers. */
+function seededInput(events: SessionEvent[]): Record<string, unknown> {
+  const lastTurn = events.reduce((max, e) => (e.type === 'turn/start' ? Math.max(max, e.data.turn) : max), 0)
+  return { lastTurn, repair: repairClosers(events) }
 }
 
 function describe(inputs: readonly ScenarioInput[]): string {

@@ -119,6 +119,8 @@ export interface Budget {
   prelude?: ReadonlyArray<Extract<ScenarioInput, { type: 'fail-next' | 'cancel-on' }>>
   /** Input over the walk's own (e.g. repair closers for a resumed agent); such scenarios are not replayed on the runtime. */
   input?: Record<string, unknown>
+  /** A stored log the agent starts over: the walk's input is what the agent would derive from it (turn number, repair closers). */
+  seed?: ReadonlyArray<{ seq: number; time: number; type: string; data: unknown }>
   /** Listener-triggered cancels to try. */
   cancelTriggers?: readonly ('agent/status' | 'turn/start' | 'step/start' | 'request/header' | 'assistant/message' | 'tools/result')[]
 }

@@ -7,7 +7,16 @@ import { SCENARIO_CONFIG, scenarioMessage } from './harness.js'
 
 const few = { decisions: 'few' as const }
 
-/** What repairClosers gives for a log cut inside step 1 of turn 1. */
+/** A stored log cut inside step 1 of turn 1, as a crash leaves it. */
+const CRASHED = [
+  { seq: 0, time: 1, type: 'agent/inbox/spliced', data: { target: 'next-turn', start: 0, inserted: [scenarioMessage('m0')] } },
+  { seq: 1, time: 2, type: 'turn/start', data: { turn: 1 } },
+  { seq: 2, time: 3, type: 'agent/inbox/spliced', data: { target: 'next-turn', start: 0, removedCount: 1, inserted: [] } },
+  { seq: 3, time: 4, type: 'step/start', data: { turn: 1, step: 1 } },
+  { seq: 4, time: 5, type: 'user/message', data: scenarioMessage('m0'), surfaceOp: 'append' },
+]
+
+/** What repairClosers gives for that log (the closers a failing store refuses). */
 const CLOSERS = [
   { type: 'step/end' as const, data: { turn: 1, step: 1 } },
   { type: 'turn/end' as const, data: { turn: 1, reason: { kind: 'interrupted' } } },
@@ -24,8 +33,8 @@ export const AGENT_PROFILES: Budget[] = [
   { sends: 1, fails: 1, ...few, responses: ['text', 'tools'] },
   // the inbox, maintenance and disposal around turns
   { sends: 2, maintenance: 1, cancels: 1, removes: 1, ...few, responses: ['text'] },
-  // an instance over a crash-truncated log: the repair closers go in first, even when the store refuses them (RS-4)
-  { sends: 1, ...few, responses: ['text'], input: { lastTurn: 1, repair: CLOSERS } },
+  // an instance over a crash-truncated log: the repair closers go in first (RS-4), even when the store refuses them
+  { sends: 1, ...few, responses: ['text', 'tools'], seed: CRASHED },
   { sends: 0, input: { lastTurn: 1, repair: CLOSERS }, prelude: [{ type: 'fail-next', eventType: 'turn/end' }] },
 ]
 

@@ -45,6 +45,8 @@ export const ScenarioSchema = z
     id: z.string(),
     machine: z.enum(['agent', 'turn', 'step', 'attempt', 'toolBatch']),
     description: z.string(),
+    /** A stored log the agent is created over (resume; a log cut inside a turn is repaired first, RS-4). */
+    seed: z.array(z.object({ type: z.string(), data: z.unknown() }).loose()).optional(),
     inputs: z.array(ScenarioInputSchema),
     expected: z.array(TraceEntrySchema),
     invariants: z.array(z.string()),
