@@ -120,7 +120,8 @@ export function explore(name: string, options: { machine: AnyStateMachine; input
     }
     for (const end of ends) {
       const state = complete(harness, end)
-      const key = JSON.stringify(state.inputs)
+      // the same inputs from another starting point (a seed, another input) are another scenario
+      const key = JSON.stringify([budget.seed ?? null, budget.input ?? null, state.inputs])
       if (seen.has(key)) continue
       seen.add(key)
       state.takenAll.forEach((t) => covered.add(t))

@@ -214,6 +214,12 @@ class Step {
     this.queue.push(event)
   }
 
+  /** The seq the next trace event gets in the whole log: after a seed and its end-seed, if any. */
+  seq(): number {
+    const seed = this.options.budget?.seed
+    return (seed ? seed.length + 1 : 0) + this.state.trace.length
+  }
+
   /** Process queued machine events, one macrostep at a time, performing effects in order. */
   drain(): void {
     while (this.queue.length > 0) {
@@ -261,7 +267,7 @@ class Step {
         const event: TraceEvent = { type: effect.eventType, data: effect.data }
         if (effect.surfaceOp) event.surfaceOp = effect.surfaceOp
         if (sources) event.sourceEventSeqs = [...sources]
-        if (effect.key) s.keys[effect.key] = s.trace.length
+        if (effect.key) s.keys[effect.key] = this.seq()
         s.trace.push(event)
         if (s.cancelOn === effect.eventType) this.#listenerCancels()
         return
@@ -347,7 +353,7 @@ class Step {
         const error = new Error('scripted store failure')
         return this.send({ type: 'model.faulted', id: p.id, failure: { message: error.message, code: 'UNKNOWN' }, error })
       }
-      seqs.push(s.trace.length)
+      seqs.push(this.seq())
       s.trace.push({ type: 'assistant/chunk', data: { turn: p.turn, step: p.step, chunk } })
       all.push(chunk)
     }
