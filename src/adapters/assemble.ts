@@ -12,6 +12,12 @@ import type {
 import { toLlmFailure } from './failure.js'
 import type { ModelAdapter, ModelRequest } from './types.js'
 
+/** CX-7: the non-empty text and reasoning blocks of a cancelled stream, or null when none shows non-whitespace text. */
+export function visiblePrefix(content: readonly ContentBlock[]): (TextBlock | ReasoningBlock)[] | null {
+  const out = content.filter((b): b is TextBlock | ReasoningBlock => (b.type === 'text' || b.type === 'reasoning') && b.text !== '')
+  return out.some((b) => /\S/.test(b.text)) ? out : null
+}
+
 /** The provider envelope a finish may carry for faithful replay. */
 export type ReplayState = NonNullable<Extract<StreamChunk, { type: 'finish' }>['replayState']>
 
@@ -138,15 +144,7 @@ export class StreamAssembler {
    * non-whitespace text. Tool-call and image blocks are dropped.
    */
   interruptedContent(): ContentBlock[] | null {
-    const out: (TextBlock | ReasoningBlock)[] = []
-    let visible = false
-    for (const slot of this.#slots) {
-      const block = blockOf(slot)
-      if (block === undefined || (block.type !== 'text' && block.type !== 'reasoning') || block.text === '') continue
-      out.push(block)
-      if (!visible && /\S/.test(block.text)) visible = true
-    }
-    return visible ? out : null
+    return visiblePrefix(this.#slots.flatMap((slot) => blockOf(slot) ?? []))
   }
 
   #create(index: number, kind: ContentBlock['type']): Slot {

@@ -1,7 +1,7 @@
 // Transitions every phase shares (inbox mutations) and those of a live
 // activity (cancel, waking sends), reused by the standalone machines.
 import type { InboxTarget, UserMessage } from '../session/schemas.js'
-import { alreadyPending, applySplice, duplicatedBy, findPending, listOf, spliceOf } from './inbox.js'
+import { alreadyPending, applySplice, duplicatedBy, findPending, spliceOf } from './inbox.js'
 import { act, cancelActivity, clearInbox, type Draft, type EventOf } from './setup.js'
 import type { AgentContext, AgentEvent } from './types.js'
 
@@ -131,4 +131,3 @@ export const runningOn = {
 /** Both, for the machines that run on their own. */
 export const activeOn = { ...inboxOn, ...runningOn } as const
 
-export { listOf }

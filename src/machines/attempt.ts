@@ -2,6 +2,7 @@
 // route check, header/context logging) -> dispatching (records in, cancel
 // re-checked) -> streaming -> done, or recovering
 // (agent/request-error) -> a retry is a new attempt of the same step (RQ-10).
+import { visiblePrefix } from '../adapters/assemble.js'
 import { LlmError } from '../adapters/failure.js'
 import { deepFreeze } from '../session/lossless.js'
 import type { ContentBlock, LlmFailure } from '../session/schemas.js'
@@ -72,8 +73,8 @@ function anchor(d: Draft, e: EventOf<'model.settled'>): void {
 
 /** CX-7: a cancelled stream keeps its visible text as an interrupted prefix; tool calls are dropped. */
 function interrupt(d: Draft, e: EventOf<'model.settled'>): void {
-  const visible = e.response.content.filter((b) => b.type === 'text' || b.type === 'reasoning')
-  if (visible.some((b) => 'text' in b && b.text.trim() !== '')) {
+  const visible = visiblePrefix(e.response.content)
+  if (visible) {
     const message = { id: `${d.get('instance').id}-m${d.id()}`, role: 'assistant' as const, content: visible, source: modelSource(d, undefined) }
     const usage = e.response.usage ? { usage: e.response.usage } : {}
     d.append(

@@ -175,7 +175,7 @@ export type AgentEvent =
     }
   | { type: 'model.settled'; id: number; chunkSeqs: readonly number[]; response: AssembledResponse; cancelled: boolean }
   | { type: 'model.faulted'; id: number; failure: LlmFailure; error: unknown }
-  | { type: 'tool.settled'; id: number; outcome: ToolOutcome; threw: boolean }
+  | { type: 'tool.settled'; id: number; outcome: ToolOutcome }
   | { type: 'tool.classified'; id: number; mode: 'parallel' | 'exclusive' }
 
 // ---- effects out ----------------------------------------------------------

@@ -262,7 +262,7 @@ export class Runtime {
     const failure = toLlmFailure(error)
     switch (effect.type) {
       case 'fx.tool':
-        return { type: 'tool.settled', id: effect.id, outcome: errorOutcome(failure.message), threw: true }
+        return { type: 'tool.settled', id: effect.id, outcome: errorOutcome(failure.message) }
       case 'fx.model':
         return { type: 'model.faulted', id: effect.id, failure, error }
       case 'fx.classify':
@@ -405,7 +405,6 @@ export class Runtime {
     const signal = this.#controller.signal
     const tool = this.#tool(name)
     let outcome
-    let threw = false
     if (!tool) {
       outcome = errorOutcome(`unknown tool ${JSON.stringify(name)}`, { name: 'UnknownToolError', code: 'UNKNOWN_TOOL' })
     } else {
@@ -416,7 +415,6 @@ export class Runtime {
         try {
           outcome = toOutcome(name, await tool.execute(deepFreeze(parsed.data), { callId, name, signal, agent: this.options.agent }))
         } catch (error) {
-          threw = true
           const coded = error as { code?: unknown; name?: unknown; message?: unknown }
           outcome = errorOutcome(
             error instanceof Error ? error.message : String(coded?.message ?? error),
@@ -425,7 +423,7 @@ export class Runtime {
         }
       }
     }
-    this.#send({ type: 'tool.settled', id, outcome, threw })
+    this.#send({ type: 'tool.settled', id, outcome })
   }
 
   #startJob(id: number): void {

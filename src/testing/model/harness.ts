@@ -30,6 +30,9 @@ const HEADER_TOOLS = toolSchemas(scenarioTools(async () => ''))
 
 export const scenarioMessage = (id: string): UserMessage => ({ id, role: 'user', content: [{ type: 'text', text: id }], source: { kind: 'user' } })
 
+/** What the runtime reports for a listener that threw `Error('scripted failure')`. */
+const listenerThrew = (id: number): AgentEvent => ({ type: 'hook.failed', id, failure: SCENARIO_FAILURE, error: new Error(SCENARIO_FAILURE.message) })
+
 /** What a scenario's model response streams; call ids come from the scenario's counter. */
 export function responseChunks(response: ScenarioInput & { type: 'model' }, callIds: () => string): StreamChunk[] {
   switch (response.response) {
@@ -303,7 +306,7 @@ class Step {
       const error = this.fault.error
       this.#reportFault({ type: 'fault' } as AgentEvent)
       const failure = { message: error.message, code: 'UNKNOWN' }
-      if (effect.type === 'fx.tool') return this.send({ type: 'tool.settled', id: effect.id, outcome: { isError: true, content: `Error: ${failure.message}` }, threw: true })
+      if (effect.type === 'fx.tool') return this.send({ type: 'tool.settled', id: effect.id, outcome: { isError: true, content: `Error: ${failure.message}` } })
       if (effect.type === 'fx.model') return this.send({ type: 'model.faulted', id: effect.id, failure, error })
       if (effect.type === 'fx.classify') return this.send({ type: 'tool.classified', id: effect.id, mode: 'exclusive' })
       return this.send({ type: 'hook.failed', id: effect.id, failure, error })
@@ -461,7 +464,7 @@ export function createHarness(options: HarnessOptions): Harness {
         const p = hookOf('agent/pre-step')
         if (!p) return null
         take(p)
-        if (input.decision === 'throw') step.send({ type: 'hook.failed', id: p.id, failure: SCENARIO_FAILURE, error: new Error(SCENARIO_FAILURE.message) })
+        if (input.decision === 'throw') step.send(listenerThrew(p.id))
         else {
           const value = input.decision === 'reject' ? { kind: 'reject' } : input.decision === 'empty' ? { kind: 'enter', messages: [] } : p.fallback
           step.send({ type: 'hook.done', id: p.id, value })
@@ -473,7 +476,7 @@ export function createHarness(options: HarnessOptions): Harness {
         if (!p) return null
         take(p)
         if (input.decision === 'throw') {
-          step.send({ type: 'hook.failed', id: p.id, failure: SCENARIO_FAILURE, error: new Error(SCENARIO_FAILURE.message) })
+          step.send(listenerThrew(p.id))
           break
         }
         const config = input.decision === 'no-route' ? { provider: '', model: '' } : p.seed
@@ -493,7 +496,7 @@ export function createHarness(options: HarnessOptions): Harness {
         const p = hookOf('agent/request-error')
         if (!p) return null
         take(p)
-        if (input.decision === 'throw') step.send({ type: 'hook.failed', id: p.id, failure: SCENARIO_FAILURE, error: new Error(SCENARIO_FAILURE.message) })
+        if (input.decision === 'throw') step.send(listenerThrew(p.id))
         else step.send({ type: 'hook.done', id: p.id, value: input.decision === 'retry' ? { kind: 'retry' } : undefined })
         break
       }
@@ -502,7 +505,7 @@ export function createHarness(options: HarnessOptions): Harness {
         if (!p) return null
         take(p)
         if (input.decision === 'throw') {
-          step.send({ type: 'hook.failed', id: p.id, failure: SCENARIO_FAILURE, error: new Error(SCENARIO_FAILURE.message) })
+          step.send(listenerThrew(p.id))
           break
         }
         if (input.decision === 'steer') {
@@ -517,7 +520,7 @@ export function createHarness(options: HarnessOptions): Harness {
         const p = hookOf('tools/pre-execute', input.callId)
         if (!p) return null
         take(p)
-        if (input.decision === 'throw') step.send({ type: 'hook.failed', id: p.id, failure: SCENARIO_FAILURE, error: new Error(SCENARIO_FAILURE.message) })
+        if (input.decision === 'throw') step.send(listenerThrew(p.id))
         else step.send({ type: 'hook.done', id: p.id, value: input.decision === 'deny' ? { kind: 'deny', reason: 'scripted denial' } : { kind: 'allow' } })
         break
       }
@@ -525,14 +528,14 @@ export function createHarness(options: HarnessOptions): Harness {
         const p = first('tool', (q) => q.call.callId === input.callId)
         if (!p) return null
         take(p)
-        step.send({ type: 'tool.settled', id: p.id, outcome: toolOutcome(input.callId, input.outcome), threw: input.outcome === 'error' })
+        step.send({ type: 'tool.settled', id: p.id, outcome: toolOutcome(input.callId, input.outcome) })
         break
       }
       case 'tool-post': {
         const p = hookOf('tools/post-execute', input.callId)
         if (!p) return null
         take(p)
-        if (input.decision === 'throw') step.send({ type: 'hook.failed', id: p.id, failure: SCENARIO_FAILURE, error: new Error(SCENARIO_FAILURE.message) })
+        if (input.decision === 'throw') step.send(listenerThrew(p.id))
         else
           step.send({
             type: 'hook.done',
