@@ -44,7 +44,12 @@ async function minimalTurn(session: ReturnType<typeof createSession>, model: Mod
   const seqs: number[] = []
   const assembler = new StreamAssembler()
   const controller = new AbortController()
-  for await (const chunk of model.stream({ sessionId: session.id, config: { provider: 'bench', model: 'constant' }, messages: session.deriveMessages(), signal: controller.signal })) {
+  for await (const chunk of model.stream({
+    sessionId: session.id,
+    config: { provider: 'bench', model: 'constant' },
+    messages: session.deriveMessages(),
+    signal: controller.signal,
+  })) {
     seqs.push(session.append('assistant/chunk', { turn, step: 1, chunk }).seq)
     assembler.push(chunk)
   }
@@ -105,7 +110,9 @@ async function main() {
     await chunkAgent.whenIdle()
   }
   const oursPerChunk = ((performance.now() - t0) * 1000) / (20 * CHUNKS)
-  console.log(`per-chunk: minimal ${minimalPerChunk.toFixed(2)} µs, agentchart ${oursPerChunk.toFixed(2)} µs (${(oursPerChunk / minimalPerChunk).toFixed(2)}x)\n`)
+  console.log(
+    `per-chunk: minimal ${minimalPerChunk.toFixed(2)} µs, agentchart ${oursPerChunk.toFixed(2)} µs (${(oursPerChunk / minimalPerChunk).toFixed(2)}x)\n`,
+  )
 
   // 3. memory per idle agent
   const gc = (globalThis as { gc?: () => void }).gc

@@ -129,7 +129,8 @@ export class Inbox {
    */
   splice(target: InboxTarget, start: number, deleteCount?: number, ...messages: Array<UserMessage | string>): void {
     this.#guard()
-    if (target !== 'next-turn' && target !== 'next-step') throw new ConfigError(`target must be 'next-turn' or 'next-step', got ${String(target)}`, { path: 'target' })
+    if (target !== 'next-turn' && target !== 'next-step')
+      throw new ConfigError(`target must be 'next-turn' or 'next-step', got ${String(target)}`, { path: 'target' })
     const inserted = messages.map((message) => toInboxMessage(message))
     this.#runtime().dispatch({ type: 'inbox.splice', target, start, deleteCount, messages: inserted })
   }
@@ -214,7 +215,10 @@ export class Agent {
     if (owner && !owner.#disposed) {
       if (owner.session === session) throw new AgentStateError('SESSION_IN_USE', `session ${session.id} already belongs to a live agent`)
       if (open && openTurnOf(owner.session.events)?.turn === open.turn) {
-        throw new AgentStateError('SESSION_IN_USE', `turn ${open.turn} of session ${session.id} is open in a live agent, which will close it; it cannot be repaired here`)
+        throw new AgentStateError(
+          'SESSION_IN_USE',
+          `turn ${open.turn} of session ${session.id} is open in a live agent, which will close it; it cannot be repaired here`,
+        )
       }
     }
     this.session = session
@@ -244,7 +248,10 @@ export class Agent {
       inspect: options.inspect,
       machine: options.machine,
     })
-    this.inbox = new Inbox(() => this.#runtime, () => this.#assertLive())
+    this.inbox = new Inbox(
+      () => this.#runtime,
+      () => this.#assertLive(),
+    )
     liveAgents.set(session.id, new WeakRef(this))
     queueMicrotask(() => this.#start())
   }
@@ -275,7 +282,8 @@ export class Agent {
   /** The general form: insert at the end of `target`, waking when asked. */
   send(message: UserMessage | string, target: InboxTarget, wakeup: boolean): void {
     this.#assertLive()
-    if (target !== 'next-turn' && target !== 'next-step') throw new ConfigError(`target must be 'next-turn' or 'next-step', got ${String(target)}`, { path: 'target' })
+    if (target !== 'next-turn' && target !== 'next-step')
+      throw new ConfigError(`target must be 'next-turn' or 'next-step', got ${String(target)}`, { path: 'target' })
     if (this.session.publishing) throw new SessionAppendError('cannot send while session/event observers are running (SS-11)')
     const inboxMessage = toInboxMessage(message)
     this.#start()

@@ -61,10 +61,13 @@ export function trace(agentOrEvents: Agent | readonly SessionEvent[], options: {
 export function record(agent: Agent, names: string[]): string[] {
   const seen: string[] = []
   for (const name of names) {
-    agent.on(name as never, ((p: Record<string, unknown>) => {
-      const detail = name === 'agent/status' ? `:${p.status}` : ''
-      seen.push(`${name}${detail}`)
-    }) as never)
+    agent.on(
+      name as never,
+      ((p: Record<string, unknown>) => {
+        const detail = name === 'agent/status' ? `:${p.status}` : ''
+        seen.push(`${name}${detail}`)
+      }) as never,
+    )
   }
   return seen
 }

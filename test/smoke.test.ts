@@ -9,8 +9,16 @@ describe('smoke', () => {
     agent.followup(userMessage('hi'))
     await agent.whenIdle()
     expect(trace(agent)).toEqual([
-      'spliced(next-turn +1)', 'turn/start{1}', 'spliced(next-turn -1)', 'step/start{1,1}', 'user/message(hi)',
-      'request/header', 'request/context', 'assistant/message', 'step/end{1,1}', 'turn/end{1,completed}',
+      'spliced(next-turn +1)',
+      'turn/start{1}',
+      'spliced(next-turn -1)',
+      'step/start{1,1}',
+      'user/message(hi)',
+      'request/header',
+      'request/context',
+      'assistant/message',
+      'step/end{1,1}',
+      'turn/end{1,completed}',
     ])
   })
 })

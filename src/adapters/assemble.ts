@@ -1,14 +1,6 @@
 // Stream assembly (BEHAVIOURS 1.4): turns normalized StreamChunks into the
 // content of one assistant message, and keeps adapter failures inside the stream.
-import type {
-  ContentBlock,
-  FinishReason,
-  ReasoningBlock,
-  StreamChunk,
-  TextBlock,
-  TokenUsage,
-  ToolCallBlock,
-} from '../session/schemas.js'
+import type { ContentBlock, FinishReason, ReasoningBlock, StreamChunk, TextBlock, TokenUsage, ToolCallBlock } from '../session/schemas.js'
 import { toLlmFailure } from './failure.js'
 import type { ModelAdapter, ModelRequest } from './types.js'
 

@@ -101,7 +101,7 @@ export function toLlmFailure(thrown: unknown): LlmFailure {
   try {
     if (thrown instanceof LlmError) return thrown.failure
     if (typeof thrown === 'object' && thrown !== null && 'failure' in thrown) {
-      const carried = (thrown as { failure: unknown }).failure
+      const carried = thrown.failure
       const parsed = LlmFailureSchema.safeParse(carried)
       if (parsed.success) return Object.isFrozen(carried) ? (carried as LlmFailure) : Object.freeze(parsed.data)
     }

@@ -307,7 +307,7 @@ class ChunkNormalizer {
   readonly #blocks: OpenBlock[] = []
   readonly #byKey = new Map<string, OpenBlock>()
   #usage: CompletionUsage | undefined
-  #finishReason: string | undefined
+  #finishReason: string | undefined;
 
   *accept(chunk: ChatCompletionChunk): Generator<StreamChunk> {
     if (chunk.usage) this.#usage = chunk.usage

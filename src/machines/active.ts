@@ -5,7 +5,7 @@ import { alreadyPending, applySplice, duplicatedBy, findPending, spliceOf } from
 import { act, cancelActivity, clearInbox, type Draft, type EventOf } from './setup.js'
 import type { AgentContext, AgentEvent } from './types.js'
 
-const listKey = (target: InboxTarget) => (target === 'next-turn' ? 'nextTurn' : 'nextStep') as 'nextTurn' | 'nextStep'
+const listKey = (target: InboxTarget) => (target === 'next-turn' ? 'nextTurn' : 'nextStep')
 
 /** Close an inbox mutation: the runtime answers `reply`, or restores the lists if an append failed (IN-7). */
 function settleInbox(d: Draft, before: { nextTurn: readonly UserMessage[]; nextStep: readonly UserMessage[] }, reply?: EventOf<'inbox.committed'>) {
@@ -130,4 +130,3 @@ export const runningOn = {
 
 /** Both, for the machines that run on their own. */
 export const activeOn = { ...inboxOn, ...runningOn } as const
-

@@ -11,10 +11,7 @@ const latchedWithWork = ({ context }: { context: AgentContext }) => context.latc
 
 /** After a completed or max-tokens turn, pending work opens the next turn at once (PH-4, Decision 5). */
 const continues = ({ context }: { context: AgentContext }) =>
-  (context.end?.kind === 'completed' || context.end?.kind === 'max-tokens') &&
-  context.cause === null &&
-  !context.disposing &&
-  hasPending(context)
+  (context.end?.kind === 'completed' || context.end?.kind === 'max-tokens') && context.cause === null && !context.disposing && hasPending(context)
 
 /** Build the agent machine around a turn; a variant turn is for experiments and for proving the conformance suite can fail. */
 export function buildAgentMachine(turn: typeof turnState = turnState) {

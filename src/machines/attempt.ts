@@ -106,7 +106,7 @@ export const attemptState = agentSetup.createStateConfig({
         'request.prepared': [
           {
             // RQ-3: no route, no request
-            guard: (a) => awaited(a) && (!(a.event as EventOf<'request.prepared'>).config.provider || !(a.event as EventOf<'request.prepared'>).config.model),
+            guard: (a) => awaited(a) && (!a.event.config.provider || !a.event.config.model),
             target: 'done',
             actions: act<'request.prepared'>((d) => {
               const message =
@@ -141,7 +141,7 @@ export const attemptState = agentSetup.createStateConfig({
       on: {
         'model.settled': [
           {
-            guard: (a) => awaited(a) && (a.context.cause !== null || (a.event as EventOf<'model.settled'>).cancelled),
+            guard: (a) => awaited(a) && (a.context.cause !== null || a.event.cancelled),
             target: 'done',
             actions: act<'model.settled'>(interrupt),
           },
@@ -169,7 +169,7 @@ export const attemptState = agentSetup.createStateConfig({
         'agent.cancel': { target: 'done', actions: [cancelRunning, abortAttempt] },
         'hook.done': [
           {
-            guard: (a) => awaited(a) && (a.event as EventOf<'hook.done'>).value !== undefined && ((a.event as EventOf<'hook.done'>).value as { kind?: unknown })?.kind === 'retry',
+            guard: (a) => awaited(a) && a.event.value !== undefined && (a.event.value as { kind?: unknown })?.kind === 'retry',
             target: 'building',
           },
           { guard: awaited, target: 'done', actions: act((d) => endAttempt(d, 'error', d.get('request').failure!)) },

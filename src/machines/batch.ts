@@ -22,4 +22,3 @@ export function newBatch(calls: readonly PlannedCall[], cap: number): ToolBatchC
     failure: null,
   }
 }
-

@@ -1,15 +1,7 @@
 // The one `setup()` every machine is built from, plus the pure helpers their
 // actions share: a draft that collects context patches and emitted effects.
 import { setup } from 'xstate'
-import type {
-  AgentCancelCause,
-  EventData,
-  InboxTarget,
-  SessionEventType,
-  SurfaceOp,
-  TurnEndReason,
-  UserMessage,
-} from '../session/schemas.js'
+import type { AgentCancelCause, EventData, InboxTarget, SessionEventType, SurfaceOp, TurnEndReason, UserMessage } from '../session/schemas.js'
 import { newBatch } from './batch.js'
 import type { AgentContext, RequestContext, AgentEvent, AgentInput, Effect, HookName, NotificationName, TurnFailure } from './types.js'
 

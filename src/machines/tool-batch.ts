@@ -110,7 +110,10 @@ const commitBusy = ({ context }: Args) => {
   const b = context.tools
   return b.postId !== 0 || (b.nextCommit < b.calls.length && b.outcomes[b.nextCommit] !== null)
 }
-const classifiedAs = (mode: 'parallel' | 'exclusive') => ({ event }: Args) => (event as EventOf<'tool.classified'>).mode === mode
+const classifiedAs =
+  (mode: 'parallel' | 'exclusive') =>
+  ({ event }: Args) =>
+    (event as EventOf<'tool.classified'>).mode === mode
 
 // ---- the dispatch lane ---------------------------------------------------------
 
@@ -340,7 +343,7 @@ export const toolBatchState = agentSetup.createStateConfig({
         // TL-17: a failed append inside the batch is a scheduler failure: stop, drain, end the turn error
         fault: {
           actions: act<'fault'>((d, e) => {
-            if (batch(d).failure === null) update(d, { failure: { failure: e.failure, error: e.error, step: d.get('step') } as TurnFailure })
+            if (batch(d).failure === null) update(d, { failure: { failure: e.failure, error: e.error, step: d.get('step') } })
           }),
         },
       },

@@ -3,19 +3,7 @@
 // closing (turn/end with its reason). Zero-step exits: blocked, completed.
 import type { UserMessage } from '../session/schemas.js'
 import { activeOn, cancelRunning } from './active.js'
-import {
-  abortedEnd,
-  act,
-  agentSetup,
-  awaited,
-  cancelled,
-  claim,
-  fail,
-  initialContext,
-  standingEnd,
-  type Draft,
-  type EventOf,
-} from './setup.js'
+import { abortedEnd, act, agentSetup, awaited, cancelled, claim, fail, initialContext, standingEnd, type Draft, type EventOf } from './setup.js'
 import { stepState } from './step.js'
 
 type Decision = { kind: 'reject' } | { kind: 'enter'; messages: readonly UserMessage[] }
@@ -82,7 +70,9 @@ export const turnState = agentSetup.createStateConfig({
           {
             guard: awaited,
             target: 'stepping',
-            actions: act<'hook.done'>((d, e) => d.set({ proposal: { batch: d.get('proposal').batch, entering: (e.value as { messages: readonly UserMessage[] }).messages } })),
+            actions: act<'hook.done'>((d, e) =>
+              d.set({ proposal: { batch: d.get('proposal').batch, entering: (e.value as { messages: readonly UserMessage[] }).messages } }),
+            ),
           },
         ],
         // HK-4: no step, the claimed batch is lost

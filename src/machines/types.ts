@@ -193,21 +193,9 @@ export interface AppendEffect {
   time?: number
 }
 
-export type HookName =
-  | 'agent/pre-step'
-  | 'agent/request'
-  | 'agent/request-error'
-  | 'agent/turn-stopping'
-  | 'tools/pre-execute'
-  | 'tools/post-execute'
+export type HookName = 'agent/pre-step' | 'agent/request' | 'agent/request-error' | 'agent/turn-stopping' | 'tools/pre-execute' | 'tools/post-execute'
 
-export type NotificationName =
-  | 'agent/status'
-  | 'agent/inbox/inserted'
-  | 'agent/inbox/discarded'
-  | 'agent/inbox/claimed'
-  | 'agent/error'
-  | 'tools/result'
+export type NotificationName = 'agent/status' | 'agent/inbox/inserted' | 'agent/inbox/discarded' | 'agent/inbox/claimed' | 'agent/error' | 'tools/result'
 
 export type Effect =
   | AppendEffect

@@ -54,7 +54,13 @@ const ABORT = Symbol('abort')
 /** Sort object keys so equal headers and route records serialize equally. */
 export function canonical(value: unknown): string {
   return JSON.stringify(value, (_k, v) =>
-    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v,
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map((k) => [k, v[k]]),
+        )
+      : v,
   )
 }
 
@@ -126,7 +132,7 @@ export class Runtime {
     })
     this.actor.on('*', (effect) => {
       try {
-        this.#perform(effect as Effect)
+        this.#perform(effect)
       } catch (error) {
         this.hooks.logger.error('agentchart runtime failed to perform an effect', error)
       }
@@ -333,11 +339,11 @@ export class Runtime {
           const issue = parsed.error.issues[0]
           throw new ConfigError(`agent/request returned an invalid config at ${issue.path.join('.') || '(root)'}: ${issue.message}`)
         }
-        config = deepFreeze(toFrozenJson(value as LlmCallConfig, 'config'))
+        config = deepFreeze(toFrozenJson(value, 'config'))
       }
       const { systemPrompt, toolSchemas, model } = this.options
       const header: RequestHeader = {
-        config: config as RequestHeader['config'],
+        config: config,
         ...(systemPrompt ? { system: systemPrompt } : {}),
         ...(toolSchemas.length ? { tools: [...toolSchemas] } : {}),
       }

@@ -15,9 +15,7 @@ export const ImageBlockSchema = z
     attachment: z.object({ mediaType: nonEmpty, data: z.string().optional(), url: z.string().optional() }).strict(),
   })
   .strict()
-export const ToolCallBlockSchema = z
-  .object({ type: z.literal('tool-call'), id: z.string(), name: z.string(), arguments: z.string() })
-  .strict()
+export const ToolCallBlockSchema = z.object({ type: z.literal('tool-call'), id: z.string(), name: z.string(), arguments: z.string() }).strict()
 export const ToolResultBlockSchema = z
   .object({
     type: z.literal('tool-result'),
@@ -46,12 +44,7 @@ export const ModelSourceSchema = z
   })
   .strict()
 export const ToolSourceSchema = z.object({ kind: z.literal('tool'), callId: nonEmpty }).strict()
-export const MessageSourceSchema = z.discriminatedUnion('kind', [
-  UserSourceSchema,
-  PluginSourceSchema,
-  ModelSourceSchema,
-  ToolSourceSchema,
-])
+export const MessageSourceSchema = z.discriminatedUnion('kind', [UserSourceSchema, PluginSourceSchema, ModelSourceSchema, ToolSourceSchema])
 
 export const UserMessageSchema = z
   .object({
@@ -113,9 +106,7 @@ export const StreamChunkSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('block-start'), index, blockType: z.enum(['text', 'reasoning', 'image', 'tool-call']) }).strict(),
   z.object({ type: z.literal('text-delta'), index, text: z.string() }).strict(),
   z.object({ type: z.literal('reasoning-delta'), index, text: z.string() }).strict(),
-  z
-    .object({ type: z.literal('tool-call-delta'), index, id: z.string().optional(), name: z.string().optional(), argumentsDelta: z.string() })
-    .strict(),
+  z.object({ type: z.literal('tool-call-delta'), index, id: z.string().optional(), name: z.string().optional(), argumentsDelta: z.string() }).strict(),
   z.object({ type: z.literal('block-end'), index, block: ContentBlockSchema }).strict(),
   z.object({ type: z.literal('usage'), usage: TokenUsageSchema }).strict(),
   z
@@ -163,14 +154,15 @@ export const LlmCallConfigSchema = z
   })
   .strict()
 
-export const ToolSchemaSchema = z
-  .object({ name: nonEmpty, description: z.string().optional(), inputSchema: z.record(z.string(), z.unknown()) })
-  .strict()
+export const ToolSchemaSchema = z.object({ name: nonEmpty, description: z.string().optional(), inputSchema: z.record(z.string(), z.unknown()) }).strict()
 
 export const RequestHeaderSchema = z
   .object({
     config: LlmCallConfigSchema.extend({ provider: nonEmpty, model: nonEmpty }),
-    adapterDefaults: z.object({ reasoningEffort: z.literal(true).optional(), maxTokens: z.literal(true).optional() }).strict().optional(),
+    adapterDefaults: z
+      .object({ reasoningEffort: z.literal(true).optional(), maxTokens: z.literal(true).optional() })
+      .strict()
+      .optional(),
     system: z.string().optional(),
     tools: z.array(ToolSchemaSchema).optional(),
   })
@@ -212,9 +204,7 @@ export const EventDataSchemas = {
     })
     .strict(),
   'session/end-seed': z.object({}).strict(),
-  'todo/write': z
-    .object({ todos: z.array(z.object({ content: z.string(), status: z.string() }).strict()) })
-    .strict(),
+  'todo/write': z.object({ todos: z.array(z.object({ content: z.string(), status: z.string() }).strict()) }).strict(),
 } as const
 
 export type SessionEventType = keyof typeof EventDataSchemas

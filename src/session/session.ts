@@ -109,8 +109,7 @@ class Surface {
   }
 }
 
-const messageOf = (event: SessionEvent): Message =>
-  event.type === 'user/message' ? event.data : (event.data as { message: Message }).message
+const messageOf = (event: SessionEvent): Message => (event.type === 'user/message' ? event.data : (event.data as { message: Message }).message)
 
 /** Derives the history of a log from scratch (SS-7); the reference the incremental `Session.deriveMessages` must match. */
 export function deriveMessagesFrom(events: readonly SessionEvent[]): Message[] {
@@ -134,9 +133,10 @@ class ContainedObservable<T> extends Observable<T> {
     complete?: (() => void) | null,
   ): Subscription {
     if (observerOrNext instanceof Subscriber) return super.subscribe(observerOrNext)
-    const observer = typeof observerOrNext === 'function' || observerOrNext == null
-      ? { next: observerOrNext ?? undefined, error: error ?? undefined, complete: complete ?? undefined }
-      : observerOrNext
+    const observer =
+      typeof observerOrNext === 'function' || observerOrNext == null
+        ? { next: observerOrNext ?? undefined, error: error ?? undefined, complete: complete ?? undefined }
+        : observerOrNext
     const next = observer.next
     return super.subscribe({
       next: (value: T) => {
@@ -273,7 +273,8 @@ export class Session {
    * `seedTime` is a seed event's own time (live events read the clock last).
    */
   #build(seq: number, type: unknown, data: unknown, intent: AppendIntent, at: string, seedTime?: unknown): SessionEvent {
-    if (typeof type !== 'string' || type === '') throw new SessionAppendError(`event type must be a non-empty string, got ${JSON.stringify(type) ?? String(type)}`)
+    if (typeof type !== 'string' || type === '')
+      throw new SessionAppendError(`event type must be a non-empty string, got ${JSON.stringify(type) ?? String(type)}`)
     const { surfaceOp, sourceEventSeqs, ignorable } = intent
     if (ignorable !== undefined && ignorable !== true) throw new SessionAppendError(`${type}: ignorable may only be true`)
     const known = isKnownType(type)
@@ -446,7 +447,8 @@ function checkChunk(data: unknown, at: string): void {
   if (!isPositiveInt(data.step)) refuseChunk(`${at}.step`, 'expected a positive integer')
   const chunk = data.chunk
   if (!isRecord(chunk)) return refuseChunk(`${at}.chunk`, 'expected a stream chunk object')
-  if (typeof chunk.type !== 'string' || !Object.hasOwn(CHUNK_TYPES, chunk.type)) refuseChunk(`${at}.chunk.type`, `unknown chunk type ${JSON.stringify(chunk.type)}`)
+  if (typeof chunk.type !== 'string' || !Object.hasOwn(CHUNK_TYPES, chunk.type))
+    refuseChunk(`${at}.chunk.type`, `unknown chunk type ${JSON.stringify(chunk.type)}`)
 }
 
 function refuseChunk(path: string, what: string): never {

@@ -164,7 +164,10 @@ class Checker {
       }
     })
     this.#finish()
-    return this.#out.map((v, k) => [v, k] as const).sort((a, b) => a[0].seq - b[0].seq || a[1] - b[1]).map(([v]) => v)
+    return this.#out
+      .map((v, k) => [v, k] as const)
+      .sort((a, b) => a[0].seq - b[0].seq || a[1] - b[1])
+      .map(([v]) => v)
   }
 
   #add(rule: SessionInvariantRule, seq: number, message: string): void {

@@ -271,17 +271,36 @@ describe('normalizeStream', () => {
   })
 
   it('a stream that just ends is passed through as is', async () => {
-    const chunks = await collect(normalizeStream(adapter(async function* () { yield { type: 'text-delta', index: 0, text: 'x' } }), request()))
+    const chunks = await collect(
+      normalizeStream(
+        adapter(async function* () {
+          yield { type: 'text-delta', index: 0, text: 'x' }
+        }),
+        request(),
+      ),
+    )
     expect(chunks).toEqual([{ type: 'text-delta', index: 0, text: 'x' }])
   })
 
   it('HK-6 a synchronous throw in stream() becomes finish{error}', async () => {
-    const chunks = await collect(normalizeStream(adapter(() => { throw new Error('boom') }), request()))
+    const chunks = await collect(
+      normalizeStream(
+        adapter(() => {
+          throw new Error('boom')
+        }),
+        request(),
+      ),
+    )
     expect(chunks).toEqual([{ type: 'finish', reason: { kind: 'error', failure: { message: 'boom', code: 'UNKNOWN' } } }])
   })
 
   it('HK-6 a non-iterable return value becomes finish{error}', async () => {
-    const chunks = await collect(normalizeStream(adapter(() => ({}) as AsyncIterable<StreamChunk>), request()))
+    const chunks = await collect(
+      normalizeStream(
+        adapter(() => ({}) as AsyncIterable<StreamChunk>),
+        request(),
+      ),
+    )
     expect(chunks).toHaveLength(1)
     expect(chunks[0]).toMatchObject({ type: 'finish', reason: { kind: 'error', failure: { code: 'UNKNOWN' } } })
   })
@@ -318,7 +337,12 @@ describe('normalizeStream', () => {
 
   it('RQ-8 an ABORTED failure becomes finish{aborted} even with a live signal', async () => {
     const chunks = await collect(
-      normalizeStream(adapter(async function* () { throw new LlmError({ message: 'upstream aborted', code: 'ABORTED' }) }), request()),
+      normalizeStream(
+        adapter(async function* () {
+          throw new LlmError({ message: 'upstream aborted', code: 'ABORTED' })
+        }),
+        request(),
+      ),
     )
     expect(chunks).toEqual([{ type: 'finish', reason: { kind: 'aborted', failure: { message: 'upstream aborted', code: 'ABORTED' } } }])
   })
@@ -343,7 +367,12 @@ describe('normalizeStream', () => {
   })
 
   it('a failure thrown into the stream by the consumer stays thrown', async () => {
-    const stream = normalizeStream(adapter(async function* () { yield* textResponse('abc') }), request())
+    const stream = normalizeStream(
+      adapter(async function* () {
+        yield* textResponse('abc')
+      }),
+      request(),
+    )
     await stream.next()
     await expect(stream.throw(new Error('consumer failed'))).rejects.toThrow('consumer failed')
   })

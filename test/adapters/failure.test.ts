@@ -78,7 +78,17 @@ describe('toLlmFailure', () => {
   })
 
   it('TU-13 never throws on hostile values', () => {
-    const hostile = new Proxy({}, { get: () => { throw new Error('trap') }, has: () => { throw new Error('trap') } })
+    const hostile = new Proxy(
+      {},
+      {
+        get: () => {
+          throw new Error('trap')
+        },
+        has: () => {
+          throw new Error('trap')
+        },
+      },
+    )
     expect(toLlmFailure(hostile)).toEqual({ message: 'unknown error', code: 'UNKNOWN' })
   })
 
@@ -104,6 +114,11 @@ describe('abortedFailure and llmFailure', () => {
 
   it('llmFailure keeps only valid facts', () => {
     expect(llmFailure({ message: 'm', code: 'C', status: 503.5, providerRetryAfterMs: -1 })).toEqual({ message: 'm', code: 'C' })
-    expect(llmFailure({ message: 'm', code: 'C', status: 503, providerRetryAfterMs: 10 })).toEqual({ message: 'm', code: 'C', status: 503, providerRetryAfterMs: 10 })
+    expect(llmFailure({ message: 'm', code: 'C', status: 503, providerRetryAfterMs: 10 })).toEqual({
+      message: 'm',
+      code: 'C',
+      status: 503,
+      providerRetryAfterMs: 10,
+    })
   })
 })

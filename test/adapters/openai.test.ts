@@ -217,7 +217,17 @@ describe('openaiModel: request body', () => {
         id: 't2',
         role: 'user',
         source: { kind: 'tool', callId: 'c2' },
-        content: [{ type: 'tool-result', toolCallId: 'c2', isError: true, content: [{ type: 'text', text: 'no' }, { type: 'text', text: 'clock' }] }],
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'c2',
+            isError: true,
+            content: [
+              { type: 'text', text: 'no' },
+              { type: 'text', text: 'clock' },
+            ],
+          },
+        ],
       },
       { id: 'a2', role: 'assistant', source: modelSource, content: [{ type: 'reasoning', text: 'only thoughts' }] },
       { id: 'a3', role: 'assistant', source: modelSource, content: [{ type: 'tool-call', id: 'c3', name: 'now', arguments: '{}' }] },
@@ -539,7 +549,10 @@ describe('openaiModel: failures', () => {
       expect((await run(deepseek)).at(-1)).toEqual({ type: 'finish', reason: { kind: 'stop' } })
       expect(received.map((r) => r.headers.authorization)).toEqual(['Bearer ds-key'])
     } finally {
-      for (const [key, value] of [['OPENAI_API_KEY', saved.openai], ['DEEPSEEK_API_KEY', saved.deepseek]] as const) {
+      for (const [key, value] of [
+        ['OPENAI_API_KEY', saved.openai],
+        ['DEEPSEEK_API_KEY', saved.deepseek],
+      ] as const) {
         if (value === undefined) delete process.env[key]
         else process.env[key] = value
       }
@@ -551,7 +564,8 @@ describe('openaiModel: abort', () => {
   it('an abort mid-stream ends the stream promptly with ABORTED and closes the connection', async () => {
     reply({ kind: 'sse', events: [delta({ content: 'partial' })], hang: true })
     const controller = new AbortController()
-    const iterator = model().stream(request({ signal: controller.signal }))[Symbol.asyncIterator]()
+    const stream = model().stream(request({ signal: controller.signal }))
+    const iterator = stream[Symbol.asyncIterator]()
     expect((await iterator.next()).value).toEqual({ type: 'block-start', index: 0, blockType: 'text' })
     expect((await iterator.next()).value).toEqual({ type: 'text-delta', index: 0, text: 'partial' })
     const pending = iterator.next()

@@ -4,14 +4,7 @@ import { LlmError } from '../../src/adapters/failure.js'
 import type { ModelRequest } from '../../src/adapters/types.js'
 import { ConfigError } from '../../src/errors.js'
 import { StreamChunkSchema, type StreamChunk } from '../../src/session/schemas.js'
-import {
-  errorResponse,
-  hang,
-  maxTokensResponse,
-  scriptedModel,
-  textResponse,
-  toolCallResponse,
-} from '../../src/testing/index.js'
+import { errorResponse, hang, maxTokensResponse, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { reasoningResponse } from '../../src/testing/responses.js'
 
 function request(signal: AbortSignal = new AbortController().signal, sessionId = 's'): ModelRequest {
@@ -169,7 +162,12 @@ describe('response helpers', () => {
 
   it('textResponse streams block-start, deltas, block-end, usage, finish{stop}', () => {
     expect(all.text.map((c) => c.type)).toEqual(['block-start', 'text-delta', 'text-delta', 'text-delta', 'block-end', 'usage', 'finish'])
-    expect(all.text.filter((c) => c.type === 'text-delta').map((c) => (c as { text: string }).text).join('')).toBe('hello there')
+    expect(
+      all.text
+        .filter((c) => c.type === 'text-delta')
+        .map((c) => (c as { text: string }).text)
+        .join(''),
+    ).toBe('hello there')
     expect(textResponse('')).toEqual([{ type: 'finish', reason: { kind: 'stop' } }])
   })
 

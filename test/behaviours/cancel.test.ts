@@ -43,7 +43,6 @@ function gate<T = void>() {
 const ends = (agent: Agent): TurnEndReason[] =>
   agent.session.events.filter((e): e is Extract<SessionEvent, { type: 'turn/end' }> => e.type === 'turn/end').map((e) => e.data.reason)
 
-
 const prompts = (agent: Agent) => ofType(agent, 'user/message').map((e) => e.data.id)
 
 /** Record agent/error notifications (cancellation must never produce one). */
@@ -278,8 +277,13 @@ describe('CX-6: by landing point', () => {
     agent.followup('hi')
     await agent.whenIdle()
     expect(trace(agent, { chunks: true })).toEqual([
-      'spliced(next-turn +1)', 'turn/start{1}', 'spliced(next-turn -1)',
-      'step/start{1,1}', 'user/message(hi)', 'step/end{1,1}', 'turn/end{1,aborted}',
+      'spliced(next-turn +1)',
+      'turn/start{1}',
+      'spliced(next-turn -1)',
+      'step/start{1,1}',
+      'user/message(hi)',
+      'step/end{1,1}',
+      'turn/end{1,aborted}',
     ])
     expect(model.requests).toEqual([])
   })
@@ -293,7 +297,12 @@ describe('CX-6: by landing point', () => {
       agent.followup('hi')
       await agent.whenIdle()
       expect(trace(agent, { chunks: true }).slice(3), type).toEqual([
-        'step/start{1,1}', 'user/message(hi)', 'request/header', 'request/context', 'step/end{1,1}', 'turn/end{1,aborted}',
+        'step/start{1,1}',
+        'user/message(hi)',
+        'request/header',
+        'request/context',
+        'step/end{1,1}',
+        'turn/end{1,aborted}',
       ])
       expect(model.requests, type).toEqual([])
     }
@@ -489,8 +498,12 @@ describe('CX-9..CX-11: cancel right after waking sends', () => {
     await agent.whenIdle()
     await tick()
     expect(trace(agent)).toEqual([
-      'spliced(next-turn +1)', 'turn/start{1}', 'spliced(next-turn -1)', 'spliced(next-turn +1)',
-      'spliced(next-turn -1 canceled)', 'turn/end{1,aborted}',
+      'spliced(next-turn +1)',
+      'turn/start{1}',
+      'spliced(next-turn -1)',
+      'spliced(next-turn +1)',
+      'spliced(next-turn -1 canceled)',
+      'turn/end{1,aborted}',
     ])
     expect(discarded).toEqual(['b'])
     expect(model.requests).toEqual([])
@@ -536,7 +549,12 @@ describe('CX-12: waking sends after the abort are forced into next-turn and latc
     expect(lateSplice?.data.target).toBe('next-turn')
     expect(ends(agent).map((r) => r.kind)).toEqual(['aborted', 'completed'])
     const log = trace(agent)
-    expect(log.slice(log.indexOf('turn/start{2}'), log.indexOf('turn/start{2}') + 4)).toEqual(['turn/start{2}', 'spliced(next-turn -1)', 'step/start{2,1}', 'user/message(late)'])
+    expect(log.slice(log.indexOf('turn/start{2}'), log.indexOf('turn/start{2}') + 4)).toEqual([
+      'turn/start{2}',
+      'spliced(next-turn -1)',
+      'step/start{2,1}',
+      'user/message(late)',
+    ])
     expect(model.requests[1].signal.aborted).toBe(false)
     expect(statuses).toEqual(['agent/status:running', 'agent/status:idle', 'agent/status:running', 'agent/status:idle'])
   })
@@ -555,9 +573,18 @@ describe('CX-12: waking sends after the abort are forced into next-turn and latc
     await until(() => ends(agent).length === 1, 'the latched turn')
     await agent.whenIdle()
     expect(trace(agent)).toEqual([
-      'spliced(next-turn +1)', 'spliced(next-turn -1 canceled)', 'spliced(next-turn +1)',
-      'turn/start{1}', 'spliced(next-turn -1)', 'step/start{1,1}', 'user/message(second)',
-      'request/header', 'request/context', 'assistant/message', 'step/end{1,1}', 'turn/end{1,completed}',
+      'spliced(next-turn +1)',
+      'spliced(next-turn -1 canceled)',
+      'spliced(next-turn +1)',
+      'turn/start{1}',
+      'spliced(next-turn -1)',
+      'step/start{1,1}',
+      'user/message(second)',
+      'request/header',
+      'request/context',
+      'assistant/message',
+      'step/end{1,1}',
+      'turn/end{1,completed}',
     ])
     expect(model.requests).toHaveLength(1)
     expect(statuses).toEqual(['agent/status:running', 'agent/status:idle', 'agent/status:running', 'agent/status:idle'])
@@ -693,7 +720,9 @@ describe('CX-15: a disposed cancel never latches', () => {
     expect(ofType(agent, 'turn/start')).toHaveLength(1)
     expect(model.requests).toHaveLength(1)
     expect(agent.inbox.nextTurn.map((m) => m.id)).toEqual(['a1', 'a2'])
-    const inserted = ofType(agent, 'agent/inbox/spliced').filter((e) => e.data.inserted.length > 0).map((e) => e.data.target)
+    const inserted = ofType(agent, 'agent/inbox/spliced')
+      .filter((e) => e.data.inserted.length > 0)
+      .map((e) => e.data.target)
     expect(inserted.slice(-2)).toEqual(['next-turn', 'next-turn'])
     expect(ends(agent)).toEqual([{ kind: 'aborted', reason: { kind: 'disposed' } }])
   })
@@ -902,7 +931,11 @@ describe('CX-17: disposal', () => {
     await disposal.then(() => order.push('disposed'))
     expect(order).toEqual(['running', 'idle', 'disposed'])
     expect(trace(agent).slice(-5)).toEqual([
-      'request/context', 'spliced(next-turn +1)', 'spliced(next-turn -1 canceled)', 'step/end{1,1}', 'turn/end{1,aborted}',
+      'request/context',
+      'spliced(next-turn +1)',
+      'spliced(next-turn -1 canceled)',
+      'step/end{1,1}',
+      'turn/end{1,aborted}',
     ])
     expect(ends(agent)).toEqual([{ kind: 'aborted', reason: { kind: 'disposed' } }])
     expect(discarded).toEqual(['tail'])

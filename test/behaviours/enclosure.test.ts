@@ -13,7 +13,10 @@ describe('SS-12 — enclosure', () => {
     const echo = defineTool({ name: 'echo', description: 'e', input: z.object({}).loose(), executionMode: 'parallel', execute: () => 'ok' })
     const { agent } = scriptedAgent(
       [
-        toolCallResponse([{ id: 'a', name: 'echo', arguments: '{}' }, { id: 'b', name: 'echo', arguments: '{}' }]),
+        toolCallResponse([
+          { id: 'a', name: 'echo', arguments: '{}' },
+          { id: 'b', name: 'echo', arguments: '{}' },
+        ]),
         errorResponse({ message: 'busy', code: 'SERVER' }),
         maxTokensResponse('cut'),
         textResponse('done'),
@@ -49,7 +52,10 @@ describe('SS-12 — enclosure', () => {
     const breaches: Array<[string, (log: any[]) => void]> = [
       ['a second turn/start inside the open turn', (log) => log.splice(at('step/start'), 0, { type: 'turn/start', data: { turn: 2 } })],
       ['a step/start outside a turn', (log) => log.unshift({ type: 'step/start', data: { turn: 1, step: 1 } })],
-      ['a chunk naming another step', (log) => (log[at('assistant/chunk')] = { ...log[at('assistant/chunk')], data: { ...log[at('assistant/chunk')].data, step: 2 } })],
+      [
+        'a chunk naming another step',
+        (log) => (log[at('assistant/chunk')] = { ...log[at('assistant/chunk')], data: { ...log[at('assistant/chunk')].data, step: 2 } }),
+      ],
       ['turn/end while the step is open', (log) => log.splice(at('step/end'), 1)],
       ['a request/header outside any turn', (log) => log.push({ type: 'request/header', data: good[at('request/header')].data })],
     ]

@@ -22,7 +22,6 @@ import { ofType, record, scriptedAgent, tick, trace } from '../helpers.js'
 const ends = (agent: Agent): TurnEndReason[] =>
   agent.session.events.filter((e): e is Extract<SessionEvent, { type: 'turn/end' }> => e.type === 'turn/end').map((e) => e.data.reason)
 
-
 /** A logger that keeps what the agent contained. */
 function logger() {
   const messages: string[] = []
@@ -210,12 +209,30 @@ describe('HK-3: notification listeners', () => {
     }
     // nothing was vetoed: inserts, claims and the tool result all happened
     expect(trace(agent)).toEqual([
-      'spliced(next-step +1)', 'spliced(next-step -1 canceled)',
-      'spliced(next-turn +1)', 'turn/start{1}', 'spliced(next-turn -1)', 'step/start{1,1}', 'user/message(hi)',
-      'request/header', 'request/context', 'assistant/message', 'tool/call(e1)', 'tool/result(e1)', 'step/end{1,1}',
-      'step/start{1,2}', 'assistant/message', 'step/end{1,2}', 'turn/end{1,completed}',
-      'spliced(next-turn +1)', 'turn/start{2}', 'spliced(next-turn -1)', 'step/start{2,1}', 'user/message(again)',
-      'step/end{2,1}', 'turn/end{2,error}',
+      'spliced(next-step +1)',
+      'spliced(next-step -1 canceled)',
+      'spliced(next-turn +1)',
+      'turn/start{1}',
+      'spliced(next-turn -1)',
+      'step/start{1,1}',
+      'user/message(hi)',
+      'request/header',
+      'request/context',
+      'assistant/message',
+      'tool/call(e1)',
+      'tool/result(e1)',
+      'step/end{1,1}',
+      'step/start{1,2}',
+      'assistant/message',
+      'step/end{1,2}',
+      'turn/end{1,completed}',
+      'spliced(next-turn +1)',
+      'turn/start{2}',
+      'spliced(next-turn -1)',
+      'step/start{2,1}',
+      'user/message(again)',
+      'step/end{2,1}',
+      'turn/end{2,error}',
     ])
     expect(ofType(agent, 'tool/result')[0].data.message.content[0]).toMatchObject({ content: 'echoed', isError: false })
     expect(model.requests).toHaveLength(3)
@@ -240,7 +257,11 @@ describe('HK-4: a throwing agent/pre-step listener', () => {
     await agent.whenIdle()
     await tick(5)
     expect(trace(agent)).toEqual([
-      'spliced(next-turn +1)', 'turn/start{1}', 'spliced(next-turn -1)', 'spliced(next-turn +1)', 'spliced(next-step +1)',
+      'spliced(next-turn +1)',
+      'turn/start{1}',
+      'spliced(next-turn -1)',
+      'spliced(next-turn +1)',
+      'spliced(next-step +1)',
       'turn/end{1,error}',
     ])
     expect(ends(agent)).toEqual([{ kind: 'error', error: { message: 'pre-step exploded', code: 'UNKNOWN' } }])
@@ -366,8 +387,16 @@ describe('HK-7: throwing session/event observers on boundaries', () => {
     agent.followup('hi')
     await agent.whenIdle()
     expect(trace(agent)).toEqual([
-      'spliced(next-turn +1)', 'turn/start{1}', 'spliced(next-turn -1)', 'step/start{1,1}', 'user/message(hi)',
-      'request/header', 'request/context', 'assistant/message', 'step/end{1,1}', 'turn/end{1,completed}',
+      'spliced(next-turn +1)',
+      'turn/start{1}',
+      'spliced(next-turn -1)',
+      'step/start{1,1}',
+      'user/message(hi)',
+      'request/header',
+      'request/context',
+      'assistant/message',
+      'step/end{1,1}',
+      'turn/end{1,completed}',
     ])
     expect(seen).toEqual([])
     expect(log.errors.map((e) => (e as Error).message)).toEqual([

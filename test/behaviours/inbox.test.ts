@@ -3,17 +3,9 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import {
-  createAgent,
-  createSession,
-  defineTool,
-  userMessage,
-  type Agent,
-  type ModelAdapter,
-  type UserMessage,
-} from '../../src/index.js'
+import { createAgent, createSession, defineTool, userMessage, type Agent, type ModelAdapter, type UserMessage } from '../../src/index.js'
 import { checkSessionInvariants, hang, textResponse, toolCallResponse } from '../../src/testing/index.js'
-import { describeEvent, propertyRuns, record, scriptedAgent, textOf, tick, timeline, trace } from '../helpers.js'
+import { propertyRuns, record, scriptedAgent, textOf, tick, timeline, trace } from '../helpers.js'
 
 const m = (id: string, text = id) => userMessage(text, { id })
 const ids = (list: readonly UserMessage[]) => list.map((x) => x.id)
@@ -24,7 +16,6 @@ const phase = (agent: Agent) => {
 const splices = (agent: Agent) => agent.session.events.filter((e) => e.type === 'agent/inbox/spliced')
 const spliceData = (agent: Agent) => splices(agent).map((e) => e.data)
 const userTexts = (agent: Agent) => agent.session.events.flatMap((e) => (e.type === 'user/message' ? [textOf(e.data)] : []))
-
 
 /** A session whose inbox splice appends throw while `failing.on` is set. */
 function failingSplices() {
@@ -73,8 +64,16 @@ describe('IN — Inbox', () => {
     expect(agent.status).toBe('running')
     await agent.whenIdle()
     expect(trace(agent)).toEqual([
-      'spliced(next-step +1)', 'turn/start{1}', 'spliced(next-step -1)', 'step/start{1,1}', 'user/message(s)',
-      'request/header', 'request/context', 'assistant/message', 'step/end{1,1}', 'turn/end{1,completed}',
+      'spliced(next-step +1)',
+      'turn/start{1}',
+      'spliced(next-step -1)',
+      'step/start{1,1}',
+      'user/message(s)',
+      'request/header',
+      'request/context',
+      'assistant/message',
+      'step/end{1,1}',
+      'turn/end{1,completed}',
     ])
     expect(model.requests).toHaveLength(1)
   })
@@ -106,8 +105,14 @@ describe('IN — Inbox', () => {
     await agent.whenIdle()
     // the woken turn claims the steering and the parked prompt together
     expect(trace(agent).slice(0, 8)).toEqual([
-      'spliced(next-turn +1)', 'spliced(next-step +1)', 'turn/start{1}', 'spliced(next-step -1)', 'spliced(next-turn -1)',
-      'step/start{1,1}', 'user/message(s)', 'user/message(t)',
+      'spliced(next-turn +1)',
+      'spliced(next-step +1)',
+      'turn/start{1}',
+      'spliced(next-step -1)',
+      'spliced(next-turn -1)',
+      'step/start{1,1}',
+      'user/message(s)',
+      'user/message(t)',
     ])
     expect(() => agent.send(m('x'), 'elsewhere' as never, true)).toThrow(/target/)
     expect(agent.inbox.hasPending).toBe(false)
@@ -221,8 +226,15 @@ describe('IN — Inbox', () => {
     agent.inbox.splice('next-step', 0, 0, m('a'), m('b'), m('c'))
     agent.inbox.splice('next-step', 0, 2, m('x'), m('y'))
     expect(out).toEqual([
-      'spliced(next-step +3)', 'inserted(a)', 'inserted(b)', 'inserted(c)',
-      'spliced(next-step -2 +2 canceled)', 'discarded(a)', 'discarded(b)', 'inserted(x)', 'inserted(y)',
+      'spliced(next-step +3)',
+      'inserted(a)',
+      'inserted(b)',
+      'inserted(c)',
+      'spliced(next-step -2 +2 canceled)',
+      'discarded(a)',
+      'discarded(b)',
+      'inserted(x)',
+      'inserted(y)',
     ])
     // every notification already sees the lists after the splice
     expect(lists).toEqual(['a,b,c', 'a,b,c', 'a,b,c', 'x,y,c', 'x,y,c', 'x,y,c', 'x,y,c'])
@@ -238,7 +250,11 @@ describe('IN — Inbox', () => {
     expect(agent.inbox.replace('b', m('b2', 'B'))).toBe(true)
     expect(out).toEqual(['spliced(next-step -1 +1 canceled)', 'discarded(b)', 'inserted(B)'])
     expect(agent.session.events.at(-1)!.data).toEqual({
-      target: 'next-step', start: 1, removedCount: 1, inserted: [m('b2', 'B')], outcome: 'canceled',
+      target: 'next-step',
+      start: 1,
+      removedCount: 1,
+      inserted: [m('b2', 'B')],
+      outcome: 'canceled',
     })
     expect(ids(agent.inbox.nextStep)).toEqual(['a', 'b2', 'c'])
     // a string becomes a fresh text message
@@ -277,8 +293,12 @@ describe('IN — Inbox', () => {
     const out = timeline(agent)
     agent.inbox.clear()
     expect(out).toEqual([
-      'spliced(next-step -2 canceled)', 'discarded(s1)', 'discarded(s2)',
-      'spliced(next-turn -2 canceled)', 'discarded(t1)', 'discarded(t2)',
+      'spliced(next-step -2 canceled)',
+      'discarded(s1)',
+      'discarded(s2)',
+      'spliced(next-turn -2 canceled)',
+      'discarded(t1)',
+      'discarded(t2)',
     ])
     agent.send(m('t3'), 'next-turn', false)
     out.length = 0
@@ -328,10 +348,7 @@ describe('IN — Inbox', () => {
     })
     expect(() => agent.inject(m('y'))).not.toThrow()
     off()
-    expect(inner.map((e) => (e as Error).message)).toEqual([
-      expect.stringMatching(/"x" is already pending/),
-      expect.stringMatching(/"y" is already pending/),
-    ])
+    expect(inner.map((e) => (e as Error).message)).toEqual([expect.stringMatching(/"x" is already pending/), expect.stringMatching(/"y" is already pending/)])
     expect(trace(agent)).toEqual(['spliced(next-step +1)', 'spliced(next-step +1)'])
     expect(ids(agent.inbox.nextStep)).toEqual(['x', 'y'])
     agent.inbox.clear()
@@ -439,7 +456,12 @@ describe('IN — Inbox', () => {
 
   it('IN-8: inbox messages are deep-frozen at insertion and logged identically', async () => {
     const { agent } = scriptedAgent([textResponse('a')])
-    const raw = { id: 'raw', role: 'user' as const, content: [{ type: 'text' as const, text: 'hello' }], source: { kind: 'plugin' as const, plugin: 'p', form: 'f' } }
+    const raw = {
+      id: 'raw',
+      role: 'user' as const,
+      content: [{ type: 'text' as const, text: 'hello' }],
+      source: { kind: 'plugin' as const, plugin: 'p', form: 'f' },
+    }
     const listenerErrors: unknown[] = []
     agent.on('agent/inbox/inserted', ({ message }) => {
       try {
@@ -476,8 +498,15 @@ describe('IN — Inbox', () => {
     const out = timeline(agent)
     agent.followup(m('t2'))
     expect(out).toEqual([
-      'spliced(next-turn +1)', 'inserted(t2)', 'status:running', 'turn/start{1}',
-      'spliced(next-step -2)', 'spliced(next-turn -1)', 'claimed(i1@1)', 'claimed(i2@1)', 'claimed(t1@1)',
+      'spliced(next-turn +1)',
+      'inserted(t2)',
+      'status:running',
+      'turn/start{1}',
+      'spliced(next-step -2)',
+      'spliced(next-turn -1)',
+      'claimed(i1@1)',
+      'claimed(i2@1)',
+      'claimed(t1@1)',
     ])
     expect(spliceData(agent).slice(-2)).toEqual([
       { target: 'next-step', start: 0, removedCount: 2, inserted: [] },
@@ -486,7 +515,10 @@ describe('IN — Inbox', () => {
     await agent.whenIdle()
     // turn 2 holds only the second prompt; next-step was empty, so it gets no splice for it
     expect(out.slice(out.indexOf('turn/start{2}'), out.indexOf('turn/start{2}') + 4)).toEqual([
-      'turn/start{2}', 'spliced(next-turn -1)', 'claimed(t2@2)', 'step/start{2,1}',
+      'turn/start{2}',
+      'spliced(next-turn -1)',
+      'claimed(t2@2)',
+      'step/start{2,1}',
     ])
     expect(out.filter((x) => x.startsWith('discarded'))).toEqual([])
   })
@@ -523,8 +555,13 @@ describe('IN — Inbox', () => {
     expect(between('step/end{1,2}', 'step/start{1,3}')).toEqual([])
     expect(between('turn/start{2}', 'step/start{2,1}')).toEqual(['spliced(next-turn -1)', 'claimed(q@2)'])
     expect(trace(agent).filter((x) => x.startsWith('user/message') || x.startsWith('turn/'))).toEqual([
-      'turn/start{1}', 'user/message(p)', 'user/message(s)', 'turn/end{1,completed}',
-      'turn/start{2}', 'user/message(q)', 'turn/end{2,completed}',
+      'turn/start{1}',
+      'user/message(p)',
+      'user/message(s)',
+      'turn/end{1,completed}',
+      'turn/start{2}',
+      'user/message(q)',
+      'turn/end{2,completed}',
     ])
   })
 
@@ -553,10 +590,7 @@ describe('IN — Inbox', () => {
     expect(out.slice(-4)).toEqual(['spliced(next-step -1)', 'spliced(next-turn -1)', 'claimed(i@1)', 'claimed(p@1)'])
     expect(seen).toEqual([])
     await agent.whenIdle()
-    expect(seen).toEqual([
-      'pre-step 1: [i,p] pending=false after=claimed(p@1)',
-      'pre-step 2: [s] pending=false after=claimed(s@1)',
-    ])
+    expect(seen).toEqual(['pre-step 1: [i,p] pending=false after=claimed(p@1)', 'pre-step 2: [s] pending=false after=claimed(s@1)'])
     const at = out.indexOf('step/end{1,1}')
     expect(out.slice(at, at + 3)).toEqual(['step/end{1,1}', 'spliced(next-step -1)', 'claimed(s@1)'])
   })
@@ -573,7 +607,10 @@ describe('IN — Inbox', () => {
     await agent.whenIdle()
     // entered at step 2 of the same turn, never in step 1
     expect(trace(agent).filter((x) => /user\/message|step\/start/.test(x))).toEqual([
-      'step/start{1,1}', 'user/message(p)', 'step/start{1,2}', 'user/message(late)',
+      'step/start{1,1}',
+      'user/message(p)',
+      'step/start{1,2}',
+      'user/message(late)',
     ])
     reject = true
     agent.followup(m('q'))
@@ -597,8 +634,13 @@ describe('IN — Inbox', () => {
     agent.followup(m('prompt'))
     await agent.whenIdle()
     expect(trace(agent).slice(0, 7)).toEqual([
-      'spliced(next-step +1)', 'spliced(next-turn +1)', 'turn/start{1}', 'spliced(next-step -1)', 'spliced(next-turn -1)',
-      'step/start{1,1}', 'user/message(ctx)',
+      'spliced(next-step +1)',
+      'spliced(next-turn +1)',
+      'turn/start{1}',
+      'spliced(next-step -1)',
+      'spliced(next-turn -1)',
+      'step/start{1,1}',
+      'user/message(ctx)',
     ])
     expect(model.requests[0].messages.map((x) => x.content.map((b) => ('text' in b ? b.text : '')).join(''))).toEqual(['ctx', 'prompt'])
     expect(status).toEqual(['agent/status:running', 'agent/status:idle'])
@@ -618,9 +660,21 @@ describe('IN — Inbox', () => {
       agent.followup(m('p'))
       await agent.whenIdle()
       expect(trace(agent)).toEqual([
-        'spliced(next-turn +1)', 'turn/start{1}', 'spliced(next-turn -1)',
-        'step/start{1,1}', 'user/message(p)', 'request/header', 'request/context', 'spliced(next-step +1)', 'assistant/message', 'step/end{1,1}',
-        'spliced(next-step -1)', 'step/start{1,2}', 'user/message(mid)', 'assistant/message', 'step/end{1,2}',
+        'spliced(next-turn +1)',
+        'turn/start{1}',
+        'spliced(next-turn -1)',
+        'step/start{1,1}',
+        'user/message(p)',
+        'request/header',
+        'request/context',
+        'spliced(next-step +1)',
+        'assistant/message',
+        'step/end{1,1}',
+        'spliced(next-step -1)',
+        'step/start{1,2}',
+        'user/message(mid)',
+        'assistant/message',
+        'step/end{1,2}',
         'turn/end{1,completed}',
       ])
       expect(made.model.requests).toHaveLength(2)
@@ -637,7 +691,10 @@ describe('IN — Inbox', () => {
     agent.followup(m('p'))
     await agent.whenIdle()
     expect(trace(agent).filter((x) => x.startsWith('turn/') || x.startsWith('step/start'))).toEqual([
-      'turn/start{1}', 'step/start{1,1}', 'step/start{1,2}', 'turn/end{1,completed}',
+      'turn/start{1}',
+      'step/start{1,1}',
+      'step/start{1,2}',
+      'turn/end{1,completed}',
     ])
     expect(model.requests).toHaveLength(2)
   })
@@ -654,7 +711,12 @@ describe('IN — Inbox', () => {
       if (e.type === 'turn/start') turn = e.data.turn
       if (e.type === 'user/message') turns.set(turn, [...(turns.get(turn) ?? []), textOf(e.data)])
     }
-    expect([...turns]).toEqual([[1, ['p1']], [2, ['p2']], [3, ['p3']], [4, ['p4']]])
+    expect([...turns]).toEqual([
+      [1, ['p1']],
+      [2, ['p2']],
+      [3, ['p3']],
+      [4, ['p4']],
+    ])
     expect(status).toEqual(['agent/status:running', 'agent/status:idle'])
   })
 
@@ -690,10 +752,14 @@ describe('IN — Inbox', () => {
     agent.followup(m('p'))
     await agent.whenIdle()
     expect(trace(agent).filter((x) => x.startsWith('user/message') || x.startsWith('turn/start'))).toEqual([
-      'turn/start{1}', 'user/message(p)',
-      'turn/start{2}', 'user/message(from-listener)',
-      'turn/start{3}', 'user/message(from-model)',
-      'turn/start{4}', 'user/message(from-tool)',
+      'turn/start{1}',
+      'user/message(p)',
+      'turn/start{2}',
+      'user/message(from-listener)',
+      'turn/start{3}',
+      'user/message(from-model)',
+      'turn/start{4}',
+      'user/message(from-tool)',
     ])
   })
 
@@ -722,12 +788,30 @@ describe('IN — Inbox', () => {
     await second.whenIdle()
     const live = trace(second.session.events.slice(second.session.seedLength))
     expect(live).toEqual([
-      'spliced(next-turn +1)', 'turn/start{2}', 'spliced(next-step -1)', 'spliced(next-turn -1)',
-      'step/start{2,1}', 'user/message(i1)', 'user/message(q1b)', 'request/header', 'assistant/message', 'step/end{2,1}', // the route is unchanged (RQ-5)
+      'spliced(next-turn +1)',
+      'turn/start{2}',
+      'spliced(next-step -1)',
+      'spliced(next-turn -1)',
+      'step/start{2,1}',
+      'user/message(i1)',
+      'user/message(q1b)',
+      'request/header',
+      'assistant/message',
+      'step/end{2,1}', // the route is unchanged (RQ-5)
       'turn/end{2,completed}',
-      'turn/start{3}', 'spliced(next-turn -1)', 'step/start{3,1}', 'user/message(q2)', 'assistant/message', 'step/end{3,1}',
+      'turn/start{3}',
+      'spliced(next-turn -1)',
+      'step/start{3,1}',
+      'user/message(q2)',
+      'assistant/message',
+      'step/end{3,1}',
       'turn/end{3,completed}',
-      'turn/start{4}', 'spliced(next-turn -1)', 'step/start{4,1}', 'user/message(p1)', 'assistant/message', 'step/end{4,1}',
+      'turn/start{4}',
+      'spliced(next-turn -1)',
+      'step/start{4,1}',
+      'user/message(p1)',
+      'assistant/message',
+      'step/end{4,1}',
       'turn/end{4,completed}',
     ])
     expect(second.inbox.hasPending).toBe(false)
@@ -760,9 +844,7 @@ describe('IN — Inbox', () => {
     agent.inbox.clear()
   })
 
-  type Op =
-    | { kind: 'followup' | 'steer' | 'inject' | 'park' | 'clear' | 'wait' }
-    | { kind: 'remove' | 'replace'; pick: number }
+  type Op = { kind: 'followup' | 'steer' | 'inject' | 'park' | 'clear' | 'wait' } | { kind: 'remove' | 'replace'; pick: number }
   const op: fc.Arbitrary<Op> = fc.oneof(
     fc.constantFrom(...(['followup', 'steer', 'inject', 'park', 'clear', 'wait'] as const)).map((kind) => ({ kind })),
     fc.record({ kind: fc.constantFrom('remove' as const, 'replace' as const), pick: fc.nat() }),
@@ -818,7 +900,10 @@ describe('IN — Inbox', () => {
         // every message ends exactly once: logged as user/message, discarded by a canceled splice, or still pending
         for (const id of sent) {
           const fates = [logged, discarded, still].map((list) => list.filter((x) => x === id).length)
-          expect(fates.reduce((a, b) => a + b), `fate of ${id}: ${fates}`).toBe(1)
+          expect(
+            fates.reduce((a, b) => a + b),
+            `fate of ${id}: ${fates}`,
+          ).toBe(1)
         }
         expect(inserted).toEqual(sent)
         expect(logged.length + discarded.length + still.length).toBe(sent.length)
@@ -863,10 +948,15 @@ describe('IN — Inbox', () => {
               break
             case 'maintain':
               if (phase(agent) === 'idle') {
-                jobs.push(agent.runMaintenance((signal) => new Promise((resolve) => {
-                  signal.addEventListener('abort', resolve, { once: true })
-                  setTimeout(resolve, 1)
-                })))
+                jobs.push(
+                  agent.runMaintenance(
+                    (signal) =>
+                      new Promise((resolve) => {
+                        signal.addEventListener('abort', resolve, { once: true })
+                        setTimeout(resolve, 1)
+                      }),
+                  ),
+                )
               } else {
                 expect(() => agent.runMaintenance(async () => {})).toThrow(/only while the agent is idle/)
               }

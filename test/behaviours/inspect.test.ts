@@ -17,7 +17,9 @@ describe('inspection', () => {
     expect(received).toContain('inbox.send')
     expect(received).toContain('model.settled')
     // the inspector sees the turn pass through its states
-    const values = seen.filter((e) => e.type === '@xstate.snapshot').map((e) => JSON.stringify((e as unknown as { snapshot: { value: unknown } }).snapshot.value))
+    const values = seen
+      .filter((e) => e.type === '@xstate.snapshot')
+      .map((e) => JSON.stringify((e as unknown as { snapshot: { value: unknown } }).snapshot.value))
     expect(values.some((v) => v.includes('"proposing"'))).toBe(true)
     expect(values.some((v) => v.includes('"streaming"'))).toBe(true)
     expect(values.at(-1)).toBe('"idle"')

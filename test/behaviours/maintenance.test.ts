@@ -2,7 +2,7 @@
 // sends made meanwhile latch and drain once the job settles
 // (BEHAVIOURS.md MT-1..MT-6).
 import { describe, expect, it } from 'vitest'
-import { AgentStateError, userMessage, type Agent, type UserMessage } from '../../src/index.js'
+import { AgentStateError, userMessage, type Agent } from '../../src/index.js'
 import { hang, textResponse } from '../../src/testing/index.js'
 import { record, scriptedAgent, textOf, tick, trace } from '../helpers.js'
 
@@ -77,7 +77,7 @@ describe('MT — Maintenance', () => {
     await expect(third).resolves.toBe(3)
   })
 
-  it('MT-2: runMaintenance returns the job\'s own promise, with its value or its rejection', async () => {
+  it("MT-2: runMaintenance returns the job's own promise, with its value or its rejection", async () => {
     const { agent } = scriptedAgent([textResponse('after')])
     const own = Promise.resolve({ compacted: 12 })
     const returned = agent.runMaintenance(() => own)
@@ -121,8 +121,13 @@ describe('MT — Maintenance', () => {
     await agent.whenIdle()
     expect(status).toEqual(['agent/status:running', 'agent/status:idle'])
     expect(trace(agent).filter((x) => /turn\/|user\/message/.test(x))).toEqual([
-      'turn/start{1}', 'user/message(s)', 'user/message(p)', 'turn/end{1,completed}',
-      'turn/start{2}', 'user/message(q)', 'turn/end{2,completed}',
+      'turn/start{1}',
+      'user/message(s)',
+      'user/message(p)',
+      'turn/end{1,completed}',
+      'turn/start{2}',
+      'user/message(q)',
+      'turn/end{2,completed}',
     ])
   })
 
@@ -145,7 +150,7 @@ describe('MT — Maintenance', () => {
     agent.inbox.clear()
   })
 
-  it('MT-4: when the latched wake\'s message is removed before the job settles, no turn starts', async () => {
+  it("MT-4: when the latched wake's message is removed before the job settles, no turn starts", async () => {
     const { agent, model } = scriptedAgent([])
     const status = record(agent, ['agent/status'])
     const job = controlledJob()

@@ -2,16 +2,15 @@
 // how activities start, chain turns, park work, and report failures
 // (BEHAVIOURS.md PH-1..PH-8, with Decision 5 and Decision 7).
 import { describe, expect, it } from 'vitest'
-import { createAgent, createSession, LlmError, userMessage, type Agent, type UserMessage } from '../../src/index.js'
+import { createAgent, createSession, LlmError, userMessage, type Agent } from '../../src/index.js'
 import { errorResponse, hang, maxTokensResponse, scriptedModel, textResponse, type ScriptEntry } from '../../src/testing/index.js'
-import { describeEvent, record, scriptedAgent, textOf, tick, timeline, trace } from '../helpers.js'
+import { record, scriptedAgent, textOf, tick, timeline, trace } from '../helpers.js'
 
 const m = (id: string, text = id) => userMessage(text, { id })
 const phase = (agent: Agent) => {
   const value = agent.actor.getSnapshot().value
   return typeof value === 'string' ? value : Object.keys(value)[0]
 }
-
 
 /** A script entry that answers once `release()` is called. */
 function gated(response = textResponse('released')) {
@@ -113,8 +112,14 @@ describe('PH — Agent phases and status', () => {
     await agent.whenIdle()
     // the running driver claimed them itself: steering at the next step, the prompt as the next turn
     expect(trace(agent).filter((x) => /user\/message|turn\//.test(x))).toEqual([
-      'turn/start{1}', 'user/message(p)', 'user/message(s)', 'user/message(r)', 'turn/end{1,completed}',
-      'turn/start{2}', 'user/message(q)', 'turn/end{2,completed}',
+      'turn/start{1}',
+      'user/message(p)',
+      'user/message(s)',
+      'user/message(r)',
+      'turn/end{1,completed}',
+      'turn/start{2}',
+      'user/message(q)',
+      'turn/end{2,completed}',
     ])
     expect(out.filter((x) => x.startsWith('status'))).toEqual(['status:running', 'status:idle'])
   })
@@ -173,7 +178,11 @@ describe('PH — Agent phases and status', () => {
     await agent.whenIdle()
     // parked work runs first, each prompt as its own turn
     expect(trace(agent).filter((x) => /user\/message|turn\/start/.test(x))).toEqual([
-      'turn/start{1}', 'turn/start{2}', 'user/message(q)', 'turn/start{3}', 'user/message(r)',
+      'turn/start{1}',
+      'turn/start{2}',
+      'user/message(q)',
+      'turn/start{3}',
+      'user/message(r)',
     ])
   })
 
@@ -214,7 +223,12 @@ describe('PH — Agent phases and status', () => {
     agent.followup(m('q'))
     await agent.whenIdle()
     expect(trace(agent).filter((x) => /turn\/|step\/start|user\/message/.test(x))).toEqual([
-      'turn/start{1}', 'turn/end{1,completed}', 'turn/start{2}', 'step/start{2,1}', 'user/message(q)', 'turn/end{2,completed}',
+      'turn/start{1}',
+      'turn/end{1,completed}',
+      'turn/start{2}',
+      'step/start{2,1}',
+      'user/message(q)',
+      'turn/end{2,completed}',
     ])
     expect(model.requests).toHaveLength(1)
     expect(status).toEqual(['agent/status:running', 'agent/status:idle'])
@@ -303,7 +317,10 @@ describe('PH — Agent phases and status', () => {
     await idle
     expect(resolved).toBe(true)
     expect(trace(agent).filter((x) => /turn\/end|user\/message/.test(x))).toEqual([
-      'user/message(p)', 'turn/end{1,aborted}', 'user/message(latched)', 'turn/end{2,completed}',
+      'user/message(p)',
+      'turn/end{1,aborted}',
+      'user/message(latched)',
+      'turn/end{2,completed}',
     ])
     expect(agent.status).toBe('idle')
   })
@@ -376,7 +393,12 @@ describe('PH — Agent phases and status', () => {
     agent.followup(m('q'))
     await agent.whenIdle()
     expect(trace(agent).filter((x) => /turn\/|user\/message/.test(x))).toEqual([
-      'turn/start{1}', 'user/message(p)', 'turn/end{1,completed}', 'turn/start{2}', 'user/message(q)', 'turn/end{2,completed}',
+      'turn/start{1}',
+      'user/message(p)',
+      'turn/end{1,completed}',
+      'turn/start{2}',
+      'user/message(q)',
+      'turn/end{2,completed}',
     ])
   })
 

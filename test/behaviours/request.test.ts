@@ -22,7 +22,6 @@ import { ofType, refuseAppends, scriptedAgent, tick, trace, track, turnEnds } fr
 
 type EventOf<T extends SessionEvent['type']> = Extract<SessionEvent, { type: T }>
 
-
 const server = { message: 'upstream overloaded', code: 'SERVER', status: 503, requestId: 'req-1' }
 /** A failed attempt that streamed visible text before its error finish. */
 const textThenError = (text: string): StreamChunk[] => [...textResponse(text).slice(0, -1), ...errorResponse(server)]
@@ -217,10 +216,20 @@ describe('RQ — Request attempts and retry', () => {
     expect(live.filter((e) => e.type === 'request/context')).toEqual([])
     // the header is logged regardless (RQ-4 / RS-3), the unchanged route is not
     expect(live.filter((e) => e.type === 'request/header').map((e) => e.data.reason)).toEqual(['resume'])
-    const third = track(createAgent({ model: scriptedModel([textResponse('z')], { contextWindow: 16_000 }), session: createSession({ seed: second.session.events }), logger: { error: () => {} } }))
+    const third = track(
+      createAgent({
+        model: scriptedModel([textResponse('z')], { contextWindow: 16_000 }),
+        session: createSession({ seed: second.session.events }),
+        logger: { error: () => {} },
+      }),
+    )
     third.followup('four')
     await third.whenIdle()
-    expect(ofType(third, 'request/context').slice(-1).map((e) => e.data)).toEqual([{ provider: 'scripted', model: 'scripted-1', contextWindow: 16_000 }])
+    expect(
+      ofType(third, 'request/context')
+        .slice(-1)
+        .map((e) => e.data),
+    ).toEqual([{ provider: 'scripted', model: 'scripted-1', contextWindow: 16_000 }])
   })
 
   it('RQ-6: the dispatched request is deep-frozen: header config, derived messages, system/tools, session id, turn signal', async () => {
@@ -262,7 +271,7 @@ describe('RQ — Request attempts and retry', () => {
     const model: ModelAdapter = {
       provider: 'mutating',
       model: 'm-1',
-      // eslint-disable-next-line require-yield
+
       async *stream(request) {
         ;(request.messages as unknown[]).push(userMessage('smuggled'))
       },
@@ -302,7 +311,11 @@ describe('RQ — Request attempts and retry', () => {
         }),
       error: { message: 'no route today', code: 'NO_ADAPTER' },
     },
-    { name: 'a refused chunk append', setup: (a: Agent) => refuseAppends(a, 'assistant/chunk'), error: { message: 'refused assistant/chunk', code: 'UNKNOWN' } },
+    {
+      name: 'a refused chunk append',
+      setup: (a: Agent) => refuseAppends(a, 'assistant/chunk'),
+      error: { message: 'refused assistant/chunk', code: 'UNKNOWN' },
+    },
   ])('RQ-7: $name ends the turn error directly, never offered to agent/request-error', async ({ setup, error }) => {
     const { agent } = scriptedAgent([textResponse('hello'), textResponse('hello')])
     let offered = 0
@@ -322,7 +335,7 @@ describe('RQ — Request attempts and retry', () => {
     expect(ofType(agent, 'assistant/chunk')).toEqual([])
   })
 
-  it('RQ-7: after a refused chunk append the adapter\'s stream is closed, not left suspended', async () => {
+  it("RQ-7: after a refused chunk append the adapter's stream is closed, not left suspended", async () => {
     let closed = false
     const model: ModelAdapter = {
       provider: 'closing',
@@ -344,7 +357,7 @@ describe('RQ — Request attempts and retry', () => {
     expect(closed).toBe(true)
   })
 
-  it('RQ-8: a stream ended by the turn\'s own cancellation is handled as cancellation, not as a request failure', async () => {
+  it("RQ-8: a stream ended by the turn's own cancellation is handled as cancellation, not as a request failure", async () => {
     const { agent } = scriptedAgent([hang])
     let offered = 0
     agent.on('agent/request-error', () => void offered++)
@@ -451,7 +464,7 @@ describe('RQ — Request attempts and retry', () => {
     expect(statuses).toEqual(['running', 'idle'])
   })
 
-  it('RQ-11: a failed attempt\'s chunks stay in the log but not in history; the anchor cites only its own attempt', async () => {
+  it("RQ-11: a failed attempt's chunks stay in the log but not in history; the anchor cites only its own attempt", async () => {
     const { agent, model } = scriptedAgent([textThenError('half an answer'), textResponse('whole answer'), textResponse('next')])
     agent.on('agent/request-error', () => ({ kind: 'retry' }))
     agent.followup('one')

@@ -2,20 +2,11 @@
 // completion anchor, max-tokens and tool steps, and step/end on every exit.
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import {
-  createAgent,
-  defineTool,
-  userMessage,
-  type Agent,
-  type ModelAdapter,
-  type SessionEvent,
-  type StreamChunk,
-} from '../../src/index.js'
+import { createAgent, defineTool, userMessage, type Agent, type ModelAdapter, type SessionEvent, type StreamChunk } from '../../src/index.js'
 import { errorResponse, hang, maxTokensResponse, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { ofType, refuseAppends, scriptedAgent, tick, trace, track } from '../helpers.js'
 
 type EventOf<T extends SessionEvent['type']> = Extract<SessionEvent, { type: T }>
-
 
 const executed: string[] = []
 const lookup = defineTool({
@@ -310,7 +301,9 @@ describe('ST — Step', () => {
     executed.length = 0
     const chunks: StreamChunk[] = [
       ...textResponse('partial').slice(0, -1),
-      ...toolCallResponse([{ id: 'c1', name: 'lookup', arguments: '{"q":' }]).slice(0, -1).map((c) => ('index' in c ? { ...c, index: 1 } : c)),
+      ...toolCallResponse([{ id: 'c1', name: 'lookup', arguments: '{"q":' }])
+        .slice(0, -1)
+        .map((c) => ('index' in c ? { ...c, index: 1 } : c)),
       finish({ kind: 'max-tokens' }, { response: { id: 'r' }, blocks: [{ b: 'text' }, { b: 'call' }] }),
     ]
     const { agent, model } = scriptedAgent([chunks], { tools: [lookup] })

@@ -7,7 +7,6 @@ import { createAgent, defineTool, userMessage } from '../../src/index.js'
 import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { propertyRuns, tick } from '../helpers.js'
 
-
 interface Harness {
   open: Array<{ callId: string; release: () => void }>
   inFlight: Set<string>

@@ -50,8 +50,7 @@ function gated(name: string, mode: 'parallel' | 'exclusive' | ((args: unknown) =
 
 const calls = (ids: string[], name = 'read', args = '{}') => ids.map((id) => ({ id, name, arguments: args }))
 const toolEvents = (agent: Agent) => trace(agent).filter((t) => t.startsWith('tool/'))
-const results = (agent: Agent) =>
-  agent.session.events.filter((e): e is Extract<SessionEvent, { type: 'tool/result' }> => e.type === 'tool/result')
+const results = (agent: Agent) => agent.session.events.filter((e): e is Extract<SessionEvent, { type: 'tool/result' }> => e.type === 'tool/result')
 const resultOf = (agent: Agent, callId: string) => results(agent).find((e) => e.data.message.source.callId === callId)!
 const contentOf = (agent: Agent, callId: string) => resultOf(agent, callId).data.message.content[0].content
 
@@ -130,10 +129,7 @@ describe('TL — tools', () => {
 
   it('TL-2: an unknown tool is exclusive: the call after it waits for its result', async () => {
     const r = gated('read')
-    const { agent } = scriptedAgent(
-      [toolCallResponse([{ id: 'u', name: 'nope', arguments: '{}' }, ...calls(['r1'])]), textResponse('k')],
-      { tools: [r.tool] },
-    )
+    const { agent } = scriptedAgent([toolCallResponse([{ id: 'u', name: 'nope', arguments: '{}' }, ...calls(['r1'])]), textResponse('k')], { tools: [r.tool] })
     agent.followup('go')
     await tick(5)
     expect(toolEvents(agent)).toEqual(['tool/call(u)', 'tool/result(u)', 'tool/call(r1)'])
@@ -144,10 +140,9 @@ describe('TL — tools', () => {
   it('TL-3: reads r1, w2, r3 run strictly as r1, then w2, then r3', async () => {
     const r = gated('read')
     const w = gated('write', 'exclusive')
-    const { agent } = scriptedAgent(
-      [toolCallResponse([...calls(['r1']), ...calls(['w2'], 'write'), ...calls(['r3'])]), textResponse('k')],
-      { tools: [r.tool, w.tool] },
-    )
+    const { agent } = scriptedAgent([toolCallResponse([...calls(['r1']), ...calls(['w2'], 'write'), ...calls(['r3'])]), textResponse('k')], {
+      tools: [r.tool, w.tool],
+    })
     agent.followup('go')
     await tick(5)
     expect(r.started()).toEqual(['r1'])
@@ -277,7 +272,13 @@ describe('TL — tools', () => {
       execute: () => ({ content: 'with meta', meta: { rows: 3 } }),
     })
     const { agent } = scriptedAgent(
-      [toolCallResponse([{ id: 'm1', name: 'meta', arguments: '{}' }, { id: 'u1', name: 'ghost', arguments: '{}' }]), textResponse('k')],
+      [
+        toolCallResponse([
+          { id: 'm1', name: 'meta', arguments: '{}' },
+          { id: 'u1', name: 'ghost', arguments: '{}' },
+        ]),
+        textResponse('k'),
+      ],
       { tools: [meta] },
     )
     agent.on('tools/post-execute', (p, next) => (p.callId === 'm1' ? { kind: 'accept', content: 'replaced' } : next()))
@@ -369,11 +370,17 @@ describe('TL — tools', () => {
   it('TL-10: a denial still runs post-execute; a throwing pre-execute skips it', async () => {
     const t = defineTool({ name: 't', description: 't', input: z.object({}), execute: () => 'v' })
     const { agent } = scriptedAgent(
-      [toolCallResponse([{ id: 'deny', name: 't', arguments: '{}' }, { id: 'throw', name: 't', arguments: '{}' }]), textResponse('k')],
+      [
+        toolCallResponse([
+          { id: 'deny', name: 't', arguments: '{}' },
+          { id: 'throw', name: 't', arguments: '{}' },
+        ]),
+        textResponse('k'),
+      ],
       { tools: [t] },
     )
     const posts: string[] = []
-    agent.on('tools/pre-execute', (p, next) => {
+    agent.on('tools/pre-execute', (p) => {
       if (p.callId === 'deny') return { kind: 'deny', reason: 'no' }
       throw new Error('pre broke')
     })
@@ -510,7 +517,12 @@ describe('TL — tools', () => {
       input: z.object({}),
       execute: () => ({ content: 'bye', concludesTurn: true, additionalContexts: ['one more thing'] }),
     })
-    const failing = defineTool({ name: 'failing', description: 'f', input: z.object({}), execute: () => ({ content: 'no', isError: true, concludesTurn: true }) })
+    const failing = defineTool({
+      name: 'failing',
+      description: 'f',
+      input: z.object({}),
+      execute: () => ({ content: 'no', isError: true, concludesTurn: true }),
+    })
     const first = scriptedAgent([toolCallResponse([{ id: 'f', name: 'finish', arguments: '{}' }]), textResponse('ok')], { tools: [finish] })
     first.agent.followup('go')
     await first.agent.whenIdle()

@@ -2,27 +2,9 @@
 // failures after turn/start, and balanced boundaries on every exit path.
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import {
-  createAgent,
-  createSession,
-  defineTool,
-  LlmError,
-  userMessage,
-  type Agent,
-  type SessionEvent,
-} from '../../src/index.js'
-import {
-  checkSessionInvariants,
-  errorResponse,
-  hang,
-  maxTokensResponse,
-  scriptedModel,
-  textResponse,
-  toolCallResponse,
-} from '../../src/testing/index.js'
+import { createAgent, createSession, defineTool, LlmError, userMessage, type Agent } from '../../src/index.js'
+import { checkSessionInvariants, errorResponse, hang, maxTokensResponse, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { record, refuseAppends, scriptedAgent, tick, trace, turnEnds } from '../helpers.js'
-
-
 
 const lookup = defineTool({ name: 'lookup', description: 'look something up', input: z.object({}), execute: () => 'found it' })
 
@@ -82,15 +64,7 @@ describe('TU — Turn', () => {
       'step/end{1,1}',
       'turn/end{1,completed}',
     ])
-    expect(live).toEqual([
-      'inserted',
-      'status:running',
-      'claimed{1}',
-      'pre-step{1,1}',
-      'request{1,1}',
-      'turn-stopping{1}',
-      'status:idle',
-    ])
+    expect(live).toEqual(['inserted', 'status:running', 'claimed{1}', 'pre-step{1,1}', 'request{1,1}', 'turn-stopping{1}', 'status:idle'])
     // turn/start precedes the claim, and the claim splice precedes its notification
     expect(logAtClaim).toEqual([['spliced(next-turn +1)', 'turn/start{1}', 'spliced(next-turn -1)']])
     expect(model.requests).toHaveLength(1)

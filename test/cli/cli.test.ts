@@ -105,7 +105,11 @@ describe('diagram', () => {
       const file = readFileSync(join(outDir, `${name}.mmd`), 'utf8')
       expect(file.endsWith(text)).toBe(true)
       // everything before the diagram is Mermaid comments
-      for (const line of file.slice(0, file.length - text.length).split('\n').filter(Boolean)) expect(line.startsWith('%%')).toBe(true)
+      for (const line of file
+        .slice(0, file.length - text.length)
+        .split('\n')
+        .filter(Boolean))
+        expect(line.startsWith('%%')).toBe(true)
     }
     expect(writeMachineDiagrams(join(dir, 'again'))).toHaveLength(5)
   })
@@ -195,7 +199,16 @@ describe('dispatch', () => {
   })
 
   it('answers an unknown command or option with the usage on stderr and exit 2', async () => {
-    for (const argv of [['nope'], ['demo', '--nope'], ['replay'], ['replay', 'a', 'b'], ['diagram', 'extra'], ['conformance'], ['conformance', 'generate'], ['conformance', 'walk']]) {
+    for (const argv of [
+      ['nope'],
+      ['demo', '--nope'],
+      ['replay'],
+      ['replay', 'a', 'b'],
+      ['diagram', 'extra'],
+      ['conformance'],
+      ['conformance', 'generate'],
+      ['conformance', 'walk'],
+    ]) {
       const { io, out, err } = capture()
       expect(await runCli(argv, io), argv.join(' ')).toBe(2)
       expect(out).toEqual([])

@@ -19,7 +19,6 @@ import {
   selectScenarios,
   walks,
   type Exploration,
-  type Scenario,
 } from '../../src/testing/index.js'
 
 const explorations = new Map<string, Exploration>()
@@ -44,7 +43,10 @@ describe('model-based tests', () => {
     expect([...explorations.keys()]).toEqual(['agent', 'turn', 'step', 'attempt', 'toolBatch'])
     for (const exploration of explorations.values()) {
       const report = coverageOf(exploration)
-      expect(report.missing.filter((m) => m.reason === null), `${report.machine} uncovered transitions`).toEqual([])
+      expect(
+        report.missing.filter((m) => m.reason === null),
+        `${report.machine} uncovered transitions`,
+      ).toEqual([])
       expect(report.covered).toBeGreaterThan(report.total * 0.9)
     }
   })
@@ -79,7 +81,10 @@ describe('model-based tests', () => {
   })
 
   it('the generated suite can fail: a turn that opens a step after a reject is caught', async () => {
-    const suite = selectScenarios(explorations.get('agent')!.scenarios.filter((s) => s.replayable), 240)
+    const suite = selectScenarios(
+      explorations.get('agent')!.scenarios.filter((s) => s.replayable),
+      240,
+    )
     const broken = createAgentchartDriver({ machine: buildAgentMachine(stepAfterReject()) })
     const results = await runSuite({ format: 'agentchart-conformance/1', generatedBy: 'test', scenarios: suite }, broken)
     const failed = results.filter((r) => !r.passed)

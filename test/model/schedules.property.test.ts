@@ -6,9 +6,18 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { agentMachine, applySplice, type InboxLists } from '../../src/machines/index.js'
 import type { SessionEvent } from '../../src/index.js'
-import { checkLifecycleInvariants, checkSessionInvariants, complete, createHarness, identify, judge, runOnAgentchart, type HarnessState, type ScenarioInput } from '../../src/testing/index.js'
+import {
+  checkLifecycleInvariants,
+  checkSessionInvariants,
+  complete,
+  createHarness,
+  identify,
+  judge,
+  runOnAgentchart,
+  type HarnessState,
+  type ScenarioInput,
+} from '../../src/testing/index.js'
 import { propertyRuns } from '../helpers.js'
-
 
 const harness = createHarness({
   machine: agentMachine,
@@ -44,7 +53,7 @@ function fates(events: readonly SessionEvent[], inputs: readonly ScenarioInput[]
     if (e.type === 'agent/inbox/spliced') {
       const list = e.data.target === 'next-turn' ? lists.nextTurn : lists.nextStep
       const removed = list.slice(e.data.start, e.data.start + (e.data.removedCount ?? 0))
-      for (const m of removed) (e.data.outcome === 'canceled' ? discarded.add(m.id) : claimedIn.set(m.id, turn))
+      for (const m of removed) e.data.outcome === 'canceled' ? discarded.add(m.id) : claimedIn.set(m.id, turn)
       lists = applySplice(lists, e.data)
     }
   }
@@ -54,7 +63,8 @@ function fates(events: readonly SessionEvent[], inputs: readonly ScenarioInput[]
     if (entered.has(id) || discarded.has(id) || pending.has(id)) return false
     const t = claimedIn.get(id)
     // a claimed batch may be consumed unentered: a rejected, emptied, failed or cancelled proposal (TU-5, TU-7, HK-4, CX-9)
-    if (t !== undefined && (turnEnd.get(t) !== 'completed' || !stepped.has(t) || inputs.some((i) => i.type === 'pre-step' && i.decision === 'empty'))) return false
+    if (t !== undefined && (turnEnd.get(t) !== 'completed' || !stepped.has(t) || inputs.some((i) => i.type === 'pre-step' && i.decision === 'empty')))
+      return false
     // a duplicate or refused send never entered the inbox (IN-6)
     return !events.some((e) => e.type === 'agent/inbox/spliced' && e.data.inserted.some((m) => m.id === id))
   })
@@ -68,7 +78,9 @@ describe('random schedules', () => {
         const state = walk(picks)
         const scenario = { id: 'walk', machine: 'agent' as const, description: '', inputs: state.inputs, expected: state.trace.map(identify), invariants: [] }
         const statuses: string[] = []
-        const events = (await runOnAgentchart(scenario, { observe: (agent) => agent.on('agent/status', ({ status }) => void statuses.push(status)) })) as SessionEvent[]
+        const events = (await runOnAgentchart(scenario, {
+          observe: (agent) => agent.on('agent/status', ({ status }) => void statuses.push(status)),
+        })) as SessionEvent[]
         // the runtime logs what the model predicts
         expect(judge(scenario, events)).toBeNull()
         // statuses alternate running/idle, one pair per activity (PH-6)

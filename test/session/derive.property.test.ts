@@ -23,7 +23,13 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   fc.constant({ kind: 'chunk' as const }),
   fc.constant({ kind: 'tool-result' as const }),
   fc.constant({ kind: 'boundary' as const }),
-  fc.record({ kind: fc.constant('replace' as const), as: fc.constantFrom('user' as const, 'assistant' as const), a: fc.nat(), b: fc.nat(), extra: fc.boolean() }),
+  fc.record({
+    kind: fc.constant('replace' as const),
+    as: fc.constantFrom('user' as const, 'assistant' as const),
+    a: fc.nat(),
+    b: fc.nat(),
+    extra: fc.boolean(),
+  }),
   fc.record({ kind: fc.constant('replace-result' as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant('bad-replace' as const), a: fc.nat(), b: fc.nat() }),
   fc.constant({ kind: 'check' as const }),
@@ -67,10 +73,14 @@ function run(session: Session, ops: readonly Op[]): void {
         const old = session.at(seq)!
         if (old.type !== 'tool/result') break
         const content = [{ ...old.data.message.content[0], content: `short ${seq}` }] as typeof old.data.message.content
-        session.append('tool/result', { ...old.data, message: { ...old.data.message, content } }, {
-          surfaceOp: { op: 'replace', start: seq, end: seq },
-          sourceEventSeqs: [seq],
-        })
+        session.append(
+          'tool/result',
+          { ...old.data, message: { ...old.data.message, content } },
+          {
+            surfaceOp: { op: 'replace', start: seq, end: seq },
+            sourceEventSeqs: [seq],
+          },
+        )
         break
       }
       case 'bad-replace': {
@@ -105,7 +115,11 @@ describe('derived history property', () => {
         expect(history).toEqual(naiveDerive(session.events))
         expect(history).toEqual(deriveMessagesFrom(session.events))
         // Identity, not just equality: the derived values are the logged ones.
-        const logged = new Set(session.events.map((e) => (e.type === 'user/message' ? e.data : 'message' in (e.data as object) ? (e.data as { message: unknown }).message : undefined)))
+        const logged = new Set(
+          session.events.map((e) =>
+            e.type === 'user/message' ? e.data : 'message' in (e.data as object) ? (e.data as { message: unknown }).message : undefined,
+          ),
+        )
         for (const m of history) expect(logged.has(m)).toBe(true)
       }),
       { numRuns: propertyRuns(300) },

@@ -1,13 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { ConfigError, LosslessJsonError, SessionAppendError } from '../../src/errors.js'
-import {
-  EventDataSchemas,
-  createSession,
-  deriveMessagesFrom,
-  Session,
-  type SessionEvent,
-  type ToolResultBlock,
-} from '../../src/session/index.js'
+import { EventDataSchemas, createSession, deriveMessagesFrom, Session, type SessionEvent, type ToolResultBlock } from '../../src/session/index.js'
 import { assistant, assistantData, naiveDerive, toolResultData, user } from './fixtures.js'
 
 /** A clock that ticks by 10 ms per reading, starting at 1000. */
@@ -286,9 +279,9 @@ describe('SS-3..SS-6 surface metadata', () => {
     session.append('turn/start', { turn: 1 })
     expect(() => session.append('step/start', { turn: 1, step: 1 }, { surfaceOp: 'append' })).toThrow(/only user\/message, assistant\/message, tool\/result/)
     expect(() => session.append('step/start', { turn: 1, step: 1 }, { sourceEventSeqs: [0] })).toThrow(SessionAppendError)
-    expect(() =>
-      session.append('assistant/chunk', { turn: 1, step: 1, chunk: { type: 'text-delta', index: 0, text: '' } }, { sourceEventSeqs: [0] }),
-    ).toThrow(SessionAppendError)
+    expect(() => session.append('assistant/chunk', { turn: 1, step: 1, chunk: { type: 'text-delta', index: 0, text: '' } }, { sourceEventSeqs: [0] })).toThrow(
+      SessionAppendError,
+    )
     expect(session.length).toBe(1)
   })
 
@@ -308,7 +301,9 @@ describe('SS-3..SS-6 surface metadata', () => {
     const next = session.length
     expect(() => session.append('user/message', user('u1'), { surfaceOp: 'append', sourceEventSeqs: [next] })).toThrow(/not an earlier seq/)
     expect(() => session.append('user/message', user('u1'), { surfaceOp: 'append', sourceEventSeqs: [next + 5] })).toThrow(/sourceEventSeqs\[0\]/)
-    expect(() => session.append('user/message', user('u1'), { surfaceOp: 'append', sourceEventSeqs: [0, 1, 0] })).toThrow(/sourceEventSeqs\[2\] = 0 is a duplicate/)
+    expect(() => session.append('user/message', user('u1'), { surfaceOp: 'append', sourceEventSeqs: [0, 1, 0] })).toThrow(
+      /sourceEventSeqs\[2\] = 0 is a duplicate/,
+    )
     expect(() => session.append('user/message', user('u1'), { surfaceOp: 'append', sourceEventSeqs: [-1] })).toThrow(/must be a seq/)
     expect(() => session.append('user/message', user('u1'), { surfaceOp: 'append', sourceEventSeqs: [0.5] })).toThrow(/must be a seq/)
     expect(session.length).toBe(2)
@@ -364,7 +359,9 @@ describe('SS-3..SS-6 surface metadata', () => {
     expect(replace(99, 99, [0])).toThrow(/not a current surface node/)
     expect(replace(r.seq, u1.seq, [u1.seq, r.seq])).toThrow(/comes after end/)
     expect(replace(u1.seq, r.seq, [u1.seq])).toThrow(/3 is missing/)
-    expect(() => session.append('user/message', user('x'), { surfaceOp: { op: 'replace', start: u1.seq, end: u1.seq } })).toThrow(/must include every shadowed node/)
+    expect(() => session.append('user/message', user('x'), { surfaceOp: { op: 'replace', start: u1.seq, end: u1.seq } })).toThrow(
+      /must include every shadowed node/,
+    )
     expect(session.length).toBe(4)
     expect(session.replaceGeneration).toBe(1)
   })
@@ -628,7 +625,14 @@ describe('SS-9/SS-10 seeds', () => {
     expect(seedError(future).message).toMatch(new RegExp(`seed\\[${r}\\].*not an earlier seq`))
     expect((seedError(future) as SessionAppendError).path).toBe(`seed[${r}].sourceEventSeqs[0]`)
     const badReplace = validSeed()
-    badReplace.push({ seq: badReplace.length, time: 1, type: 'user/message', data: user('x'), surfaceOp: { op: 'replace', start: 0, end: 0 }, sourceEventSeqs: [0] })
+    badReplace.push({
+      seq: badReplace.length,
+      time: 1,
+      type: 'user/message',
+      data: user('x'),
+      surfaceOp: { op: 'replace', start: 0, end: 0 },
+      sourceEventSeqs: [0],
+    })
     expect(seedError(badReplace).message).toMatch(/start 0 is not a current surface node/)
   })
 
@@ -757,7 +761,14 @@ describe('SS-11 observers and events$', () => {
   it('SS-11: events$ works through operators', async () => {
     const { filter, map, firstValueFrom, take, toArray } = await import('rxjs')
     const session = createSession()
-    const types = firstValueFrom(session.events$.pipe(filter((e) => e.type !== 'turn/start'), map((e) => e.type), take(2), toArray()))
+    const types = firstValueFrom(
+      session.events$.pipe(
+        filter((e) => e.type !== 'turn/start'),
+        map((e) => e.type),
+        take(2),
+        toArray(),
+      ),
+    )
     session.append('turn/start', { turn: 1 })
     session.append('step/start', { turn: 1, step: 1 })
     session.append('step/end', { turn: 1, step: 1 })

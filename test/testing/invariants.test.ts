@@ -69,7 +69,12 @@ class Log {
     return this.add('tool/call', { turn: this.turn, step: this.step, callId, name, arguments: args })
   }
   result(callId: string, callSeq: number | undefined, error?: { name: string; code: string }): number {
-    const message = { id: `r${++this.#ids}`, role: 'user', content: [{ type: 'tool-result', toolCallId: callId, content: 'ok' }], source: { kind: 'tool', callId } }
+    const message = {
+      id: `r${++this.#ids}`,
+      role: 'user',
+      content: [{ type: 'tool-result', toolCallId: callId, content: 'ok' }],
+      source: { kind: 'tool', callId },
+    }
     return this.add(
       'tool/result',
       { turn: this.turn, step: this.step, message, ...(error ? { error } : {}) },
@@ -158,7 +163,12 @@ function soundLog(): Raw[] {
   log.turnStart()
   log.stepStart()
   log.user()
-  log.attempt(toolCallResponse([{ id: 'c3', name: 'read', arguments: '{}' }, { id: 'c4', name: 'read', arguments: '{}' }]))
+  log.attempt(
+    toolCallResponse([
+      { id: 'c3', name: 'read', arguments: '{}' },
+      { id: 'c4', name: 'read', arguments: '{}' },
+    ]),
+  )
   log.call('c3')
   log.stepEnd()
   log.turnEnd({ kind: 'error', error: { message: 'scheduler failed', code: 'UNKNOWN' } })
@@ -166,7 +176,12 @@ function soundLog(): Raw[] {
   log.turnStart()
   log.stepStart()
   log.user()
-  log.attempt(toolCallResponse([{ id: 'c5', name: 'read', arguments: '{}' }, { id: 'c6', name: 'read', arguments: '{}' }]))
+  log.attempt(
+    toolCallResponse([
+      { id: 'c5', name: 'read', arguments: '{}' },
+      { id: 'c6', name: 'read', arguments: '{}' },
+    ]),
+  )
   const c5 = log.call('c5')
   log.result('c5', c5, { name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' })
   log.result('c6', undefined, { name: 'ToolNotStartedError', code: 'TOOL_NOT_STARTED' })
@@ -175,7 +190,10 @@ function soundLog(): Raw[] {
   // replacements outside a turn: a tool result rewrite (SS-6) and a summary over the first exchange
   const msg = { id: 'r1b', role: 'user', content: [{ type: 'tool-result', toolCallId: 'c1', content: 'trimmed' }], source: { kind: 'tool', callId: 'c1' } }
   log.add('tool/result', { turn: 4, step: 1, message: msg }, { surfaceOp: { op: 'replace', start: r1, end: r1 }, sourceEventSeqs: [r1] })
-  log.add('user/message', userMsg('sum', 'summary'), { surfaceOp: { op: 'replace', start: firstUser, end: firstAnchor }, sourceEventSeqs: [firstUser, firstAnchor] })
+  log.add('user/message', userMsg('sum', 'summary'), {
+    surfaceOp: { op: 'replace', start: firstUser, end: firstAnchor },
+    sourceEventSeqs: [firstUser, firstAnchor],
+  })
   // turn 10: one step, then a rejected later proposal (TU-6)
   log.turnStart()
   log.stepStart()
@@ -212,11 +230,7 @@ describe('checkSessionInvariants', () => {
     })
 
     it('garbage events are reported, not thrown', () => {
-      expect(at(checkSessionInvariants([null, 'x', { seq: 2, time: 0, type: 'turn/start', data: { turn: 0 } }]))).toEqual([
-        'shape@0',
-        'shape@1',
-        'shape@2',
-      ])
+      expect(at(checkSessionInvariants([null, 'x', { seq: 2, time: 0, type: 'turn/start', data: { turn: 0 } }]))).toEqual(['shape@0', 'shape@1', 'shape@2'])
     })
 
     it('a bad envelope key or bad per-type data', () => {
@@ -518,9 +532,12 @@ describe('checkSessionInvariants', () => {
 
     it("RS-5 only repair's uncited TOOL_NOT_STARTED result may lack a call", () => {
       let cited = -1
-      const log = toolStep((log) => {
-        cited = log.result('c1', undefined, { name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' })
-      }, { kind: 'interrupted' })
+      const log = toolStep(
+        (log) => {
+          cited = log.result('c1', undefined, { name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' })
+        },
+        { kind: 'interrupted' },
+      )
       expect(at(checkSessionInvariants(log.events))).toEqual([`call-result-pairing@${cited}`, `call-from-anchor@${cited + 1}`])
       const repaired = toolStep((log) => log.result('c1', undefined, { name: 'ToolNotStartedError', code: 'TOOL_NOT_STARTED' }), {
         kind: 'interrupted',
@@ -571,7 +588,11 @@ describe('checkSessionInvariants', () => {
       const notSurface = log.add('user/message', userMsg('s1', 's'), { surfaceOp: { op: 'replace', start: 0, end: anchor }, sourceEventSeqs: [0] })
       const uncited = log.add('user/message', userMsg('s2', 's'), { surfaceOp: { op: 'replace', start: user, end: anchor }, sourceEventSeqs: [user] })
       const msg = { id: 'r', role: 'user', content: [{ type: 'tool-result', toolCallId: 'c1', content: 'x' }], source: { kind: 'tool', callId: 'c1' } }
-      const wrongKind = log.add('tool/result', { turn: 1, step: 1, message: msg }, { surfaceOp: { op: 'replace', start: uncited, end: uncited }, sourceEventSeqs: [uncited] })
+      const wrongKind = log.add(
+        'tool/result',
+        { turn: 1, step: 1, message: msg },
+        { surfaceOp: { op: 'replace', start: uncited, end: uncited }, sourceEventSeqs: [uncited] },
+      )
       expect(at(checkSessionInvariants(log.events))).toEqual([`surface-metadata@${notSurface}`, `surface-metadata@${uncited}`, `surface-metadata@${wrongKind}`])
     })
   })
@@ -583,7 +604,13 @@ describe('checkSessionInvariants', () => {
       log.stepStart()
       log.user()
       const seqs = log.chunks(maxTokensResponse('cut'))
-      const anchor = log.anchor([{ type: 'text', text: 'cut' }, { type: 'tool-call', id: 'c', name: 'n', arguments: '{' }], seqs)
+      const anchor = log.anchor(
+        [
+          { type: 'text', text: 'cut' },
+          { type: 'tool-call', id: 'c', name: 'n', arguments: '{' },
+        ],
+        seqs,
+      )
       log.stepEnd()
       log.turnEnd({ kind: 'max-tokens' })
       expect(at(checkSessionInvariants(log.events))).toEqual([`no-tool-call-in-max-tokens-step@${anchor}`])
@@ -618,7 +645,13 @@ describe('checkSessionInvariants', () => {
     const aborted: TurnEndReason = { kind: 'aborted', reason: { kind: 'user' } }
 
     it('CX-7 no tool-call blocks, and some visible text', () => {
-      const withCall = cancelled([{ type: 'text', text: 'x' }, { type: 'tool-call', id: 'c', name: 'n', arguments: '' }], aborted)
+      const withCall = cancelled(
+        [
+          { type: 'text', text: 'x' },
+          { type: 'tool-call', id: 'c', name: 'n', arguments: '' },
+        ],
+        aborted,
+      )
       expect(at(checkSessionInvariants(withCall.log.events))).toEqual([`interrupted-prefix@${withCall.prefix}`])
       const blank = cancelled([{ type: 'text', text: ' \n' }], aborted)
       expect(at(checkSessionInvariants(blank.log.events))).toEqual([`interrupted-prefix@${blank.prefix}`])
@@ -655,6 +688,10 @@ describe('checkSessionInvariants', () => {
     const firstChunk = indexOf(events, (e) => e.type === 'assistant/chunk')
     events[firstChunk].data = { ...events[firstChunk].data, step: 9 }
     const violations = checkSessionInvariants(events)
-    expect(at(violations)).toEqual([`contiguous-seq@3`, `event-enclosure@${firstChunk}`, `chunk-citation@${indexOf(events, (e) => e.type === 'assistant/message')}`])
+    expect(at(violations)).toEqual([
+      `contiguous-seq@3`,
+      `event-enclosure@${firstChunk}`,
+      `chunk-citation@${indexOf(events, (e) => e.type === 'assistant/message')}`,
+    ])
   })
 })

@@ -47,7 +47,8 @@ export async function loadDriver(module?: string): Promise<ConformanceDriver> {
   const url = isAbsolute(module) || module.startsWith('.') ? pathToFileURL(resolve(module)).href : module
   const loaded = await import(url)
   const driver = (loaded.default ?? loaded.driver) as ConformanceDriver | undefined
-  if (!driver || typeof driver.run !== 'function') throw new Error(`${module} exports no conformance driver (a default export or \`driver\` with run(scenario))`)
+  if (!driver || typeof driver.run !== 'function')
+    throw new Error(`${module} exports no conformance driver (a default export or \`driver\` with run(scenario))`)
   return driver
 }
 

@@ -73,13 +73,13 @@ export async function runOnAgentchart(
   agent = createAgent({ model, tools, logger: { error: () => {} }, machine: options.machine, ...(session ? { session } : {}) })
   options.observe?.(agent)
   const append = agent.session.append.bind(agent.session)
-  agent.session.append = ((type: string, data: unknown, intent?: unknown) => {
+  agent.session.append = (type: string, data: unknown, intent?: unknown) => {
     if (armed === type) {
       armed = null
       throw new Error('scripted store failure')
     }
     return append(type as never, data as never, intent as never)
-  }) as typeof agent.session.append
+  }
 
   const fail = () => {
     throw new Error(SCENARIO_FAILURE.message)

@@ -31,10 +31,12 @@ export function selectScenarios(scenarios: ReadonlyArray<Scenario & { covers?: s
   const want = Math.max(0, size - chosen.size)
   const stride = rest.length / Math.max(1, want)
   for (let k = 0; k < want && k * stride < rest.length; k++) chosen.add(rest[Math.floor(k * stride)])
-  return [...chosen].sort((a, b) => a - b).map((i) => {
-    const { covers: _covers, replayable: _replayable, ...scenario } = scenarios[i]
-    return ScenarioSchema.parse(scenario)
-  })
+  return [...chosen]
+    .sort((a, b) => a - b)
+    .map((i) => {
+      const { covers: _covers, replayable: _replayable, ...scenario } = scenarios[i]
+      return ScenarioSchema.parse(scenario)
+    })
 }
 
 /** Walk the agent machine and build a suite of `size` scenarios (at least the full cover). */

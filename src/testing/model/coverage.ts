@@ -33,7 +33,9 @@ export function formatCoverage(reports: readonly CoverageReport[]): string {
   for (const r of reports) {
     const pct = ((100 * r.covered) / r.total).toFixed(1)
     const explained = r.missing.filter((m) => m.reason).length
-    lines.push(`${r.machine.padEnd(10)} ${String(r.covered).padStart(4)}/${r.total} transitions (${pct}%)${explained ? `, ${explained} unreachable with a listed reason` : ''}`)
+    lines.push(
+      `${r.machine.padEnd(10)} ${String(r.covered).padStart(4)}/${r.total} transitions (${pct}%)${explained ? `, ${explained} unreachable with a listed reason` : ''}`,
+    )
     for (const m of r.missing) lines.push(`  - ${m.key}: ${m.reason ?? 'NOT COVERED and no reason listed'}`)
   }
   return lines.join('\n')

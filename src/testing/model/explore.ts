@@ -95,12 +95,15 @@ export function explore(name: string, options: { machine: AnyStateMachine; input
     const harness = createHarness({ machine: options.machine, input: { ...options.input, ...fromSeed, ...budget.input }, budget })
     // a walk that starts from another input or with something armed is for coverage; the runtime replays the rest
     const replayable = !budget.input && !budget.prelude
-    const paths = getShortestPaths(harness.logic as any, {
-      events: (state: HarnessState) => harness.choices(state) as any,
-      serializeState: (state: HarnessState) => harness.abstract(state),
-      serializeEvent: (event: any) => JSON.stringify(event),
-      limit: options.limit ?? 50_000,
-    } as any)
+    const paths = getShortestPaths(
+      harness.logic as any,
+      {
+        events: (state: HarnessState) => harness.choices(state) as any,
+        serializeState: (state: HarnessState) => harness.abstract(state),
+        serializeEvent: (event: any) => JSON.stringify(event),
+        limit: options.limit ?? 50_000,
+      } as any,
+    )
     states += paths.length
     // edge cover: every state's shortest path, plus each input from it that takes a transition not yet taken
     const ends: HarnessState[] = []
@@ -131,7 +134,7 @@ export function explore(name: string, options: { machine: AnyStateMachine; input
       const brokenBoundary = state.inputs.some((i) => i.type === 'fail-next' && ['step/end', 'turn/end'].includes(i.eventType))
       const excused = (rule: string) => brokenBoundary && ['balanced', 'turn-enclosure', 'turn-closes-once', 'event-enclosure'].includes(rule)
       // a part machine's trace is a fragment of a log: only the agent's traces are whole logs
-      const checks = name === 'agent' && !budget.input ? [...checkSessionInvariants(events as any), ...checkLifecycleInvariants(events)] : []
+      const checks = name === 'agent' && !budget.input ? [...checkSessionInvariants(events), ...checkLifecycleInvariants(events)] : []
       for (const v of checks) {
         if (!excused(v.rule)) violations.push({ scenario: id, rule: v.rule, seq: v.seq, message: v.message })
       }

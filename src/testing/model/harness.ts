@@ -135,7 +135,18 @@ export interface HarnessOptions {
 }
 
 const ALL_RESPONSES: readonly ModelResponse[] = ['text', 'empty', 'max-tokens', 'error', 'partial', 'max-tokens-tools', 'tools', 'tools-mixed']
-const FAIL_TYPES = ['turn/start', 'step/start', 'user/message', 'request/header', 'step/end', 'turn/end', 'tool/call', 'tool/result', 'agent/inbox/spliced', 'assistant/chunk']
+const FAIL_TYPES = [
+  'turn/start',
+  'step/start',
+  'user/message',
+  'request/header',
+  'step/end',
+  'turn/end',
+  'tool/call',
+  'tool/result',
+  'agent/inbox/spliced',
+  'assistant/chunk',
+]
 
 /** A stable key for a transition definition: its source node, event and position. */
 export function transitionKey(t: { source: { id: string }; eventType: string }, index: number): string {
@@ -147,7 +158,9 @@ export function allTransitions(machine: AnyStateMachine): Map<string, { source: 
   const out = new Map<string, { source: string; event: string; guarded: boolean; target: string }>()
   const visit = (node: any) => {
     for (const [eventType, list] of node.transitions as Map<string, any[]>) {
-      list.forEach((t, i) => out.set(transitionKey(t, i), { source: node.id, event: eventType, guarded: !!t.guard, target: (t.target ?? []).map((s: any) => s.id).join(',') }))
+      list.forEach((t, i) =>
+        out.set(transitionKey(t, i), { source: node.id, event: eventType, guarded: !!t.guard, target: (t.target ?? []).map((s: any) => s.id).join(',') }),
+      )
     }
     ;(node.always ?? []).forEach((t: any, i: number) =>
       out.set(transitionKey(t, i), { source: node.id, event: 'always', guarded: !!t.guard, target: (t.target ?? []).map((s: any) => s.id).join(',') }),
@@ -176,7 +189,17 @@ class Step {
     from: HarnessState | null,
   ) {
     this.state = from
-      ? { ...from, pending: [...from.pending], trace: [...from.trace], keys: { ...from.keys }, inputs: [...from.inputs], rejections: [...from.rejections], counters: { ...from.counters }, taken: [], takenAll: from.takenAll }
+      ? {
+          ...from,
+          pending: [...from.pending],
+          trace: [...from.trace],
+          keys: { ...from.keys },
+          inputs: [...from.inputs],
+          rejections: [...from.rejections],
+          counters: { ...from.counters },
+          taken: [],
+          takenAll: from.takenAll,
+        }
       : {
           status: 'active',
           output: undefined,
@@ -399,7 +422,7 @@ export function createHarness(options: HarnessOptions): Harness {
     ...options.budget,
   }
   const few = budget.decisions === 'few'
-  const pick = <T,>(all: readonly T[], kept: readonly T[]): readonly T[] => (few ? kept : all)
+  const pick = <T>(all: readonly T[], kept: readonly T[]): readonly T[] => (few ? kept : all)
 
   /** Apply one scenario input; returns the next state, or null when the input does not apply here. */
   function apply(state: HarnessState, input: ScenarioInput): HarnessState | null {
@@ -433,7 +456,13 @@ export function createHarness(options: HarnessOptions): Harness {
         break
       case 'splice':
         s.counters.removes++
-        step.send({ type: 'inbox.splice', target: input.target, start: input.start, deleteCount: input.deleteCount, messages: input.insert.map(scenarioMessage) })
+        step.send({
+          type: 'inbox.splice',
+          target: input.target,
+          start: input.start,
+          deleteCount: input.deleteCount,
+          messages: input.insert.map(scenarioMessage),
+        })
         break
       case 'dispose':
         // dispose() is a disposed cancel, then deregistration at rest (CX-17)
@@ -458,7 +487,7 @@ export function createHarness(options: HarnessOptions): Harness {
       }
       case 'fail-next':
         s.counters.fails++
-        s.armed = input.eventType as SessionEventType
+        s.armed = input.eventType
         break
       case 'pre-step': {
         const p = hookOf('agent/pre-step')
@@ -540,7 +569,12 @@ export function createHarness(options: HarnessOptions): Harness {
           step.send({
             type: 'hook.done',
             id: p.id,
-            value: input.decision === 'replace' ? { kind: 'accept', content: 'replaced' } : input.decision === 'block' ? { kind: 'block', feedback: 'blocked' } : { kind: 'accept' },
+            value:
+              input.decision === 'replace'
+                ? { kind: 'accept', content: 'replaced' }
+                : input.decision === 'block'
+                  ? { kind: 'block', feedback: 'blocked' }
+                  : { kind: 'accept' },
           })
         break
       }
@@ -558,7 +592,13 @@ export function createHarness(options: HarnessOptions): Harness {
     for (const p of state.pending) {
       switch (p.kind) {
         case 'hook':
-          if (p.name === 'agent/pre-step') out.push(...pick(['default', 'reject', 'empty', 'throw'] as const, ['default', 'reject'] as const).map((decision) => ({ type: 'pre-step' as const, decision })))
+          if (p.name === 'agent/pre-step')
+            out.push(
+              ...pick(['default', 'reject', 'empty', 'throw'] as const, ['default', 'reject'] as const).map((decision) => ({
+                type: 'pre-step' as const,
+                decision,
+              })),
+            )
           if (p.name === 'agent/request-error') {
             const decisions = ctx.request.attempt < budget.attempts ? (['retry', 'give-up', 'throw'] as const) : (['give-up', 'throw'] as const)
             out.push(...decisions.map((decision) => ({ type: 'request-error' as const, decision })))
@@ -567,8 +607,22 @@ export function createHarness(options: HarnessOptions): Harness {
             const decisions = ctx.step < budget.steps ? (['none', 'steer', 'throw'] as const) : (['none', 'throw'] as const)
             out.push(...decisions.map((decision) => ({ type: 'turn-stopping' as const, decision })))
           }
-          if (p.name === 'tools/pre-execute') out.push(...pick(['allow', 'deny', 'throw'] as const, ['allow'] as const).map((decision) => ({ type: 'tool-pre' as const, callId: String(p.payload.callId), decision })))
-          if (p.name === 'tools/post-execute') out.push(...pick(['accept', 'replace', 'block', 'throw'] as const, ['accept'] as const).map((decision) => ({ type: 'tool-post' as const, callId: String(p.payload.callId), decision })))
+          if (p.name === 'tools/pre-execute')
+            out.push(
+              ...pick(['allow', 'deny', 'throw'] as const, ['allow'] as const).map((decision) => ({
+                type: 'tool-pre' as const,
+                callId: String(p.payload.callId),
+                decision,
+              })),
+            )
+          if (p.name === 'tools/post-execute')
+            out.push(
+              ...pick(['accept', 'replace', 'block', 'throw'] as const, ['accept'] as const).map((decision) => ({
+                type: 'tool-post' as const,
+                callId: String(p.payload.callId),
+                decision,
+              })),
+            )
           break
         case 'prepare':
           out.push(...pick(['default', 'no-route', 'throw'] as const, ['default'] as const).map((decision) => ({ type: 'request' as const, decision })))
@@ -584,7 +638,13 @@ export function createHarness(options: HarnessOptions): Harness {
           break
         }
         case 'tool':
-          out.push(...pick(['ok', 'error', 'concludes', 'context'] as const, ['ok'] as const).map((outcome) => ({ type: 'tool' as const, callId: p.call.callId, outcome })))
+          out.push(
+            ...pick(['ok', 'error', 'concludes', 'context'] as const, ['ok'] as const).map((outcome) => ({
+              type: 'tool' as const,
+              callId: p.call.callId,
+              outcome,
+            })),
+          )
           break
         case 'job':
           out.push({ type: 'job-done' })
@@ -642,7 +702,7 @@ export function createHarness(options: HarnessOptions): Harness {
       cap(ctx.nextStep.length),
       cap(ctx.step, 3),
       cap(ctx.request.attempt),
-      cap(ctx.turn - (options.input.lastTurn as number | undefined ?? 0), 3),
+      cap(ctx.turn - ((options.input.lastTurn as number | undefined) ?? 0), 3),
       ctx.stepOutcome,
       ctx.end?.kind ?? null,
       [ctx.tools.calls.length, ctx.tools.nextStart, ctx.tools.nextCommit, ctx.tools.inFlight, ctx.tools.pool, ctx.tools.concluded, ctx.tools.failure !== null],

@@ -54,7 +54,8 @@ export function checkLifecycleInvariants(events: readonly Event[]): LifecycleVio
       }
       case 'step/start':
         stepMaxTokens = false
-        if (pendingFinish) out.push({ rule: 'retry-stays-in-step', seq: e.seq, message: `a step opened inside step ${pendingFinish.step} after its failed attempt` })
+        if (pendingFinish)
+          out.push({ rule: 'retry-stays-in-step', seq: e.seq, message: `a step opened inside step ${pendingFinish.step} after its failed attempt` })
         break
       case 'step/end':
         lastBoundary = e.seq

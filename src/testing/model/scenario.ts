@@ -12,10 +12,23 @@ export const ScenarioInputSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('remove'), id }).strict(),
   z.object({ type: z.literal('replace'), id, with: id }).strict(),
   z.object({ type: z.literal('clear') }).strict(),
-  z.object({ type: z.literal('splice'), target: z.enum(['next-turn', 'next-step']), start: z.number().int(), deleteCount: z.number().int().nonnegative(), insert: z.array(id) }).strict(),
+  z
+    .object({
+      type: z.literal('splice'),
+      target: z.enum(['next-turn', 'next-step']),
+      start: z.number().int(),
+      deleteCount: z.number().int().nonnegative(),
+      insert: z.array(id),
+    })
+    .strict(),
   z.object({ type: z.literal('dispose') }).strict(),
   /** A listener cancels (without keepInbox) when this happens next: a status change to running, a logged event type, or a tools/result. */
-  z.object({ type: z.literal('cancel-on'), trigger: z.enum(['agent/status', 'turn/start', 'step/start', 'request/header', 'assistant/message', 'tools/result']) }).strict(),
+  z
+    .object({
+      type: z.literal('cancel-on'),
+      trigger: z.enum(['agent/status', 'turn/start', 'step/start', 'request/header', 'assistant/message', 'tools/result']),
+    })
+    .strict(),
   z.object({ type: z.literal('maintenance') }).strict(),
   z.object({ type: z.literal('job-done') }).strict(),
   /** The next append of this event type fails (a store failure). */
@@ -89,14 +102,26 @@ export function identify(event: { type: string; data: unknown; surfaceOp?: unkno
     case 'tool/result':
       return {
         type: event.type,
-        fields: { turn: d.turn, step: d.step, callId: d.message?.source?.callId, isError: d.message?.content?.[0]?.isError === true, code: d.error?.code ?? null },
+        fields: {
+          turn: d.turn,
+          step: d.step,
+          callId: d.message?.source?.callId,
+          isError: d.message?.content?.[0]?.isError === true,
+          code: d.error?.code ?? null,
+        },
       }
     case 'request/header':
       return { type: event.type, fields: { reason: d.reason } }
     case 'agent/inbox/spliced':
       return {
         type: event.type,
-        fields: { target: d.target, start: d.start, removed: d.removedCount ?? 0, inserted: (d.inserted ?? []).map((m: { id: string }) => m.id), canceled: d.outcome === 'canceled' },
+        fields: {
+          target: d.target,
+          start: d.start,
+          removed: d.removedCount ?? 0,
+          inserted: (d.inserted ?? []).map((m: { id: string }) => m.id),
+          canceled: d.outcome === 'canceled',
+        },
       }
     default:
       return { type: event.type, fields: {} }
