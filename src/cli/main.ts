@@ -8,6 +8,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { runDemo } from './demo.js'
 import { writeMachineDiagrams } from './diagram.js'
 import { formatReplay, replayFile } from './replay.js'
+import { runView } from './view.js'
 
 export const USAGE = `Usage: agentchart <command> [options]
 
@@ -19,6 +20,10 @@ Commands:
                                          default --out: docs/machines
   replay <file>                          validate a session log (JSON array or JSONL), check its
                                          invariants and print it as a tree; exit 1 on a violation
+  view [--log <file>] [--port <n>] [--host <h>]
+                                         serve the offline viewer (statechart, timeline, log) on
+                                         127.0.0.1 and print its URL: a stored log read-only, or
+                                         with no --log a paced demo agent running live
   conformance generate --out <dir>       export the conformance suite to <dir>
   conformance run <dir> [--driver <m>]   run the suite in <dir> against the driver module <m>
                                          (agentchart itself when none is given); exit 1 on a failure
@@ -35,6 +40,21 @@ export interface CliIO {
   err(text: string): void
   /** The directory relative paths are resolved against; default `process.cwd()`. */
   cwd?: string
+  /** Ends a long-running command (`view`); default: SIGINT or SIGTERM. */
+  stop?: AbortSignal
+}
+
+/** A signal aborted by Ctrl-C (SIGINT) or SIGTERM, for commands that run until stopped. */
+function signalStop(): AbortSignal {
+  const controller = new AbortController()
+  const stop = () => controller.abort()
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
+  controller.signal.addEventListener('abort', () => {
+    process.off('SIGINT', stop)
+    process.off('SIGTERM', stop)
+  })
+  return controller.signal
 }
 
 const processIO: CliIO = {
@@ -79,7 +99,7 @@ async function demo(args: string[], io: CliIO): Promise<number> {
   return 0
 }
 
-async function diagram(args: string[], io: CliIO, cwd: string): Promise<number> {
+function diagram(args: string[], io: CliIO, cwd: string): number {
   const { values, positionals } = parse(args, { out: { type: 'string', short: 'o' } })
   if (values.help) return help(io)
   expectPositionals('diagram', positionals, 0, 0, '')
@@ -101,6 +121,25 @@ async function replay(args: string[], io: CliIO, cwd: string): Promise<number> {
   }
   for (const line of lines) io.out(line)
   return result.ok ? 0 : 1
+}
+
+async function view(args: string[], io: CliIO, cwd: string): Promise<number> {
+  const { values, positionals } = parse(args, { log: { type: 'string', short: 'l' }, port: { type: 'string', short: 'p' }, host: { type: 'string' } })
+  if (values.help) return help(io)
+  expectPositionals('view', positionals, 0, 0, '')
+  let port: number | undefined
+  if (values.port !== undefined) {
+    port = Number(values.port)
+    if (!/^\d+$/.test(values.port) || port > 65535) throw new UsageError(`view: --port must be a number from 0 to 65535, got ${JSON.stringify(values.port)}`)
+  }
+  return runView(
+    {
+      ...(values.log !== undefined ? { log: resolve(cwd, values.log) } : {}),
+      ...(values.host !== undefined ? { host: values.host } : {}),
+      ...(port !== undefined ? { port } : {}),
+    },
+    { out: (text) => io.out(text), err: (text) => io.err(text), stop: io.stop ?? signalStop() },
+  )
 }
 
 async function conformance(args: string[], io: CliIO, cwd: string): Promise<number> {
@@ -154,9 +193,11 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO): Pr
       case 'demo':
         return await demo(rest, io)
       case 'diagram':
-        return await diagram(rest, io, cwd)
+        return diagram(rest, io, cwd)
       case 'replay':
         return await replay(rest, io, cwd)
+      case 'view':
+        return await view(rest, io, cwd)
       case 'conformance':
         return await conformance(rest, io, cwd)
       default:

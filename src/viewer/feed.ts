@@ -1,0 +1,232 @@
+// What the viewer shows, gathered from its source: a live agent (log, machine
+// configuration, transitions, how inbox items came in), a session without an
+// agent (the log as it grows), or a stored log (read-only). The feed keeps
+// everything in arrays the server's clients read from their own cursors, so a
+// page that connects late or reconnects gets the same history as one that
+// watched from the start; it never copies the log.
+import type { AnyActorRef, AnyStateMachine, InspectionEvent, Subscription } from 'xstate'
+import type { Agent } from '../agent.js'
+import type { SessionEvent } from '../session/schemas.js'
+import type { Session } from '../session/session.js'
+import { actorState, chartOf } from './chart.js'
+import type { ActorState, ArrivalNote, CancelNote, ChartMachine, Configuration, TransitionMark, WireEvent } from './page/protocol.js'
+
+/** The most recent transitions kept for late joiners and for the trail on the page. */
+const TRAIL = 16
+
+export interface ViewerFeed {
+  readonly mode: 'live' | 'session' | 'stored'
+  readonly sessionId: string
+  /** Machine definitions, in the order they were met (the agent's root machine first). */
+  readonly charts: readonly ChartMachine[]
+  /** The log; the live session's own frozen snapshot, never a copy. */
+  events(): readonly WireEvent[]
+  /** Configuration id per seq (live mode only; shorter than the log while nothing was recorded). */
+  readonly eventConfigs: readonly number[]
+  readonly configs: readonly Configuration[]
+  readonly transitions: readonly TransitionMark[]
+  readonly arrivals: readonly ArrivalNote[]
+  readonly cancels: readonly CancelNote[]
+  /** The current configuration id, the public status and whether the actor runs (live mode). */
+  current(): { config: number; status: 'idle' | 'running'; actor: 'active' | 'done' | 'error' | 'stopped' } | null
+  /** Called (synchronously, possibly often) whenever anything above changed; returns an unsubscribe. */
+  onChange(listener: () => void): () => void
+  close(): void
+}
+
+class Changes {
+  readonly #listeners = new Set<() => void>()
+  on(listener: () => void): () => void {
+    this.#listeners.add(listener)
+    return () => this.#listeners.delete(listener)
+  }
+  fire(): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener()
+      } catch (error) {
+        console.error('agentchart viewer: a feed listener threw; contained', error)
+      }
+    }
+  }
+}
+
+/** A finished log: everything is there at once, nothing changes. */
+export function storedFeed(events: readonly WireEvent[], sessionId: string, charts: readonly ChartMachine[]): ViewerFeed {
+  return {
+    mode: 'stored',
+    sessionId,
+    charts,
+    events: () => events,
+    eventConfigs: [],
+    configs: [],
+    transitions: [],
+    arrivals: [],
+    cancels: [],
+    current: () => null,
+    onChange: () => () => {},
+    close: () => {},
+  }
+}
+
+/** A session without an agent: the log as it grows, no machine to light up. */
+export function sessionFeed(session: Session, charts: readonly ChartMachine[]): ViewerFeed {
+  const changes = new Changes()
+  const subscription = session.events$.subscribe(() => changes.fire())
+  return {
+    mode: 'session',
+    sessionId: session.id,
+    charts,
+    events: () => session.events,
+    eventConfigs: [],
+    configs: [],
+    transitions: [],
+    arrivals: [],
+    cancels: [],
+    current: () => null,
+    onChange: (listener) => changes.on(listener),
+    close: () => subscription.unsubscribe(),
+  }
+}
+
+interface LiveSnapshot {
+  value: unknown
+  status: 'active' | 'done' | 'error' | 'stopped'
+  children?: Record<string, AnyActorRef | undefined>
+}
+
+interface StateNodeLike {
+  path: readonly string[]
+  machine?: { id: string; root: { path: readonly string[] } }
+}
+
+/** The fields an inbox send carries in the agent's events, whatever the event is called. */
+function arrivalOf(event: Record<string, unknown>): ArrivalNote | null {
+  const message = event.message as { id?: unknown } | undefined
+  if (typeof event.wakeup !== 'boolean' || typeof message?.id !== 'string') return null
+  return { messageId: message.id, wakeup: event.wakeup }
+}
+
+/** The cause a cancel request carries, whatever the event is called. */
+function causeOf(event: Record<string, unknown>): CancelNote['cause'] | null {
+  const cause = event.cause as { kind?: unknown; reason?: unknown } | undefined
+  if (!cause || typeof cause !== 'object' || typeof cause.kind !== 'string') return null
+  return { kind: cause.kind, ...(typeof cause.reason === 'string' ? { reason: cause.reason } : {}) }
+}
+
+/**
+ * A running agent: its log, the configuration of its actor (and of any state-machine children it
+ * spawns) at every append, the transitions it takes (from inspection microsteps), and the inbox and
+ * cancel requests it receives. Everything is read through public handles: `agent.session.events$`,
+ * `agent.actor` snapshots and `agent.actor.system.inspect`.
+ */
+export function liveFeed(agent: Agent): ViewerFeed {
+  const actor = agent.actor as unknown as AnyActorRef & { logic: AnyStateMachine; system: { inspect(o: (e: InspectionEvent) => void): Subscription } }
+  const changes = new Changes()
+  const charts: ChartMachine[] = [chartOf(actor.logic)]
+  const known = new Set(charts.map((c) => c.id))
+  const configs: Configuration[] = []
+  const configIds = new Map<string, number>()
+  const eventConfigs: number[] = []
+  const transitions: TransitionMark[] = []
+  const arrivals: ArrivalNote[] = []
+  const cancels: CancelNote[] = []
+  let transitionCount = 0
+
+  // the configuration is computed once per distinct snapshot: chunks arrive with the machine at rest
+  let lastSnapshot: unknown = undefined
+  let lastConfig = -1
+
+  const actorsOf = (snapshot: LiveSnapshot, machineId: string, out: ActorState[]): void => {
+    out.push(actorState(machineId, snapshot.value))
+    for (const child of Object.values(snapshot.children ?? {})) {
+      const logic = (child as { logic?: AnyStateMachine } | undefined)?.logic
+      if (!child || !logic || typeof logic !== 'object' || !('root' in logic)) continue
+      if (!known.has(logic.id)) {
+        known.add(logic.id)
+        charts.push(chartOf(logic))
+      }
+      actorsOf(child.getSnapshot() as LiveSnapshot, logic.id, out)
+    }
+  }
+
+  const configOf = (snapshot: LiveSnapshot): number => {
+    if (snapshot === lastSnapshot) return lastConfig
+    const actors: ActorState[] = []
+    actorsOf(snapshot, charts[0].id, actors)
+    const key = JSON.stringify(actors)
+    let id = configIds.get(key)
+    if (id === undefined) {
+      id = configs.length
+      configIds.set(key, id)
+      configs.push({ id, actors })
+    }
+    lastSnapshot = snapshot
+    lastConfig = id
+    return id
+  }
+
+  const snapshotNow = () => actor.getSnapshot() as LiveSnapshot
+  // the log before the viewer was attached: only the current configuration is known
+  const backfill = configOf(snapshotNow())
+  for (let i = 0; i < agent.session.events.length; i++) eventConfigs.push(backfill)
+
+  const events = agent.session.events$.subscribe(() => {
+    eventConfigs.push(configOf(snapshotNow()))
+    changes.fire()
+  })
+  const snapshots = actor.subscribe({
+    next: () => changes.fire(),
+    error: () => changes.fire(),
+    complete: () => changes.fire(),
+  })
+  const inspection = actor.system.inspect((event: InspectionEvent) => {
+    if (event.type === '@xstate.microstep') {
+      for (const t of event._transitions as Array<{ source: StateNodeLike; target?: readonly StateNodeLike[]; eventType: string }>) {
+        const machine = t.source.machine
+        if (!machine) continue
+        const rel = (node: StateNodeLike) => node.path.slice(machine.root.path.length).join('.')
+        transitions.push({
+          n: ++transitionCount,
+          machine: machine.id,
+          source: rel(t.source),
+          targets: (t.target ?? []).map(rel),
+          event: t.eventType,
+          seq: agent.session.events.length,
+        })
+      }
+      if (transitions.length > TRAIL * 4) transitions.splice(0, transitions.length - TRAIL)
+    } else if (event.type === '@xstate.event') {
+      const payload = event.event as Record<string, unknown>
+      const arrival = arrivalOf(payload)
+      if (arrival && !arrivals.some((a) => a.messageId === arrival.messageId && a.wakeup === arrival.wakeup)) arrivals.push(arrival)
+      const cause = causeOf(payload)
+      if (cause) cancels.push({ seq: agent.session.events.length, cause })
+    }
+  })
+
+  return {
+    mode: 'live',
+    sessionId: agent.session.id,
+    charts,
+    events: () => agent.session.events,
+    eventConfigs,
+    configs,
+    transitions,
+    arrivals,
+    cancels,
+    current: () => {
+      const snapshot = snapshotNow()
+      return { config: configOf(snapshot), status: agent.status, actor: snapshot.status }
+    },
+    onChange: (listener) => changes.on(listener),
+    close: () => {
+      events.unsubscribe()
+      snapshots.unsubscribe()
+      inspection.unsubscribe()
+    },
+  }
+}
+
+/** Events as the wire carries them (the log's own objects; JSON.stringify does the rest). */
+export type { SessionEvent }

@@ -1,0 +1,5 @@
+// agentchart/viewer: a local, offline viewer of an agent's statechart, timeline and log.
+export { serveViewer } from './server.js'
+export type { ViewerHandle, ViewerOptions, ViewerSource } from './server.js'
+export { chartOf, leafPaths } from './chart.js'
+export type { ActorState, ChartMachine, ChartNode, ChartTransition, Configuration, ServerMessage, TransitionMark, WireEvent } from './page/protocol.js'

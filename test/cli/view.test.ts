@@ -1,0 +1,85 @@
+// `agentchart view`: a stored log read-only, or the paced demo live, until stopped.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { runCli, type CliIO } from '../../src/cli/main.js'
+import { createAgent } from '../../src/index.js'
+import { scriptedModel, textResponse } from '../../src/testing/index.js'
+import { get, openLive } from '../viewer/sse.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'agentchart-view-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+/** Run `agentchart view …` until the test stops it; resolves the printed URL as soon as it is printed. */
+function start(args: string[]) {
+  const out: string[] = []
+  const err: string[] = []
+  const controller = new AbortController()
+  let printed!: (url: string) => void
+  const url = new Promise<string>((resolve) => (printed = resolve))
+  const io: CliIO = {
+    out: (text) => {
+      out.push(text)
+      const found = /agentchart viewer: (\S+)/.exec(text)
+      if (found) printed(found[1])
+    },
+    err: (text) => err.push(text),
+    cwd: dir,
+    stop: controller.signal,
+  }
+  const exit = runCli(['view', ...args], io)
+  return { url, exit, out, err, stop: () => controller.abort() }
+}
+
+const liveUrl = (url: string) => {
+  const u = new URL(url)
+  return `http://${u.host}/api/live?token=${u.searchParams.get('token')}`
+}
+
+describe('agentchart view', () => {
+  it('serves a stored JSONL log read-only on loopback until stopped', async () => {
+    const agent = createAgent({ model: scriptedModel([textResponse('hello')]), logger: { error: () => {} } })
+    agent.followup('hi')
+    await agent.whenIdle()
+    const events = agent.session.events
+    await agent.dispose()
+    writeFileSync(join(dir, 'session.jsonl'), events.map((e) => JSON.stringify(e)).join('\n'))
+
+    const run = start(['--log', 'session.jsonl'])
+    const url = await run.url
+    expect(new URL(url).hostname).toBe('127.0.0.1')
+    expect(run.out[0]).toBe(`${events.length} events, 1 turn (read-only)`)
+    expect((await get(url)).status).toBe(200)
+    const channel = await openLive(liveUrl(url))
+    expect(await channel.until('hello')).toMatchObject({ mode: 'stored', title: 'session.jsonl' })
+    await channel.until('end')
+    expect(channel.messages.flatMap((m) => (m.kind === 'events' ? m.events : []))).toEqual(JSON.parse(JSON.stringify(events)))
+    channel.close()
+    run.stop()
+    expect(await run.exit).toBe(0)
+    await expect(get(url)).rejects.toThrow()
+  })
+
+  it('refuses a file that is not a session log, and a bad port', async () => {
+    writeFileSync(join(dir, 'bad.jsonl'), '{"seq":0,"time":1,"type":"turn/start","data":{"turn":"x"}}\n')
+    const bad = start(['--log', 'bad.jsonl'])
+    expect(await bad.exit).toBe(1)
+    expect(bad.err[0]).toMatch(/^invalid session log at seq 0/)
+    const port = start(['--port', 'eighty'])
+    expect(await port.exit).toBe(2)
+    expect(port.err[0]).toMatch(/--port must be a number/)
+  })
+
+  it('with no log, runs the paced demo agent live', async () => {
+    const run = start(['--port', '0'])
+    const url = await run.url
+    const channel = await openLive(liveUrl(url))
+    expect(await channel.until('hello')).toMatchObject({ mode: 'live' })
+    await channel.until('events', (m) => m.events.some((e) => e.type === 'turn/start'))
+    await channel.until('state', (m) => m.status === 'running')
+    channel.close()
+    run.stop()
+    expect(await run.exit).toBe(0)
+  })
+})

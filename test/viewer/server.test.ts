@@ -1,0 +1,209 @@
+// The viewer's server: what it serves, what it refuses, and what its live channel carries.
+import { afterEach, describe, expect, it } from 'vitest'
+import { renderMachineDiagrams } from '../../src/cli/diagram.js'
+import { createAgent, type Agent } from '../../src/index.js'
+import { agentMachine } from '../../src/machines/index.js'
+import { scriptedModel, textResponse } from '../../src/testing/index.js'
+import { chartOf, leafPaths } from '../../src/viewer/chart.js'
+import { serveViewer, type ViewerHandle } from '../../src/viewer/index.js'
+import type { ChartNode, Configuration, ServerMessage } from '../../src/viewer/page/protocol.js'
+import { get, openLive } from './sse.js'
+
+const open: Array<ViewerHandle | Agent> = []
+afterEach(async () => {
+  for (const thing of open.splice(0)) await (thing instanceof Object && 'dispose' in thing ? thing.dispose() : thing.close())
+})
+
+async function viewerOf(agentOrEvents: Parameters<typeof serveViewer>[0], options: Parameters<typeof serveViewer>[1] = {}) {
+  const viewer = await serveViewer(agentOrEvents, { print: false, ...options })
+  open.push(viewer)
+  const url = new URL(viewer.url)
+  const live = (extra = '') => `http://${url.host}/api/live?token=${url.searchParams.get('token')}${extra}`
+  return { viewer, url, live }
+}
+
+function textAgent(...texts: string[]) {
+  const agent = createAgent({ model: scriptedModel(texts.map((t) => textResponse(t))), logger: { error: () => {} } })
+  open.push(agent)
+  return agent
+}
+
+const nodes = (node: ChartNode): ChartNode[] => [node, ...node.children.flatMap(nodes)]
+
+describe('viewer server', () => {
+  it('binds loopback, prints a tokened URL, and serves only its own files with a strict policy', async () => {
+    const printed: string[] = []
+    const { viewer, url } = await viewerOf([], { print: (line) => printed.push(line) })
+    expect(viewer.host).toBe('127.0.0.1')
+    expect(url.hostname).toBe('127.0.0.1')
+    expect(url.searchParams.get('token')).toMatch(/^[\w-]{20,}$/)
+    expect(printed).toEqual([viewer.url])
+
+    const page = await get(`http://${url.host}/`)
+    expect(page.status).toBe(200)
+    expect(page.headers['content-type']).toMatch(/^text\/html/)
+    expect(page.headers['content-security-policy']).toContain("default-src 'none'")
+    expect(page.headers['content-security-policy']).toContain("connect-src 'self'")
+    expect(page.body).toContain('/assets/main.js')
+    // the page references nothing outside this server
+    expect(page.body).not.toMatch(/https?:\/\//)
+    const script = await get(`http://${url.host}/assets/main.js`)
+    expect(script.status).toBe(200)
+    expect(script.headers['content-type']).toMatch(/^text\/javascript/)
+
+    for (const path of [
+      '/assets/../package.json',
+      '/assets/..%2F..%2Fpackage.json',
+      '/assets/%2e%2e/%2e%2e/package.json',
+      '/package.json',
+      '/src/index.ts',
+      '/assets/',
+    ]) {
+      expect((await get(`http://${url.host}${path}`)).status, path).toBe(404)
+    }
+    expect((await get(`http://${url.host}/`, {}, 'POST')).status).toBe(405)
+    expect((await get(`http://${url.host}/api/live`, {}, 'DELETE')).status).toBe(405)
+  })
+
+  it('answers only to its own address (no DNS rebinding) and keeps the live channel to its own page', async () => {
+    const { url, live } = await viewerOf(textAgent('hi'))
+    const port = url.port
+    expect((await get(`http://${url.host}/`, { Host: `attacker.example:${port}` })).status).toBe(421)
+    expect((await get(`http://${url.host}/`, { Host: `localhost:${port}` })).status).toBe(200)
+    expect((await get(`http://${url.host}/`, { Host: `127.0.0.1:1` })).status).toBe(421)
+
+    expect((await get(live().replace(/token=[^&]+/, ''))).status).toBe(403)
+    expect((await get(live().replace(/token=[^&]+/, 'token=wrong'))).status).toBe(403)
+    expect((await get(live(), { Origin: 'http://attacker.example' })).status).toBe(403)
+    expect((await get(live(), { Origin: `http://localhost:${port}`, Host: url.host })).status).toBe(403)
+    expect((await get(live(), { 'Sec-Fetch-Site': 'cross-site' })).status).toBe(403)
+    const ok = await openLive(live(), { Origin: `http://${url.host}`, 'Sec-Fetch-Site': 'same-origin' })
+    expect(ok.status).toBe(200)
+    expect(ok.headers['content-type']).toMatch(/^text\/event-stream/)
+    ok.close()
+  })
+
+  it('draws the same machine the diagrams come from: every state and every drawn edge', () => {
+    const chart = chartOf(agentMachine)
+    const full = renderMachineDiagrams().find((d) => d.name === 'agent-full')!.mermaid
+    const drawnStates = new Set([...full.matchAll(/^\s*state "[^"]*" as (\S+)/gm)].map((m) => m[1]))
+    const chartStates = new Set(
+      nodes(chart.root)
+        .filter((n) => n.path !== '')
+        .map((n) => n.path.replace(/\./g, '_')),
+    )
+    expect(chartStates).toEqual(drawnStates)
+    const drawnEdges = new Set(
+      [...full.matchAll(/^\s*(\S+) --> (\S+) : (\S+)/gm)].filter((m) => m[1] !== '[*]' && m[2] !== '[*]').map((m) => `${m[1]}>${m[2]}:${m[3]}`),
+    )
+    const chartEdges = new Set(
+      nodes(chart.root).flatMap((n) =>
+        n.transitions.flatMap((t) =>
+          t.targets.map(
+            (to) =>
+              `${n.path.replace(/\./g, '_')}>${to.replace(/\./g, '_')}:${t.event === '' ? 'always' : t.event.startsWith('xstate.done.state.') ? 'done' : t.event}`,
+          ),
+        ),
+      ),
+    )
+    expect(chartEdges).toEqual(drawnEdges)
+  })
+
+  it('streams the log, the configuration at each event, the transitions and how inbox items came in', async () => {
+    const agent = textAgent('one', 'two')
+    const { live } = await viewerOf(agent, { title: 'my agent' })
+    const channel = await openLive(live())
+    const hello = await channel.until('hello')
+    expect(hello).toMatchObject({ protocol: 1, mode: 'live', sessionId: agent.id, title: 'my agent', from: 0 })
+    expect(hello.charts.map((c) => c.id)).toEqual([agent.actor.logic.id])
+
+    agent.followup('first')
+    await agent.whenIdle()
+    agent.inject('context for later')
+    agent.steer('second')
+    await agent.whenIdle()
+    const total = agent.session.events.length
+    await channel.until('events', (m) => m.events.at(-1)?.seq === total - 1)
+    const state = await channel.until('state', (m) => m.status === 'idle' && m.transitions.some((t) => t.targets.length > 0))
+
+    const events = channel.messages.flatMap((m) => (m.kind === 'events' ? m.events : []))
+    expect(events).toEqual(JSON.parse(JSON.stringify(agent.session.events)))
+    const configs = new Map<number, Configuration>()
+    for (const m of channel.messages) if (m.kind === 'configs') for (const c of m.configs) configs.set(c.id, c)
+    const cited = channel.messages.flatMap((m) => (m.kind === 'events' ? (m.configs ?? []) : []))
+    expect(cited).toHaveLength(total)
+    // each event names a configuration of the chart, and the agent was in more than one of them
+    const paths = new Set(nodes(hello.charts[0].root).map((n) => n.path))
+    for (const id of cited) for (const leaf of configs.get(id)!.actors[0].active) expect(paths.has(leaf), leaf).toBe(true)
+    expect(new Set(cited).size).toBeGreaterThan(3)
+    expect(configs.get(state.config)!.actors).toEqual([{ machine: agent.actor.logic.id, active: leafPaths(agent.actor.getSnapshot().value) }])
+    for (const t of state.transitions) for (const p of [t.source, ...t.targets]) expect(paths.has(p), p).toBe(true)
+
+    const notes = channel.messages.filter((m): m is Extract<ServerMessage, { kind: 'notes' }> => m.kind === 'notes').flatMap((m) => m.arrivals)
+    const texts = (wakeup: boolean) =>
+      notes
+        .filter((n) => n.wakeup === wakeup)
+        .map((n) => agent.session.events.find((e) => e.type === 'user/message' && e.data.id === n.messageId))
+        .map((e) => (e?.type === 'user/message' && e.data.content[0].type === 'text' ? e.data.content[0].text : '?'))
+    expect(texts(false)).toEqual(['context for later'])
+    expect(texts(true)).toEqual(['first', 'second'])
+    channel.close()
+  })
+
+  it('resumes a reconnecting page after the last event it has, and notes cancel requests with their cause', async () => {
+    const agent = textAgent('one', 'two')
+    const { live } = await viewerOf(agent)
+    agent.followup('first')
+    await agent.whenIdle()
+    const seen = agent.session.events.length
+    agent.followup('second')
+    agent.cancel({ kind: 'hook', reason: 'enough' })
+    await agent.whenIdle()
+    const channel = await openLive(live(), { 'Last-Event-ID': String(seen) })
+    const hello = await channel.until('hello')
+    expect(hello.from).toBe(seen)
+    const total = agent.session.events.length
+    await channel.until('events', (m) => m.events.at(-1)?.seq === total - 1)
+    const events = channel.messages.flatMap((m) => (m.kind === 'events' ? m.events : []))
+    expect(events.map((e) => e.seq)).toEqual(agent.session.events.slice(seen).map((e) => e.seq))
+    expect(channel.ids.at(-1)).toBe(total)
+    const notes = await channel.until('notes', (m) => m.cancels.length > 0)
+    expect(notes.cancels).toEqual([{ seq: expect.any(Number), cause: { kind: 'hook', reason: 'enough' } }])
+    expect(notes.cancels[0].seq).toBeGreaterThan(seen)
+    channel.close()
+  })
+
+  it('opens a stored log read-only: everything at once, then the end', async () => {
+    const agent = textAgent('one')
+    agent.followup('first')
+    await agent.whenIdle()
+    const { live } = await viewerOf(agent.session.events)
+    const channel = await openLive(live())
+    expect(await channel.until('hello')).toMatchObject({ mode: 'stored', from: 0 })
+    await channel.until('end')
+    const events = channel.messages.flatMap((m) => (m.kind === 'events' ? m.events : []))
+    expect(events).toHaveLength(agent.session.events.length)
+    expect(channel.messages.some((m) => m.kind === 'state')).toBe(false)
+    channel.close()
+  })
+
+  it('close() ends the live channels and stops listening, leaving the agent running', async () => {
+    const agent = textAgent('one')
+    const { viewer, url, live } = await viewerOf(agent)
+    const channel = await openLive(live())
+    await channel.until('hello')
+    await viewer.close()
+    await channel.ended
+    expect(channel.messages.at(-1)).toEqual({ kind: 'end', reason: 'viewer closed' })
+    await expect(get(`http://${url.host}/`)).rejects.toThrow()
+    agent.followup('still works')
+    await agent.whenIdle()
+    expect(agent.session.events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'completed' } } })
+  })
+
+  it('refuses bad options with a typed error', async () => {
+    await expect(serveViewer([], { port: -1, print: false })).rejects.toThrow(/port must be an integer/)
+    await expect(serveViewer({} as never, { print: false })).rejects.toThrow(/serveViewer needs an Agent/)
+    await expect(serveViewer([], { assetsDir: '/nonexistent', print: false })).rejects.toThrow(/not built/)
+  })
+})
