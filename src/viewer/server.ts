@@ -136,6 +136,8 @@ export async function serveViewer(source: ViewerSource, options: ViewerOptions =
 
   const flush = (client: Client): void => {
     if (client.ended) return
+    // first, as it may name a configuration (or a child machine) not met before: those go out ahead of it
+    const current = feed.current()
     const { charts, configs, arrivals, cancels, eventConfigs } = feed
     for (; client.charts < charts.length; client.charts++) send(client, { kind: 'chart', chart: charts[client.charts] })
     if (client.configs < configs.length) {
@@ -155,7 +157,6 @@ export async function serveViewer(source: ViewerSource, options: ViewerOptions =
       send(client, { kind: 'events', events: batch, ...(cited.length === batch.length ? { configs: cited } : {}) }, end)
       client.events = end
     }
-    const current = feed.current()
     if (current) {
       const fresh = feed.transitions.filter((t) => t.n > client.transition).slice(-8)
       const key = JSON.stringify(current)

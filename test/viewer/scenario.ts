@@ -97,8 +97,8 @@ export function scenario(): Scenario {
 /** A finished session of about `size` events: many small turns, each a tool step and a text step. */
 export async function largeSession(size: number) {
   const tool = defineTool({ name: 'lookup', description: 'Look something up', input: z.object({ q: z.string() }), execute: ({ q }) => `found ${q}` })
-  const perTurn = 40
-  const turns = Math.ceil(size / perTurn)
+  // a turn logs well over ten events: the script cannot run out before the log reaches `size`
+  const turns = Math.ceil(size / 10)
   const script = []
   for (let t = 0; t < turns; t++) {
     script.push(toolCallResponse([{ id: `c${t}`, name: 'lookup', arguments: JSON.stringify({ q: `item ${t}` }) }], `Looking up item ${t}.`))

@@ -7,6 +7,7 @@ import { scriptedModel, textResponse } from '../../src/testing/index.js'
 import { chartOf, leafPaths } from '../../src/viewer/chart.js'
 import { serveViewer, type ViewerHandle } from '../../src/viewer/index.js'
 import type { ChartNode, Configuration, ServerMessage } from '../../src/viewer/page/protocol.js'
+import { scenario } from './scenario.js'
 import { get, openLive } from './sse.js'
 
 const open: Array<ViewerHandle | Agent> = []
@@ -128,6 +129,13 @@ describe('viewer server', () => {
 
     const events = channel.messages.flatMap((m) => (m.kind === 'events' ? m.events : []))
     expect(events).toEqual(JSON.parse(JSON.stringify(agent.session.events)))
+    // a configuration is always defined before a message cites it
+    const defined = new Set<number>()
+    for (const m of channel.messages) {
+      if (m.kind === 'configs') for (const c of m.configs) defined.add(c.id)
+      const cites = m.kind === 'state' ? [m.config] : m.kind === 'events' ? (m.configs ?? []) : []
+      for (const id of cites) expect(defined.has(id), `${m.kind} cites config ${id} before it is defined`).toBe(true)
+    }
     const configs = new Map<number, Configuration>()
     for (const m of channel.messages) if (m.kind === 'configs') for (const c of m.configs) configs.set(c.id, c)
     const cited = channel.messages.flatMap((m) => (m.kind === 'events' ? (m.configs ?? []) : []))
@@ -147,6 +155,31 @@ describe('viewer server', () => {
         .map((e) => (e?.type === 'user/message' && e.data.content[0].type === 'text' ? e.data.content[0].text : '?'))
     expect(texts(false)).toEqual(['context for later'])
     expect(texts(true)).toEqual(['first', 'second'])
+    channel.close()
+  })
+
+  it('defines a configuration before citing it, even one reached without a new event (held in recovery)', async () => {
+    const s = scenario()
+    open.push(s.agent)
+    const { live } = await viewerOf(s.agent)
+    const channel = await openLive(live())
+    await channel.until('hello')
+    s.agent.followup('go')
+    await s.recovering.promise
+    const held = leafPaths(s.agent.actor.getSnapshot().value)
+    const configs = new Map<number, Configuration>()
+    const state = await channel.until('state', (m) => {
+      for (const c of channel.messages.flatMap((x) => (x.kind === 'configs' ? x.configs : []))) configs.set(c.id, c)
+      return JSON.stringify(configs.get(m.config)?.actors[0].active) === JSON.stringify(held)
+    })
+    const index = channel.messages.indexOf(state)
+    const before = channel.messages.slice(0, index).flatMap((m) => (m.kind === 'configs' ? m.configs.map((c) => c.id) : []))
+    expect(before).toContain(state.config)
+    s.releaseRecovery.open()
+    s.releaseWrite.open()
+    await s.streaming.promise
+    s.agent.cancel()
+    await s.agent.whenIdle()
     channel.close()
   })
 

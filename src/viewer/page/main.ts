@@ -143,12 +143,10 @@ function onMessage(message: ServerMessage): void {
       timeline.update()
       break
     case 'events': {
-      const first = model.events.length === 0
       model.append(message.events, message.configs)
       timeline.update()
       log.update()
       renderHeader()
-      if (first && mode === 'stored') requestAnimationFrame(() => timeline.fit())
       break
     }
     case 'state': {

@@ -430,6 +430,8 @@ export class TimelineView {
       layer.append(g)
     }
 
+    // a label is drawn only where it does not run into the previous one on its line
+    const labelEnd = { request: -Infinity, outcome: -Infinity }
     for (const marker of model.markers) {
       const [a, b] = this.#span(marker.seq, marker.seq)
       if (!inView(a - 2, b + 2)) continue
@@ -444,14 +446,15 @@ export class TimelineView {
       })
       g.append(svg('line', { x1: x, y1: ROW.inbox - 4, x2: x, y2: height - 14 }, svg('title', {}, marker.label)))
       // labels near the right edge read leftwards; a request and its outcome sit on different lines
-      const leftwards = x > right - marker.label.length * 6 - 8
-      g.append(
-        svg(
-          'text',
-          { x: leftwards ? x - 3 : x + 3, y: request ? height - 16 : height - 4, class: 'label', 'text-anchor': leftwards ? 'end' : 'start' },
-          marker.label,
-        ),
-      )
+      const width = marker.label.length * 6
+      const leftwards = x > right - width - 8
+      const from = leftwards ? x - 3 - width : x + 3
+      const line = request ? 'request' : 'outcome'
+      if (from > labelEnd[line] + 6) {
+        labelEnd[line] = from + width
+        const anchor = leftwards ? 'end' : 'start'
+        g.append(svg('text', { x: leftwards ? x - 3 : x + 3, y: request ? height - 16 : height - 4, class: 'label', 'text-anchor': anchor }, marker.label))
+      }
       layer.append(g)
     }
 

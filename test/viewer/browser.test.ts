@@ -1,0 +1,225 @@
+// The viewer in a real browser: Debian's Chromium, headless, driven by
+// playwright-core. A scripted agent runs a turn with a failed request and its
+// retry, two parallel reads and an exclusive write, a steer and a cancel, then
+// a second turn; the page is checked at each hold point (the lit-up state
+// follows the agent), then for its timeline bands and lanes and its log.
+// A 10,000-event stored session checks that the page stays virtualised.
+// Screenshots go to test-artifacts/viewer/.
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Agent } from '../../src/index.js'
+import { leafPaths } from '../../src/viewer/chart.js'
+import { serveViewer, type ViewerHandle } from '../../src/viewer/index.js'
+import { HOSTILE, largeSession, scenario } from './scenario.js'
+
+const CHROMIUM = [process.env.AGENTCHART_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p): p is string => !!p && existsSync(p))
+const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/viewer/', import.meta.url))
+
+if (!CHROMIUM) {
+  console.warn('viewer browser test SKIPPED: no Chromium at /usr/bin/chromium (apt-get install -y chromium, or set AGENTCHART_CHROMIUM)')
+}
+
+describe.skipIf(!CHROMIUM)('viewer in headless Chromium', () => {
+  let profile: string
+  let context: BrowserContext
+  const viewers: ViewerHandle[] = []
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true })
+    profile = mkdtempSync(join(tmpdir(), 'agentchart-chromium-'))
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1400, height: 1000 },
+      args: [
+        ...(process.getuid?.() === 0 ? ['--no-sandbox'] : []),
+        '--disable-gpu',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    })
+  }, 60_000)
+
+  afterAll(async () => {
+    for (const viewer of viewers) await viewer.close()
+    await context?.close()
+    if (profile) rmSync(profile, { recursive: true, force: true })
+  })
+
+  /** Open the page and record anything that reaches for the network or breaks. */
+  async function open(url: string): Promise<{ page: Page; problems: string[] }> {
+    const page = await context.newPage()
+    const problems: string[] = []
+    const origin = new URL(url).origin
+    page.on('request', (request) => {
+      if (!request.url().startsWith(origin) && !request.url().startsWith('data:')) problems.push(`request to ${request.url()}`)
+    })
+    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`))
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(`console error: ${message.text()}`)
+    })
+    await page.goto(url)
+    await page.waitForSelector('body[data-connection="open"], body[data-connection="ended"]')
+    return { page, problems }
+  }
+
+  /** Wait until the page lights up exactly the leaves the agent's actor is in now; returns them. */
+  async function expectActive(page: Page, agent: Agent): Promise<string> {
+    const leaves = leafPaths(agent.actor.getSnapshot().value)
+    const want = leaves.join(' ')
+    await page.waitForFunction((w) => document.querySelector<HTMLElement>('section.machine')?.dataset.active === w, want)
+    const lit = await page.$$eval('.state.active.leaf', (boxes) => boxes.map((b) => b.getAttribute('data-path')))
+    expect(lit.sort()).toEqual([...leaves].sort())
+    return want
+  }
+
+  const count = (page: Page, selector: string) => page.locator(selector).count()
+  const shot = async (page: Page, name: string) => {
+    await page.evaluate(() => window.scrollTo(0, 0))
+    await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true })
+  }
+
+  it('follows a live agent: active states, timeline bands and lanes, the log', async () => {
+    const s = scenario()
+    const viewer = await serveViewer(s.agent, { print: false, title: 'browser test' })
+    viewers.push(viewer)
+    const { page, problems } = await open(viewer.url)
+    const seen: string[] = []
+
+    // 1. the first request failed; the recovery listener holds the agent before retrying
+    s.agent.followup(`Tidy the files ${HOSTILE}`)
+    await s.recovering.promise
+    seen.push(await expectActive(page, s.agent))
+    await page.waitForSelector('.timeline g.attempt[data-outcome="failed"]')
+    expect(await count(page, '.machine .edge.last')).toBeGreaterThan(0)
+    expect(await count(page, '.state.last-target')).toBeGreaterThan(0)
+    await shot(page, '01-recovering')
+
+    // 2. the retry asked for tools: both reads ran together, the write runs alone; a steer arrives meanwhile
+    s.releaseRecovery.open()
+    await s.writing.promise
+    s.agent.steer('Actually, use the staging folder')
+    seen.push(await expectActive(page, s.agent))
+    await page.waitForSelector('.timeline g.arrival[data-via="steer"][data-state="pending"]')
+    await page.waitForSelector('.timeline g.tool.open[data-call="w1"][data-together="alone"]')
+    await shot(page, '02-tools')
+
+    // 3. the steer was claimed at the next step, whose stream has started and hangs
+    s.releaseWrite.open()
+    await s.streaming.promise
+    seen.push(await expectActive(page, s.agent))
+    await page.waitForSelector('.timeline g.arrival[data-via="steer"][data-state="claimed"]')
+    await shot(page, '03-streaming')
+
+    // 4. cancel it, then run a plain second turn
+    s.agent.cancel({ kind: 'user' })
+    await s.agent.whenIdle()
+    s.agent.followup('Second turn')
+    await s.agent.whenIdle()
+    const total = s.agent.session.events.length
+    await page.waitForSelector(`body[data-events="${total}"][data-status="idle"]`)
+    seen.push(await expectActive(page, s.agent))
+    // the lit-up configuration changed at every hold point
+    expect(new Set(seen).size).toBe(4)
+
+    // the whole session in view
+    await page.click('.timeline button:text("fit")')
+    const timeline = page.locator('.timeline')
+    await page.waitForFunction(() => document.querySelectorAll('.timeline g.turn').length === 2)
+    expect(await timeline.locator('g.turn').evaluateAll((gs) => gs.map((g) => g.getAttribute('data-reason')))).toEqual(['aborted', 'completed'])
+    expect(await count(page, '.timeline g.step')).toBe(3)
+    // the failed request and its retry in the same step; the cancelled stream interrupted
+    expect(await count(page, '.timeline g.attempt[data-outcome="failed"][data-attempt="1"]')).toBe(1)
+    expect(await count(page, '.timeline g.attempt.retry[data-outcome="ok"][data-attempt="2"]')).toBe(1)
+    expect(await count(page, '.timeline g.attempt[data-outcome="interrupted"]')).toBe(1)
+    expect(await count(page, '.timeline rect.stream')).toBeGreaterThanOrEqual(4)
+    // lanes: r1 and r2 side by side in one parallel group, w1 alone
+    const lanes = await timeline
+      .locator('g.tool')
+      .evaluateAll((gs) => gs.map((g) => [g.getAttribute('data-call'), g.getAttribute('data-together'), g.getAttribute('data-lane')]))
+    expect(lanes).toEqual([
+      ['r1', 'parallel', '0'],
+      ['r2', 'parallel', '1'],
+      ['w1', 'alone', '0'],
+    ])
+    expect(await count(page, '.timeline rect.group[data-calls="2"]')).toBe(1)
+    // inbox: two followups and the steer, each claimed, each entered as a user message
+    expect(await timeline.locator('g.arrival').evaluateAll((gs) => gs.map((g) => `${g.getAttribute('data-via')}:${g.getAttribute('data-state')}`))).toEqual([
+      'followup:claimed',
+      'steer:claimed',
+      'followup:claimed',
+    ])
+    expect(await count(page, '.timeline g.arrival line.enter')).toBe(3)
+    // the cancel: when it was asked for, and the turn it ended, with its cause
+    expect(await timeline.locator('g.marker[data-type="cancel"] text').textContent()).toBe('cancelled (user)')
+    expect(await timeline.locator('g.marker[data-type="cancel-request"] text').textContent()).toBe('cancel requested (user)')
+    await shot(page, '04-session')
+
+    // the log: every event counted, few rows in the DOM, filterable by type, linked to the timeline
+    await expect.poll(() => page.locator('.log .count').textContent()).toBe(`${total} events`)
+    await page.click('.log button:text("none")')
+    await expect.poll(() => count(page, '.log .row')).toBe(0)
+    await page.check('.log input[data-type="tool/call"]')
+    await expect
+      .poll(() => page.locator('.log .row .sum').allTextContents())
+      .toEqual(['call read({"path":"a.txt"}) #r1', 'call read({"path":"b.txt"}) #r2', 'call write({"path":"c.txt"}) #w1'])
+    await page.click('.log .row:has-text("#w1")')
+    await page.waitForSelector('.timeline g.tool.selected[data-call="w1"]')
+    expect(await page.locator('.details').textContent()).toContain('"callId": "w1"')
+    // the statechart shows the configuration the agent was in when that event was appended
+    expect(await page.locator('.pin-note').textContent()).toMatch(/^as when #\d+ was appended$/)
+    const then = await page.locator('section.machine').getAttribute('data-active')
+    expect(then).not.toBe('')
+    expect(then).not.toBe(seen[3])
+    await shot(page, '05-log-linked')
+    await page.click('button.to-live')
+    await page.waitForFunction((w) => document.querySelector<HTMLElement>('section.machine')?.dataset.active === w, seen[3])
+
+    // clicking the timeline selects in the log
+    await page.click('.log button:text("all")')
+    await page.click('.timeline g.turn[data-reason="completed"] rect', { position: { x: 3, y: 40 } })
+    const turn2 = s.agent.session.events.findIndex((e) => e.type === 'turn/start' && e.data.turn === 2)
+    await page.waitForSelector(`.log .row.selected[data-seq="${turn2}"]`)
+
+    // strings from the log are text, never markup
+    await page.fill('.log input.search', 'onerror')
+    // the prompt's splice and its user/message, shown as the very characters the log holds
+    await expect
+      .poll(() => page.locator('.log .row .sum').allTextContents())
+      .toEqual([expect.stringContaining('next-turn +1: Tidy the files <img src=x onerror="window.__xss=1"><script>'), `user: Tidy the files ${HOSTILE}`])
+    expect(await page.evaluate(() => (window as { __xss?: unknown }).__xss)).toBeUndefined()
+    expect(await count(page, 'img, script:not([src])')).toBe(0)
+    expect(problems).toEqual([])
+    await page.close()
+    await s.agent.dispose()
+  })
+
+  it('opens a 10,000-event stored session and keeps the DOM small', async () => {
+    const events = await largeSession(10_000)
+    const turns = events.filter((e) => e.type === 'turn/start').length
+    expect(events.filter((e) => e.type === 'turn/end' && e.data.reason.kind === 'completed')).toHaveLength(turns)
+    const viewer = await serveViewer(events, { print: false, title: 'large session' })
+    viewers.push(viewer)
+    const { page, problems } = await open(viewer.url)
+    await page.waitForSelector(`body[data-events="${events.length}"][data-connection="ended"]`)
+    await expect.poll(() => page.locator('.log .count').textContent()).toBe(`${events.length} events`)
+    expect(await page.locator('.timeline').getAttribute('data-turns')).toBe(String(turns))
+    // virtualised: a screenful of rows and of timeline items, not ten thousand
+    expect(await count(page, '.log .row')).toBeLessThan(60)
+    expect(await count(page, '.timeline g.turn')).toBeLessThan(turns)
+    expect(await page.evaluate(() => document.getElementsByTagName('*').length)).toBeLessThan(4000)
+    // the far end is one scroll away, and selecting there moves the timeline to it
+    await page.locator('.log-list').evaluate((list) => (list.scrollTop = list.scrollHeight))
+    await page.click(`.log .row[data-seq="${events.length - 1}"]`)
+    await page.waitForSelector(`.timeline g.turn[data-turn="${turns}"].selected`)
+    await shot(page, '06-large-session')
+    expect(problems).toEqual([])
+    await page.close()
+  })
+})
