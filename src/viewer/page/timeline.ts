@@ -5,7 +5,7 @@
 // where it entered, and markers for cancels and errors. Only what is inside
 // the visible window is in the DOM; it is redrawn at most once a frame.
 import { el, frameScheduler, svg } from './dom.js'
-import type { Item, SessionModel, TurnSpan } from './model.js'
+import type { Item, SessionModel } from './model.js'
 
 /** `time`: gaps between events drawn on a compressed (logarithmic) scale; `linear`: gaps in proportion; `order`: one slot per event. */
 export type Scale = 'time' | 'linear' | 'order'
@@ -50,6 +50,7 @@ export class TimelineView {
   #selectedUid = 0
   readonly #schedule = frameScheduler(() => this.#render())
   readonly #followBox: HTMLInputElement
+  readonly #hover: HTMLElement
   /** False while the scroll position is being set by the view itself, so following is not switched off. */
   #userScroll = true
 
@@ -84,6 +85,7 @@ export class TimelineView {
       el('span', { class: 'key alone' }, 'alone'),
       el('span', { class: 'key failed' }, 'failed'),
     )
+    this.#hover = el('span', { class: 'hover', 'aria-live': 'polite' })
     const bar = el(
       'div',
       { class: 'toolbar' },
@@ -98,7 +100,12 @@ export class TimelineView {
     this.#svg = svg('svg', { class: 'timeline-svg', role: 'img', 'aria-label': 'session timeline' })
     this.#canvas = el('div', { class: 'timeline-canvas' }, this.#svg)
     this.#scroller = el('div', { class: 'timeline-scroller' }, this.#canvas)
-    root.append(bar, this.#scroller)
+    root.append(bar, this.#scroller, el('div', { class: 'status' }, this.#hover))
+    this.#svg.addEventListener('mousemove', (event) => {
+      const target = (event.target as Element).closest('[data-uid]')
+      const item = target ? this.#model.items.get(Number(target.getAttribute('data-uid'))) : undefined
+      this.#hover.textContent = item ? hoverText(item, this.#model) : ''
+    })
     this.#scroller.addEventListener('scroll', () => {
       const atEnd = this.#scroller.scrollLeft + this.#scroller.clientWidth >= this.#scroller.scrollWidth - 4
       if (!atEnd && this.#follow && this.#userScroll) this.#setFollow(false)
@@ -273,6 +280,14 @@ export class TimelineView {
     const layer = svg('g', {})
     const inView = (a: number, b: number) => b >= left && a <= right
     const selected = (item: Item) => (item.uid === this.#selectedUid ? ' selected' : '')
+    // level of detail: an item that would land within a pixel or two of the one before it on its row is not drawn
+    const drawnTo = new Map<string, number>()
+    const crowded = (row: string, a: number, b: number, narrow = 3): boolean => {
+      const last = drawnTo.get(row) ?? -Infinity
+      if (b - a < narrow && a < last + 2) return true
+      drawnTo.set(row, Math.max(last, b))
+      return false
+    }
     const label = (x: number, y: number, w: number, text: string, cls = 'label') => {
       if (w < text.length * 6 + 6) return null
       return svg('text', { x: x + 4, y, class: cls }, text)
@@ -280,7 +295,7 @@ export class TimelineView {
 
     turns: for (const [i, turn] of model.turns.entries()) {
       const [a, b] = this.#span(turn.start, turn.end)
-      if (!inView(a, b)) continue turns
+      if (!inView(a, b) || (turn.uid !== this.#selectedUid && crowded('turns', a, b, 2))) continue turns
       const reason = turn.reason?.kind ?? 'open'
       const g = svg('g', {
         class: `turn reason-${reason}${i % 2 ? ' odd' : ''}${selected(turn)}`,
@@ -290,7 +305,7 @@ export class TimelineView {
         'data-turn': turn.turn,
         'data-reason': reason,
       })
-      g.append(svg('rect', { x: a, y: 0, width: Math.max(2, b - a), height }, svg('title', {}, turnTitle(turn))))
+      g.append(svg('rect', { x: a, y: 0, width: Math.max(2, b - a), height }))
       const text = label(Math.max(a, left + GUTTER), 12, b - Math.max(a, left + GUTTER), `turn ${turn.turn} · ${reason}`)
       if (text) g.append(text)
       layer.append(g)
@@ -298,7 +313,7 @@ export class TimelineView {
 
     for (const step of model.steps) {
       const [a, b] = this.#span(step.start, step.end)
-      if (!inView(a, b)) continue
+      if (!inView(a, b) || (step.uid !== this.#selectedUid && crowded('steps', a, b))) continue
       const g = svg('g', {
         class: `step${step.end === null ? ' open' : ''}${selected(step)}`,
         'data-kind': 'step',
@@ -307,13 +322,7 @@ export class TimelineView {
         'data-turn': step.turn,
         'data-step': step.step,
       })
-      g.append(
-        svg(
-          'rect',
-          { x: a + 1, y: ROW.steps, width: Math.max(2, b - a - 2), height: BOX, rx: 3 },
-          svg('title', {}, `turn ${step.turn} step ${step.step} (#${step.start}–${step.end ?? '…'})`),
-        ),
-      )
+      g.append(svg('rect', { x: a + 1, y: ROW.steps, width: Math.max(2, b - a - 2), height: BOX, rx: 3 }))
       const text = label(a, ROW.steps + 13, b - a, `step ${step.step}`)
       if (text) g.append(text)
       layer.append(g)
@@ -321,7 +330,7 @@ export class TimelineView {
 
     for (const attempt of model.attempts) {
       const [a, b] = this.#span(attempt.start, attempt.end)
-      if (!inView(a, b)) continue
+      if (!inView(a, b) || (attempt.uid !== this.#selectedUid && crowded('attempts', a, b))) continue
       const retry = attempt.index > 1
       const g = svg('g', {
         class: `attempt outcome-${attempt.outcome}${retry ? ' retry' : ''}${selected(attempt)}`,
@@ -331,9 +340,7 @@ export class TimelineView {
         'data-attempt': attempt.index,
         'data-outcome': attempt.outcome,
       })
-      const failure = attempt.failure ? ` ${attempt.failure.code}: ${attempt.failure.message}` : ''
-      const title = `turn ${attempt.turn} step ${attempt.step} attempt ${attempt.index}${retry ? ' (retry)' : ''}: ${attempt.outcome}${failure}, ${attempt.chunks} chunks`
-      g.append(svg('rect', { x: a + 1, y: ROW.attempts, width: Math.max(2, b - a - 2), height: BOX, rx: 3 }, svg('title', {}, title)))
+      g.append(svg('rect', { x: a + 1, y: ROW.attempts, width: Math.max(2, b - a - 2), height: BOX, rx: 3 }))
       if (attempt.streamStart !== null && attempt.streamEnd !== null) {
         const [sa, sb] = this.#span(attempt.streamStart, attempt.streamEnd)
         g.append(svg('rect', { class: 'stream', x: sa + 1, y: ROW.attempts + BOX - 5, width: Math.max(2, sb - sa - 2), height: 4, 'data-kind': 'stream' }))
@@ -370,7 +377,7 @@ export class TimelineView {
 
     for (const tool of model.tools) {
       const [a, b] = this.#span(tool.start, tool.end)
-      if (!inView(a, b)) continue
+      if (!inView(a, b) || (tool.uid !== this.#selectedUid && crowded(`tools${tool.lane}`, a, b))) continue
       const together = tool.group.calls.length > 1 ? 'parallel' : 'alone'
       const g = svg('g', {
         class: `tool ${together}${tool.error ? ' error' : ''}${tool.synthetic ? ' synthetic' : ''}${tool.end === null ? ' open' : ''}${selected(tool)}`,
@@ -382,18 +389,7 @@ export class TimelineView {
         'data-together': together,
       })
       const y = ROW.tools + tool.lane * LANE
-      const status = tool.end === null ? 'running' : tool.error ? `error ${tool.error}` : 'ok'
-      g.append(
-        svg(
-          'rect',
-          { x: a + 1, y, width: Math.max(2, b - a - 2), height: BOX, rx: 3 },
-          svg(
-            'title',
-            {},
-            `${tool.name} #${tool.callId} (${together === 'parallel' ? `parallel with ${tool.group.calls.length - 1} more` : 'ran alone'}): ${status}${tool.synthetic ? ', never started' : ''}`,
-          ),
-        ),
-      )
+      g.append(svg('rect', { x: a + 1, y, width: Math.max(2, b - a - 2), height: BOX, rx: 3 }))
       const text = label(a, y + 13, b - a, tool.name)
       if (text) g.append(text)
       layer.append(g)
@@ -404,6 +400,7 @@ export class TimelineView {
       const [a] = this.#span(arrival.start, arrival.start)
       const [c, d] = end === null ? [a, a] : this.#span(end, end)
       if (!inView(a - 8, Math.max(a, d) + 8)) continue
+      if (arrival.uid !== this.#selectedUid && crowded('inbox', a, Math.max(a, d), 12)) continue
       const via = model.viaOf(arrival)
       const state = arrival.discardedAt !== null ? 'discarded' : arrival.claimedAt !== null ? 'claimed' : 'pending'
       const g = svg('g', {
@@ -426,7 +423,7 @@ export class TimelineView {
         g.append(svg('line', { class: 'link', x1: a + 4, y1: y, x2: mid, y2: y }))
         g.append(svg('text', { x: mid - 3, y: y + 4, class: 'discard' }, '✕'))
       }
-      g.append(svg('path', { class: 'mark', d: `M ${a} ${y - 6} L ${a + 8} ${y} L ${a} ${y + 6} z` }, svg('title', {}, `${via}: ${arrival.text} (${state})`)))
+      g.append(svg('path', { class: 'mark', d: `M ${a} ${y - 6} L ${a + 8} ${y} L ${a} ${y + 6} z` }))
       layer.append(g)
     }
 
@@ -444,7 +441,7 @@ export class TimelineView {
         'data-uid': marker.uid,
         'data-seq': marker.seq,
       })
-      g.append(svg('line', { x1: x, y1: ROW.inbox - 4, x2: x, y2: height - 14 }, svg('title', {}, marker.label)))
+      g.append(svg('line', { x1: x, y1: ROW.inbox - 4, x2: x, y2: height - 14 }))
       // labels near the right edge read leftwards; a request and its outcome sit on different lines
       const width = marker.label.length * 6
       const leftwards = x > right - width - 8
@@ -477,10 +474,38 @@ export class TimelineView {
   }
 }
 
-function turnTitle(turn: TurnSpan): string {
-  const reason = turn.reason
-  let why = reason?.kind ?? 'open'
-  if (reason?.kind === 'aborted') why = `aborted (${reason.reason?.kind ?? '?'}${reason.reason?.reason ? `: ${reason.reason.reason}` : ''})`
-  if (reason?.kind === 'error') why = `error ${reason.error?.code ?? ''}: ${reason.error?.message ?? ''}`
-  return `turn ${turn.turn}: ${why}, ${turn.steps.length} step${turn.steps.length === 1 ? '' : 's'} (#${turn.start}–${turn.end ?? '…'})`
+/** What the status line says about the item under the pointer. */
+export function hoverText(item: Item, model: SessionModel): string {
+  const range = (start: number, end: number | null) => `#${start}–${end ?? '…'}`
+  switch (item.kind) {
+    case 'turn': {
+      const reason = item.reason
+      let why = reason?.kind ?? 'open'
+      if (reason?.kind === 'aborted') why = `aborted (${reason.reason?.kind ?? '?'}${reason.reason?.reason ? `: ${reason.reason.reason}` : ''})`
+      if (reason?.kind === 'error') why = `error ${reason.error?.code ?? ''}: ${reason.error?.message ?? ''}`
+      return `turn ${item.turn}: ${why}, ${item.steps.length} step${item.steps.length === 1 ? '' : 's'} (${range(item.start, item.end)})`
+    }
+    case 'step':
+      return `turn ${item.turn} step ${item.step}: ${item.attempts.length} request${item.attempts.length === 1 ? '' : 's'} (${range(item.start, item.end)})`
+    case 'attempt': {
+      const failure = item.failure ? ` ${item.failure.code}: ${item.failure.message}` : ''
+      return `turn ${item.turn} step ${item.step} attempt ${item.index}${item.index > 1 ? ' (retry)' : ''}: ${item.outcome}${failure}, ${item.chunks} chunks (${range(item.start, item.end)})`
+    }
+    case 'tool': {
+      const together = item.group.calls.length > 1 ? `ran in parallel with ${item.group.calls.length - 1} more` : 'ran alone'
+      const status = item.end === null ? 'running' : item.error ? `error ${item.error}` : 'ok'
+      return `${item.name} #${item.callId} ${together}: ${status}${item.synthetic ? ' (never started)' : ''} (${range(item.start, item.end)})`
+    }
+    case 'arrival': {
+      const fate =
+        item.discardedAt !== null
+          ? `discarded at #${item.discardedAt}`
+          : item.claimedAt !== null
+            ? `claimed at #${item.claimedAt}${item.claimedBy !== null ? ` by turn ${item.claimedBy}` : ''}${item.enteredAt !== null ? `, entered at #${item.enteredAt}` : ''}`
+            : 'pending'
+      return `${model.viaOf(item)} at #${item.start}: ${item.text} (${fate})`
+    }
+    case 'marker':
+      return `#${item.seq}: ${item.label}`
+  }
 }
