@@ -73,7 +73,7 @@ describe.skipIf(!CHROMIUM)('viewer in headless Chromium', () => {
   async function expectActive(page: Page, agent: Agent): Promise<string> {
     const leaves = leafPaths(agent.actor.getSnapshot().value)
     const want = leaves.join(' ')
-    await page.waitForFunction((w) => document.querySelector<HTMLElement>('section.machine')?.dataset.active === w, want)
+    await expect.poll(() => page.locator('section.machine').getAttribute('data-active')).toBe(want)
     const lit = await page.$$eval('.state.active.leaf', (boxes) => boxes.map((b) => b.getAttribute('data-path')))
     expect(lit.sort()).toEqual([...leaves].sort())
     return want
@@ -81,7 +81,7 @@ describe.skipIf(!CHROMIUM)('viewer in headless Chromium', () => {
 
   const count = (page: Page, selector: string) => page.locator(selector).count()
   const shot = async (page: Page, name: string) => {
-    await page.evaluate(() => window.scrollTo(0, 0))
+    await page.evaluate('window.scrollTo(0, 0)')
     await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true })
   }
 
@@ -131,7 +131,7 @@ describe.skipIf(!CHROMIUM)('viewer in headless Chromium', () => {
     // the whole session in view
     await page.click('.timeline button:text("fit")')
     const timeline = page.locator('.timeline')
-    await page.waitForFunction(() => document.querySelectorAll('.timeline g.turn').length === 2)
+    await expect.poll(() => count(page, '.timeline g.turn')).toBe(2)
     expect(await timeline.locator('g.turn').evaluateAll((gs) => gs.map((g) => g.getAttribute('data-reason')))).toEqual(['aborted', 'completed'])
     expect(await count(page, '.timeline g.step')).toBe(3)
     // the failed request and its retry in the same step; the cancelled stream interrupted
@@ -179,7 +179,7 @@ describe.skipIf(!CHROMIUM)('viewer in headless Chromium', () => {
     expect(then).not.toBe(seen[3])
     await shot(page, '05-log-linked')
     await page.click('button.to-live')
-    await page.waitForFunction((w) => document.querySelector<HTMLElement>('section.machine')?.dataset.active === w, seen[3])
+    await expect.poll(() => page.locator('section.machine').getAttribute('data-active')).toBe(seen[3])
 
     // clicking the timeline selects in the log
     await page.click('.log button:text("all")')
@@ -193,7 +193,7 @@ describe.skipIf(!CHROMIUM)('viewer in headless Chromium', () => {
     await expect
       .poll(() => page.locator('.log .row .sum').allTextContents())
       .toEqual([expect.stringContaining('next-turn +1: Tidy the files <img src=x onerror="window.__xss=1"><script>'), `user: Tidy the files ${HOSTILE}`])
-    expect(await page.evaluate(() => (window as { __xss?: unknown }).__xss)).toBeUndefined()
+    expect(await page.evaluate('typeof window.__xss')).toBe('undefined')
     expect(await count(page, 'img, script:not([src])')).toBe(0)
     expect(problems).toEqual([])
     await page.close()
@@ -213,7 +213,7 @@ describe.skipIf(!CHROMIUM)('viewer in headless Chromium', () => {
     // virtualised: a screenful of rows and of timeline items, not ten thousand
     expect(await count(page, '.log .row')).toBeLessThan(60)
     expect(await count(page, '.timeline g.turn')).toBeLessThan(turns)
-    expect(await page.evaluate(() => document.getElementsByTagName('*').length)).toBeLessThan(4000)
+    expect(await page.evaluate('document.getElementsByTagName("*").length')).toBeLessThan(4000)
     // the far end is one scroll away, and selecting there moves the timeline to it
     await page.locator('.log-list').evaluate((list) => (list.scrollTop = list.scrollHeight))
     await page.click(`.log .row[data-seq="${events.length - 1}"]`)
