@@ -51,6 +51,16 @@ class Changes {
   }
 }
 
+/** What a feed without a machine reports: no configurations, transitions or notes. */
+const machineless = {
+  eventConfigs: [],
+  configs: [],
+  transitions: [],
+  arrivals: [],
+  cancels: [],
+  current: () => null,
+} as const
+
 /** A finished log: everything is there at once, nothing changes. */
 export function storedFeed(events: readonly WireEvent[], sessionId: string, charts: readonly ChartMachine[]): ViewerFeed {
   return {
@@ -58,12 +68,7 @@ export function storedFeed(events: readonly WireEvent[], sessionId: string, char
     sessionId,
     charts,
     events: () => events,
-    eventConfigs: [],
-    configs: [],
-    transitions: [],
-    arrivals: [],
-    cancels: [],
-    current: () => null,
+    ...machineless,
     onChange: () => () => {},
     close: () => {},
   }
@@ -78,12 +83,7 @@ export function sessionFeed(session: Session, charts: readonly ChartMachine[]): 
     sessionId: session.id,
     charts,
     events: () => session.events,
-    eventConfigs: [],
-    configs: [],
-    transitions: [],
-    arrivals: [],
-    cancels: [],
-    current: () => null,
+    ...machineless,
     onChange: (listener) => changes.on(listener),
     close: () => subscription.unsubscribe(),
   }

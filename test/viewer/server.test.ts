@@ -220,6 +220,19 @@ describe('viewer server', () => {
     channel.close()
   })
 
+  it('follows a session without an agent: the log as it grows, no machine state', async () => {
+    const agent = textAgent('one')
+    const { live } = await viewerOf(agent.session)
+    const channel = await openLive(live())
+    expect(await channel.until('hello')).toMatchObject({ mode: 'session', sessionId: agent.id })
+    agent.followup('first')
+    await agent.whenIdle()
+    const total = agent.session.events.length
+    await channel.until('events', (m) => m.events.at(-1)?.seq === total - 1)
+    expect(channel.messages.some((m) => m.kind === 'state' || m.kind === 'configs')).toBe(false)
+    channel.close()
+  })
+
   it('close() ends the live channels and stops listening, leaving the agent running', async () => {
     const agent = textAgent('one')
     const { viewer, url, live } = await viewerOf(agent)
