@@ -1,6 +1,6 @@
 // The demo agent: a scripted model (no network needed) asks for a tool, reads
 // its result from the request, and answers in a second step of the same turn.
-import { z } from 'zod'
+import { z } from 'zod/v4'
 import { createAgent } from '../agent.js'
 import type { AgentStatus } from '../agent.js'
 import { userMessage } from '../messages.js'

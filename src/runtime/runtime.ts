@@ -7,25 +7,19 @@ import { createActor, type Actor, type InspectionEvent, type Observer } from 'xs
 import { StreamAssembler, normalizeStream } from '../adapters/assemble.js'
 import { toLlmFailure } from '../adapters/failure.js'
 import type { ModelAdapter, ModelRequest } from '../adapters/types.js'
-import { ConfigError, InboxError } from '../errors.js'
+import { InboxError } from '../errors.js'
 import { agentMachine } from '../machines/agent.js'
 import { alreadyPending, applySplice, duplicatedBy, type InboxLists } from '../machines/inbox.js'
 import type { AgentEvent, AgentInput, AppendEffect, Effect, HookName } from '../machines/types.js'
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
-import {
-  LlmCallConfigSchema,
-  UserMessageSchema,
-  type LlmCallConfig,
-  type RequestHeader,
-  type SessionEvent,
-  type SessionEventType,
-  type ToolSchema,
-} from '../session/schemas.js'
+import { UserMessageSchema, type LlmCallConfig, type RequestHeader, type SessionEvent, type SessionEventType, type ToolSchema } from '../session/schemas.js'
 import type { Session } from '../session/session.js'
-import { classify, describeInvalidArgs, toOutcome, type ToolDefinition } from '../tools/define.js'
+import { checkArguments, classify, describeInvalidArgs, toOutcome, type ToolDefinition } from '../tools/define.js'
 import { errorOutcome } from '../machines/tool-batch.js'
+import { toLoggedConfig, type OutputSchemas } from '../request.js'
+import type { CheckResult } from '../schema.js'
 import { Hooks } from './hooks.js'
-import { z } from 'zod'
+import { z } from 'zod/v4'
 
 export interface RuntimeOptions {
   session: Session
@@ -34,6 +28,8 @@ export interface RuntimeOptions {
   toolSchemas: readonly ToolSchema[]
   systemPrompt?: string
   seedConfig: LlmCallConfig
+  /** Checks of the JSON output schemas seen, shared with the agent's turn results. */
+  outputSchemas: OutputSchemas
   inbox: InboxLists
   lastTurn: number
   priorHeader: boolean
@@ -63,9 +59,6 @@ export function canonical(value: unknown): string {
       : v,
   )
 }
-
-/** A listener's config; a missing provider or model is the machine's route check to report (RQ-3), not a malformed config. */
-const ListenerConfigSchema = LlmCallConfigSchema.partial({ provider: true, model: true })
 
 const PreStepDecisionSchema = z.union([
   z.object({ kind: z.literal('reject') }).loose(),
@@ -332,15 +325,8 @@ export class Runtime {
     const frozenSeed = deepFreeze(toFrozenJson(seed, 'config'))
     this.#settle(id, async () => {
       const value = await this.hooks.waterfall('agent/request', { turn, step, signal, agent: this.options.agent }, () => frozenSeed)
-      let config = frozenSeed
-      if (value !== frozenSeed) {
-        const parsed = ListenerConfigSchema.safeParse(value)
-        if (!parsed.success) {
-          const issue = parsed.error.issues[0]
-          throw new ConfigError(`agent/request returned an invalid config at ${issue.path.join('.') || '(root)'}: ${issue.message}`)
-        }
-        config = deepFreeze(toFrozenJson(value, 'config'))
-      }
+      // a listener's config may carry a schema as its response format: the log keeps its JSON Schema
+      const config = value === frozenSeed ? frozenSeed : toLoggedConfig(value, this.options.outputSchemas, 'agent/request result', true)
       const { systemPrompt, toolSchemas, model } = this.options
       const header: RequestHeader = {
         config: config,
@@ -414,12 +400,18 @@ export class Runtime {
     if (!tool) {
       outcome = errorOutcome(`unknown tool ${JSON.stringify(name)}`, { name: 'UnknownToolError', code: 'UNKNOWN_TOOL' })
     } else {
-      const parsed = tool.input.safeParse(args)
-      if (!parsed.success) {
-        outcome = errorOutcome(describeInvalidArgs(name, parsed.error), { name: 'InvalidArgumentsError', code: 'INVALID_ARGS' })
+      let parsed: CheckResult<unknown>
+      try {
+        const checked = checkArguments(tool, args)
+        parsed = checked instanceof Promise ? await checked : checked // a promise only from async refinements
+      } catch (error) {
+        parsed = { ok: false, issues: [{ path: '(root)', message: toLlmFailure(error).message }] }
+      }
+      if (!parsed.ok) {
+        outcome = errorOutcome(describeInvalidArgs(name, parsed), { name: 'InvalidArgumentsError', code: 'INVALID_ARGS' })
       } else {
         try {
-          outcome = toOutcome(name, await tool.execute(deepFreeze(parsed.data), { callId, name, signal, agent: this.options.agent }))
+          outcome = toOutcome(name, await tool.execute(deepFreeze(parsed.value), { callId, name, signal, agent: this.options.agent }))
         } catch (error) {
           const coded = error as { code?: unknown; name?: unknown; message?: unknown }
           outcome = errorOutcome(

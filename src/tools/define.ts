@@ -1,7 +1,8 @@
-// Tools: a zod input schema is both the argument check and the JSON Schema
-// the model sees; bodies return a string or a richer result.
-import { z } from 'zod'
+// Tools: the input schema (any zod v4 schema, or a JSON Schema with a
+// validate function) is both the argument check and the JSON Schema the model
+// sees; bodies return a string or a richer result.
 import { ConfigError } from '../errors.js'
+import { describeIssues, toCheckedSchema, type CheckedSchema, type CheckResult, type InferSchema, type SchemaInput } from '../schema.js'
 import { toFrozenJson } from '../session/lossless.js'
 import { UserMessageSchema, type ToolSchema, type UserMessage } from '../session/schemas.js'
 import { userMessage } from '../messages.js'
@@ -27,43 +28,67 @@ export interface ToolResultValue {
   meta?: unknown
 }
 
-export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
+export interface ToolDefinition<S extends SchemaInput<any> = SchemaInput<any>> {
   readonly name: string
   readonly description: string
+  /** The schema as given. */
   readonly input: S
-  readonly executionMode: ExecutionMode | ((args: z.infer<S>) => ExecutionMode)
-  readonly execute: (args: z.infer<S>, context: ToolContext<any>) => string | ToolResultValue | Promise<string | ToolResultValue>
+  readonly executionMode: ExecutionMode | ((args: InferSchema<S>) => ExecutionMode)
+  readonly execute: (args: InferSchema<S>, context: ToolContext<any>) => string | ToolResultValue | Promise<string | ToolResultValue>
 }
 
-/** Define a tool; its name, schema and body are checked here, not at the first call. */
-export function defineTool<S extends z.ZodType>(definition: {
+/** Checked schemas of the definitions seen, so a hand-built definition is converted once too. */
+const checkedSchemas = new WeakMap<object, CheckedSchema>()
+
+/** The tool's input schema in checked form (JSON Schema plus argument check). */
+function checkedSchemaOf(tool: ToolDefinition): CheckedSchema {
+  let checked = checkedSchemas.get(tool)
+  if (checked === undefined) {
+    checked = toCheckedSchema(tool.input, `tool ${tool.name}: input`)
+    checkedSchemas.set(tool, checked)
+  }
+  return checked
+}
+
+/**
+ * Define a tool; its name, schema and body are checked here, not at the first call.
+ * `input` is any zod v4 schema (classic, zod/mini, zod/v4 of zod 3.25) or `{ jsonSchema, validate? }`.
+ */
+export function defineTool<S extends SchemaInput<any>>(definition: {
   name: string
   description: string
   input: S
-  executionMode?: ExecutionMode | ((args: z.infer<S>) => ExecutionMode)
-  execute: (args: z.infer<S>, context: ToolContext<any>) => string | ToolResultValue | Promise<string | ToolResultValue>
+  executionMode?: ExecutionMode | ((args: InferSchema<S>) => ExecutionMode)
+  execute: (args: InferSchema<S>, context: ToolContext<any>) => string | ToolResultValue | Promise<string | ToolResultValue>
 }): ToolDefinition<S> {
   if (typeof definition?.name !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(definition.name)) {
     throw new ConfigError(`tool name must be 1-64 letters, digits, '_', '.' or '-', got ${JSON.stringify(definition?.name)}`, { path: 'name' })
   }
-  if (!(definition.input instanceof z.ZodType)) throw new ConfigError(`tool ${definition.name}: input must be a zod schema`, { path: 'input' })
+  const checked = toCheckedSchema(definition.input, `tool ${definition.name}: input`)
   if (typeof definition.execute !== 'function') throw new ConfigError(`tool ${definition.name}: execute must be a function`, { path: 'execute' })
   const mode = definition.executionMode ?? 'exclusive'
   if (mode !== 'parallel' && mode !== 'exclusive' && typeof mode !== 'function') {
     throw new ConfigError(`tool ${definition.name}: executionMode must be 'parallel', 'exclusive' or a function`, { path: 'executionMode' })
   }
-  return Object.freeze({ ...definition, description: definition.description ?? '', executionMode: mode })
+  const tool: ToolDefinition<S> = Object.freeze({ ...definition, description: definition.description ?? '', executionMode: mode })
+  checkedSchemas.set(tool, checked)
+  return tool
 }
 
-/** The tool list the request header carries, in canonical order by name. */
+/** The tool list the request header carries, in canonical order by name; no `$schema` key goes to providers. */
 export function toolSchemas(tools: readonly ToolDefinition[]): ToolSchema[] {
   return [...tools]
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
     .map((tool) => ({
       name: tool.name,
       ...(tool.description ? { description: tool.description } : {}),
-      inputSchema: toFrozenJson(z.toJSONSchema(tool.input, { unrepresentable: 'any' }) as Record<string, unknown>, `tools.${tool.name}.inputSchema`),
+      inputSchema: toFrozenJson(checkedSchemaOf(tool).jsonSchema, `tools.${tool.name}.inputSchema`),
     }))
+}
+
+/** TL-1/TL-9: check parsed model arguments against the tool's schema; a refusal names every failing path. */
+export function checkArguments(tool: ToolDefinition, args: unknown): CheckResult<unknown> | Promise<CheckResult<unknown>> {
+  return checkedSchemaOf(tool).check(args)
 }
 
 /** TL-2: parallel only on an exact 'parallel'; unknown tools and throwing classifiers are exclusive. */
@@ -77,10 +102,9 @@ export function classify(tool: ToolDefinition | undefined, args: unknown): Execu
   }
 }
 
-/** Explain a zod failure to the model: the failing paths and what was expected. */
-export function describeInvalidArgs(name: string, error: z.ZodError): string {
-  const issues = error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(root)'}: ${issue.message}`)
-  return `invalid arguments for tool ${name}: ${issues.join('; ')}`
+/** Explain refused arguments to the model: the failing paths and what was expected. */
+export function describeInvalidArgs(name: string, failed: Extract<CheckResult<unknown>, { ok: false }>): string {
+  return `invalid arguments for tool ${name}: ${describeIssues(failed.issues)}`
 }
 
 function contextsOf(callName: string, contexts: unknown): UserMessage[] | undefined {
@@ -89,7 +113,7 @@ function contextsOf(callName: string, contexts: unknown): UserMessage[] | undefi
   return contexts.map((c, i) =>
     typeof c === 'string'
       ? userMessage(c, { source: { kind: 'plugin', plugin: `tool:${callName}`, form: 'additional-context' } })
-      : (toFrozenJson(UserMessageSchema.parse(c), `additionalContexts[${i}]`) as UserMessage),
+      : toFrozenJson<UserMessage>(UserMessageSchema.parse(c), `additionalContexts[${i}]`),
   )
 }
 

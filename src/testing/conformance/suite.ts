@@ -1,6 +1,6 @@
 // Build the portable suite from the agent machine's walk: a greedy cover of
 // every transition the walk took, then evenly spread scenarios up to a size.
-import { z } from 'zod'
+import { z } from 'zod/v4'
 import { coverageOf, type CoverageReport } from '../model/coverage.js'
 import { explore } from '../model/explore.js'
 import { walks } from '../model/profiles.js'

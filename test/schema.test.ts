@@ -1,0 +1,142 @@
+// Schemas users already have: zod classic and zod/mini (recognised by shape,
+// not instanceof), zod 3 refused with a pointer to zod/v4, and a plain JSON
+// Schema with a validate function; all give the model the same JSON Schema.
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import * as zm from 'zod/mini'
+import { z as z3 } from 'zod/v3'
+import { ConfigError, defineTool, toolSchemas } from '../src/index.js'
+import { toCheckedSchema } from '../src/schema.js'
+import { textResponse, toolCallResponse } from '../src/testing/index.js'
+import { scriptedAgent } from './helpers.js'
+
+const resultsOf = (agent: { session: { events: readonly { type: string; data: any }[] } }) =>
+  agent.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data.message.content[0].content as string)
+
+describe('tool input schemas', () => {
+  it('zod/mini schemas define tools: same JSON Schema as classic zod, arguments checked and typed', async () => {
+    const mini = defineTool({
+      name: 'greet',
+      description: 'greets',
+      input: zm.object({ name: zm.string(), times: zm.optional(zm.number()) }),
+      execute: ({ name, times }) => `hello ${name}`.repeat(times ?? 1),
+    })
+    const classic = defineTool({
+      name: 'greet',
+      description: 'greets',
+      input: z.object({ name: z.string(), times: z.optional(z.number()) }),
+      execute: () => '',
+    })
+    expect(toolSchemas([mini])).toEqual(toolSchemas([classic]))
+    const { agent } = scriptedAgent(
+      [
+        toolCallResponse([
+          { id: 'a', name: 'greet', arguments: '{"name":"Ada"}' },
+          { id: 'b', name: 'greet', arguments: '{"name":7}' },
+        ]),
+        textResponse('done'),
+      ],
+      { tools: [mini] },
+    )
+    await agent.run('hi')
+    const [ok, bad] = resultsOf(agent)
+    expect(ok).toBe('hello Ada')
+    expect(bad).toMatch(/^Error: invalid arguments for tool greet: name: /)
+  })
+
+  it('a JSON Schema with a validate function (Ajv style: errors on the function) defines a tool', async () => {
+    const jsonSchema = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] }
+    const validate = Object.assign(
+      (value: unknown): value is { n: number } => {
+        const ok = typeof value === 'object' && value !== null && Number.isInteger((value as { n?: unknown }).n)
+        validate.errors = ok ? null : [{ instancePath: '/n', message: 'must be integer' }]
+        return ok
+      },
+      { errors: null as null | { instancePath: string; message: string }[] },
+    )
+    const double = defineTool({ name: 'double', description: 'doubles', input: { jsonSchema, validate }, execute: ({ n }) => String(n * 2) })
+    expect(toolSchemas([double])[0].inputSchema).toEqual({ type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] })
+    const { agent } = scriptedAgent(
+      [
+        toolCallResponse([
+          { id: 'a', name: 'double', arguments: '{"n":21}' },
+          { id: 'b', name: 'double', arguments: '{"n":"x"}' },
+        ]),
+        textResponse('done'),
+      ],
+      { tools: [double] },
+    )
+    await agent.run('go')
+    expect(resultsOf(agent)).toEqual(['42', 'Error: invalid arguments for tool double: /n: must be integer'])
+  })
+
+  it('a validate that throws refuses with its message; without validate any arguments pass', async () => {
+    const strict = defineTool({
+      name: 'strict',
+      description: '',
+      input: {
+        jsonSchema: { type: 'object' },
+        validate: () => {
+          throw new Error('nope')
+        },
+      },
+      execute: () => 'ran',
+    })
+    const loose = defineTool({ name: 'loose', description: '', input: { jsonSchema: { type: 'object' } }, execute: (args) => JSON.stringify(args) })
+    const { agent } = scriptedAgent(
+      [
+        toolCallResponse([
+          { id: 'a', name: 'strict', arguments: '{}' },
+          { id: 'b', name: 'loose', arguments: '{"x":1}' },
+        ]),
+        textResponse('done'),
+      ],
+      { tools: [strict, loose] },
+    )
+    await agent.run('go')
+    expect(resultsOf(agent)).toEqual(['Error: invalid arguments for tool strict: (root): nope', '{"x":1}'])
+  })
+
+  it('async refinements are awaited before the body runs', async () => {
+    const checked = defineTool({
+      name: 'checked',
+      description: '',
+      input: z.object({ id: z.string() }).refine(async (v) => v.id !== 'taken', { message: 'id is taken' }),
+      execute: ({ id }) => `created ${id}`,
+    })
+    const { agent } = scriptedAgent(
+      [
+        toolCallResponse([
+          { id: 'a', name: 'checked', arguments: '{"id":"free"}' },
+          { id: 'b', name: 'checked', arguments: '{"id":"taken"}' },
+        ]),
+        textResponse('done'),
+      ],
+      { tools: [checked] },
+    )
+    await agent.run('go')
+    expect(resultsOf(agent)).toEqual(['created free', 'Error: invalid arguments for tool checked: (root): id is taken'])
+  })
+
+  it('a zod 3 schema, or anything else, is refused at definition with a ConfigError saying what to use', () => {
+    const make = (input: unknown) => () => defineTool({ name: 't', description: '', input: input as never, execute: () => '' })
+    expect(make(z3.object({ a: z3.string() }))).toThrow(ConfigError)
+    expect(make(z3.object({ a: z3.string() }))).toThrow(/zod 3 schema; use zod 4 \(or import \{ z \} from 'zod\/v4' with zod 3\.25\)/)
+    expect(make({ type: 'object' })).toThrow(/expected a zod v4 schema \(zod, zod\/mini, or zod\/v4\) or \{ jsonSchema, validate\? \}/)
+    expect(make({ jsonSchema: { type: 'object' }, validate: 'yes' })).toThrow(ConfigError)
+    expect(make(undefined)).toThrow(/tool t: input/)
+  })
+
+  it('classic zod keeps working, and no generated schema carries $schema', () => {
+    const checked = toCheckedSchema(z.object({ a: z.string().describe('the a') }), 'x')
+    expect(checked.jsonSchema).toEqual({
+      type: 'object',
+      properties: { a: { type: 'string', description: 'the a' } },
+      required: ['a'],
+      additionalProperties: false,
+    })
+    expect(Object.isFrozen(checked.jsonSchema)).toBe(true)
+    expect(checked.check({ a: 'x' })).toEqual({ ok: true, value: { a: 'x' } })
+    expect(checked.check({ a: 1 })).toMatchObject({ ok: false, issues: [{ path: 'a' }] })
+  })
+})
