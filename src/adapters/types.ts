@@ -1,4 +1,5 @@
 // The model boundary: adapters normalize a provider's stream into StreamChunks.
+import type { RequestOptions } from '../request.js'
 import type { LlmCallConfig, Message, StreamChunk, ToolSchema } from '../session/schemas.js'
 
 /** One frozen model request, rebuilt entirely from the session log (SS-13). */
@@ -17,5 +18,11 @@ export interface ModelAdapter {
   readonly provider: string
   readonly model: string
   readonly contextWindow?: number
+  /**
+   * Request options the agent seeds its first config with (e.g. DeepSeek's
+   * thinking switch), so they are logged in the header like any other option
+   * and an `agent/request` listener can change them.
+   */
+  readonly defaultConfig?: RequestOptions
   stream(request: ModelRequest): AsyncIterable<StreamChunk>
 }

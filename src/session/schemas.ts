@@ -1,6 +1,6 @@
 // The session vocabulary: zod schemas are the single source of both the
 // runtime checks (loaded logs, public inputs) and the TypeScript types.
-import { z } from 'zod'
+import { z } from 'zod/v4'
 
 const nonEmpty = z.string().min(1)
 const turnNo = z.number().int().positive()
@@ -143,6 +143,63 @@ export const TurnEndReasonSchema = z.discriminatedUnion('kind', [
 
 // ---- request envelope -----------------------------------------------------
 
+/** Body fields an OpenAI-compatible adapter passes through as they are (the provider's own snake_case names). */
+export interface OpenAIBodyOptions {
+  seed?: number
+  top_p?: number
+  frequency_penalty?: number
+  presence_penalty?: number
+  logit_bias?: Record<string, number>
+  logprobs?: boolean
+  top_logprobs?: number
+  user?: string
+  parallel_tool_calls?: boolean
+  service_tier?: string
+  store?: boolean
+  metadata?: Record<string, string>
+  [field: string]: unknown
+}
+
+/** DeepSeek's body fields: `thinking` switches thinking mode (enabled by default on DeepSeek's side). */
+export interface DeepSeekBodyOptions extends OpenAIBodyOptions {
+  thinking?: { type: 'enabled' | 'disabled' }
+}
+
+/**
+ * Provider-specific request fields, keyed by provider name (`openai`, `deepseek`, or
+ * an adapter's own `provider`); an adapter reads only its own key. Logged in the header.
+ */
+export interface ProviderOptions {
+  openai?: OpenAIBodyOptions
+  deepseek?: DeepSeekBodyOptions
+  [provider: string]: Record<string, unknown> | undefined
+}
+
+/** Whether and which tool the model must call: `auto` (the provider's default), `none`, `required`, or one named tool. */
+export const ToolChoiceSchema = z.union([z.enum(['auto', 'none', 'required']), z.object({ type: z.literal('tool'), name: nonEmpty }).strict()])
+
+/**
+ * The shape of the answer: plain `text`, or `json` (any JSON object when no
+ * `schema` is given; else the provider's structured-output mode for that JSON Schema).
+ */
+export const ResponseFormatSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text') }).strict(),
+  z
+    .object({
+      type: z.literal('json'),
+      schema: z.record(z.string(), z.unknown()).optional(),
+      name: z
+        .string()
+        .regex(/^[A-Za-z0-9_-]{1,64}$/)
+        .optional(),
+      description: z.string().optional(),
+      strict: z.boolean().optional(),
+    })
+    .strict(),
+])
+
+const ProviderOptionsSchema = z.record(z.string(), z.record(z.string(), z.unknown())) as unknown as z.ZodType<ProviderOptions>
+
 export const LlmCallConfigSchema = z
   .object({
     provider: z.string(),
@@ -151,6 +208,9 @@ export const LlmCallConfigSchema = z
     temperature: z.number().optional(),
     maxTokens: z.number().int().positive().optional(),
     stop: z.array(z.string()).optional(),
+    toolChoice: ToolChoiceSchema.optional(),
+    responseFormat: ResponseFormatSchema.optional(),
+    providerOptions: ProviderOptionsSchema.optional(),
   })
   .strict()
 
@@ -251,6 +311,8 @@ export type StreamChunk = z.infer<typeof StreamChunkSchema>
 export type AgentCancelCause = z.infer<typeof AgentCancelCauseSchema>
 export type TurnEndReason = z.infer<typeof TurnEndReasonSchema>
 export type LlmCallConfig = z.infer<typeof LlmCallConfigSchema>
+export type ToolChoice = z.infer<typeof ToolChoiceSchema>
+export type ResponseFormat = z.infer<typeof ResponseFormatSchema>
 export type ToolSchema = z.infer<typeof ToolSchemaSchema>
 export type RequestHeader = z.infer<typeof RequestHeaderSchema>
 export type SurfaceOp = z.infer<typeof SurfaceOpSchema>

@@ -1,0 +1,118 @@
+// Request options as users write them (a zod schema as the response format,
+// provider options merged per provider) turned into the LlmCallConfig the log
+// records, plus the validators of the output schemas seen on the way.
+import { ConfigError } from './errors.js'
+import { canonical } from './runtime/runtime.js'
+import { isJsonSchemaInput, isZodV4Schema, toCheckedSchema, type CheckedSchema, type SchemaInput } from './schema.js'
+import { deepFreeze, toFrozenJson } from './session/lossless.js'
+import { LlmCallConfigSchema, type LlmCallConfig, type ProviderOptions, type ResponseFormat } from './session/schemas.js'
+
+/** A response format as written: the logged form, a schema, or `{ type: 'json', schema }` with a schema object. */
+export type ResponseFormatInput = ResponseFormat | SchemaInput | { type: 'json'; schema: SchemaInput; name?: string; description?: string; strict?: boolean }
+
+/** Request options a user may set (createAgent `request`, adapter defaults, `agent/request` results). */
+export type RequestOptions = Partial<Omit<LlmCallConfig, 'provider' | 'model' | 'responseFormat'>> & {
+  responseFormat?: ResponseFormatInput
+}
+
+/** What an `agent/request` listener may return: a config whose response format may still be a schema. */
+export type RequestConfigInput = Omit<LlmCallConfig, 'responseFormat'> & { responseFormat?: ResponseFormatInput }
+
+/**
+ * The checks of the JSON output schemas this agent has seen, by canonical JSON
+ * Schema: the turn result validates a structured answer with the one that
+ * produced the logged schema.
+ */
+export class OutputSchemas {
+  readonly #byKey = new Map<string, CheckedSchema>()
+
+  register(checked: CheckedSchema): void {
+    this.#byKey.set(canonical(checked.jsonSchema), checked)
+  }
+
+  /** The check registered for this logged JSON Schema, if any. */
+  lookup(schema: Record<string, unknown>): CheckedSchema | undefined {
+    return this.#byKey.get(canonical(schema))
+  }
+}
+
+const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x)
+
+/** A schema object inside a response format becomes its JSON Schema; its check is remembered. */
+function normalizeResponseFormat(value: unknown, schemas: OutputSchemas, where: string): unknown {
+  const register = (input: unknown, path: string) => {
+    const checked = toCheckedSchema(input, path)
+    schemas.register(checked)
+    return checked.jsonSchema
+  }
+  if (isZodV4Schema(value) || isJsonSchemaInput(value)) return { type: 'json', schema: register(value, where) }
+  if (isRecord(value) && value.type === 'json' && (isZodV4Schema(value.schema) || isJsonSchemaInput(value.schema))) {
+    return { ...value, schema: register(value.schema, `${where}.schema`) }
+  }
+  return value
+}
+
+const PartialRouteConfigSchema = LlmCallConfigSchema.partial({ provider: true, model: true })
+
+/** Refuses a config that does not fit LlmCallConfigSchema, naming its first issue in one line. */
+function checkConfig(where: string, value: unknown, partialRoute: boolean): void {
+  const parsed = (partialRoute ? PartialRouteConfigSchema : LlmCallConfigSchema).safeParse(value)
+  if (parsed.success) return
+  const issue = parsed.error.issues[0]
+  throw new ConfigError(`${where} at ${issue.path.join('.') || '(root)'}: ${issue.message}`, { path: [where, ...issue.path.map(String)].join('.') })
+}
+
+/**
+ * A config as the log records it: schemas in `responseFormat` become JSON
+ * Schemas (their checks registered), the rest is checked against
+ * LlmCallConfigSchema and frozen. Why: listeners and options may hand us zod
+ * schemas, but the header holds lossless JSON only (SS-2, RQ-2).
+ * `partialRoute` lets provider/model be missing (the machine's route check reports that, RQ-3).
+ */
+export function toLoggedConfig(value: unknown, schemas: OutputSchemas, where: string, partialRoute = false): LlmCallConfig {
+  if (!isRecord(value)) throw new ConfigError(`${where} must be an object`, { path: where })
+  const candidate =
+    'responseFormat' in value ? { ...value, responseFormat: normalizeResponseFormat(value.responseFormat, schemas, `${where}.responseFormat`) } : value
+  checkConfig(where, candidate, partialRoute)
+  return deepFreeze(toFrozenJson(candidate, where)) as LlmCallConfig
+}
+
+/** Provider options of two layers, merged one level deep: the later layer's fields win within each provider. */
+export function mergeProviderOptions(base: ProviderOptions | undefined, over: ProviderOptions | undefined): ProviderOptions | undefined {
+  if (base === undefined) return over
+  if (over === undefined) return base
+  const out: ProviderOptions = { ...base }
+  for (const [provider, fields] of Object.entries(over)) out[provider] = { ...(base[provider] ?? {}), ...fields }
+  return out
+}
+
+/**
+ * The seed config of a new agent instance (RQ-2): the adapter's route and
+ * defaults, then the agent's `request` options, then `maxTokens`.
+ */
+export function seedConfig(
+  route: { provider: string; model: string },
+  adapterDefaults: RequestOptions | undefined,
+  options: RequestOptions | undefined,
+  maxTokens: number | undefined,
+  schemas: OutputSchemas,
+): LlmCallConfig {
+  for (const [name, layer] of [
+    ['model.defaultConfig', adapterDefaults],
+    ['request', options],
+  ] as const) {
+    if (layer !== undefined && !isRecord(layer)) throw new ConfigError(`${name} must be an object`, { path: name })
+    if (layer !== undefined && ('provider' in layer || 'model' in layer)) {
+      throw new ConfigError(`${name} cannot set provider or model (they come from the model adapter)`, { path: name })
+    }
+  }
+  const providerOptions = mergeProviderOptions(adapterDefaults?.providerOptions, options?.providerOptions)
+  const merged = {
+    ...adapterDefaults,
+    ...options,
+    ...route,
+    ...(providerOptions !== undefined ? { providerOptions } : {}),
+    ...(maxTokens !== undefined ? { maxTokens } : {}),
+  }
+  return toLoggedConfig(merged, schemas, 'request')
+}
