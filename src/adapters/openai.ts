@@ -1,7 +1,9 @@
-// OpenAI-compatible chat completions (OpenAI, DeepSeek, proxies) as a ModelAdapter:
-// the request is rebuilt from the derived history, the provider's SSE stream is
-// normalized into StreamChunks (BEHAVIOURS 1.4), failures into LlmErrors (1.5).
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, OpenAIError } from 'openai'
+// OpenAI-compatible chat completions (OpenAI, DeepSeek, proxies, local servers)
+// as a ModelAdapter: the request is rebuilt from the derived history and the
+// logged config, the provider's SSE stream is normalized into StreamChunks
+// (BEHAVIOURS 1.4), failures into LlmErrors (1.5). The `openai` package is an
+// optional peer dependency, loaded at the first request.
+import type OpenAI from 'openai'
 import type {
   ChatCompletionChunk,
   ChatCompletionContentPart,
@@ -9,17 +11,21 @@ import type {
   ChatCompletionFunctionTool,
   ChatCompletionMessageFunctionToolCall,
   ChatCompletionMessageParam,
+  ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions'
 import type { CompletionUsage } from 'openai/resources/completions'
 import { ConfigError } from '../errors.js'
+import type { RequestOptions } from '../request.js'
 import type {
   AssistantMessage,
   ContentBlock,
   FinishReason,
   ImageBlock,
   Message,
+  ResponseFormat,
   StreamChunk,
   TokenUsage,
+  ToolChoice,
   ToolResultBlock,
   ToolSchema,
 } from '../session/schemas.js'
@@ -27,11 +33,14 @@ import { abortedFailure, llmFailure, LlmError, toLlmFailure, type LlmFailureInit
 import type { ModelAdapter, ModelRequest } from './types.js'
 
 export interface OpenAIModelOptions {
-  /** The model name reported by the adapter, e.g. 'deepseek-chat'. Requests send `request.config.model`. */
+  /** The model name reported by the adapter, e.g. 'gpt-4.1-mini'. Requests send `request.config.model`. */
   model: string
-  /** Default 'deepseek' when the base URL contains 'deepseek', else 'openai'. */
+  /** Default 'deepseek' when the base URL contains 'deepseek', else 'openai'. Also the key of `providerOptions` this adapter reads. */
   provider?: string
-  /** Default: DEEPSEEK_API_KEY for provider 'deepseek', else OPENAI_API_KEY (read at the first request). */
+  /**
+   * Default: DEEPSEEK_API_KEY for provider 'deepseek', else OPENAI_API_KEY (read at the first request).
+   * Not needed when `baseURL` is a loopback address (a local server): no Authorization header is sent then.
+   */
   apiKey?: string
   /** Default: https://api.deepseek.com for provider 'deepseek', else the SDK's (OPENAI_BASE_URL or api.openai.com). */
   baseURL?: string
@@ -41,66 +50,163 @@ export interface OpenAIModelOptions {
   client?: OpenAI
   /**
    * SDK retries per request. Default 0 for the client built here (retry is the
-   * agent/request-error hook's job); an injected client keeps its own setting
+   * agent's retry policy, RQ-14); an injected client keeps its own setting
    * unless this is given.
    */
   maxRetries?: number
+  /** Request options the agent starts from (logged in the header like the agent's own). */
+  defaultConfig?: RequestOptions
 }
+
+/** DeepSeek's thinking effort names (the API maps minimal to low, medium and xhigh to high, ultra to max). */
+export type DeepSeekReasoningEffort = 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max' | 'ultra'
+
+export interface DeepSeekModelOptions extends Omit<OpenAIModelOptions, 'provider'> {
+  /** e.g. 'deepseek-v4-pro', 'deepseek-v4-flash', 'deepseek-chat'. */
+  model: string
+  /** Default 'deepseek'. */
+  provider?: string
+  /** Thinking mode on or off, sent as `thinking: { type }` (DeepSeek's default when unset: on). */
+  thinking?: boolean
+  /** Sent as `reasoning_effort`. */
+  reasoningEffort?: DeepSeekReasoningEffort
+}
+
+/** How the wire format differs by provider family. */
+type Dialect = 'openai' | 'deepseek'
 
 const DEEPSEEK_BASE_URL = 'https://api.deepseek.com'
 const CONTEXT_TEXT = /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long|reduce the length/i
 
+const LOOPBACK_HOST = /^(localhost|127(\.\d{1,3}){3}|\[::1\]|::1|0\.0\.0\.0)$/i
+
+/** True when the URL names this machine (a local OpenAI-compatible server needs no key). */
+function isLoopback(url: string | undefined): boolean {
+  if (url === undefined) return false
+  try {
+    const host = new URL(url).hostname
+    return LOOPBACK_HOST.test(host) || host.endsWith('.localhost')
+  } catch {
+    return false
+  }
+}
+
+/** The `openai` module, imported once at the first request: it is an optional peer dependency. */
+type Sdk = typeof import('openai')
+let sdkLoading: Promise<Sdk> | undefined
+async function loadSdk(): Promise<Sdk> {
+  sdkLoading ??= import('openai')
+  try {
+    return await sdkLoading
+  } catch (error) {
+    sdkLoading = undefined
+    throw new LlmError(
+      { message: "the 'openai' package is not installed; agentchart's OpenAI-compatible adapters need it: npm install openai", code: 'MISSING_DEPENDENCY' },
+      error,
+    )
+  }
+}
+
+function looksLikeClient(x: unknown): x is OpenAI {
+  const completions = (x as { chat?: { completions?: { create?: unknown } } } | null)?.chat?.completions
+  return typeof completions?.create === 'function'
+}
+
 /**
- * A ModelAdapter for OpenAI-compatible chat completions (OpenAI, DeepSeek).
+ * A ModelAdapter for OpenAI-compatible chat completions (OpenAI, DeepSeek, local servers).
  * Why: the loop speaks StreamChunks and provider-neutral failure codes; this
  * is the one place that knows the chat-completions wire format.
  * The client is built lazily at the first request, so a missing API key fails
  * that request with MISSING_CREDENTIAL (before any network call) instead of
- * failing agent creation.
+ * failing agent creation. A provider named 'deepseek' gets DeepSeek's rules
+ * (reasoning sent back with tool calls, JSON output), as `deepseekModel` does.
  */
 export function openaiModel(options: OpenAIModelOptions): ModelAdapter {
-  if (typeof options !== 'object' || options === null) throw new ConfigError('openaiModel: options must be an object')
-  const { model, contextWindow, maxRetries, client: injected } = options
+  return chatModel(options, undefined)
+}
+
+/**
+ * A ModelAdapter for DeepSeek (thinking mode with tools included).
+ * Why: DeepSeek requires the `reasoning_content` of every assistant message
+ * that made tool calls to come back on all later requests (HTTP 400
+ * otherwise), switches thinking with `thinking: { type }` and sets its effort
+ * with `reasoning_effort`; `thinking` and `reasoningEffort` become the agent's
+ * seed config, so they are logged and an `agent/request` listener can change them.
+ */
+export function deepseekModel(options: DeepSeekModelOptions): ModelAdapter {
+  if (typeof options !== 'object' || options === null) throw new ConfigError('deepseekModel: options must be an object')
+  const { thinking, reasoningEffort, ...rest } = options
+  if (thinking !== undefined && typeof thinking !== 'boolean') throw new ConfigError('deepseekModel: thinking must be a boolean', { path: 'thinking' })
+  if (reasoningEffort !== undefined && (typeof reasoningEffort !== 'string' || reasoningEffort.length === 0)) {
+    throw new ConfigError('deepseekModel: reasoningEffort must be a non-empty string', { path: 'reasoningEffort' })
+  }
+  const provider = rest.provider ?? 'deepseek'
+  const defaults: RequestOptions = { ...rest.defaultConfig }
+  if (reasoningEffort !== undefined) defaults.reasoningEffort = reasoningEffort
+  if (thinking !== undefined) {
+    const own = defaults.providerOptions?.[provider]
+    defaults.providerOptions = { ...defaults.providerOptions, [provider]: { ...own, thinking: { type: thinking ? 'enabled' : 'disabled' } } }
+  }
+  return chatModel({ ...rest, provider, defaultConfig: defaults }, 'deepseek')
+}
+
+function chatModel(options: OpenAIModelOptions, forced: Dialect | undefined): ModelAdapter {
+  const name = forced === 'deepseek' ? 'deepseekModel' : 'openaiModel'
+  if (typeof options !== 'object' || options === null) throw new ConfigError(`${name}: options must be an object`)
+  const { model, contextWindow, maxRetries, client: injected, defaultConfig } = options
   if (typeof model !== 'string' || model.length === 0) {
-    throw new ConfigError('openaiModel: model must be a non-empty string', { path: 'model' })
+    throw new ConfigError(`${name}: model must be a non-empty string`, { path: 'model' })
   }
   for (const key of ['provider', 'apiKey', 'baseURL'] as const) {
     const value = options[key]
     if (value !== undefined && (typeof value !== 'string' || value.length === 0)) {
-      throw new ConfigError(`openaiModel: ${key} must be a non-empty string`, { path: key })
+      throw new ConfigError(`${name}: ${key} must be a non-empty string`, { path: key })
     }
   }
   if (contextWindow !== undefined && !(Number.isSafeInteger(contextWindow) && contextWindow > 0)) {
-    throw new ConfigError('openaiModel: contextWindow must be a positive safe integer', { path: 'contextWindow' })
+    throw new ConfigError(`${name}: contextWindow must be a positive safe integer`, { path: 'contextWindow' })
   }
   if (maxRetries !== undefined && !(Number.isSafeInteger(maxRetries) && maxRetries >= 0)) {
-    throw new ConfigError('openaiModel: maxRetries must be a non-negative safe integer', { path: 'maxRetries' })
+    throw new ConfigError(`${name}: maxRetries must be a non-negative safe integer`, { path: 'maxRetries' })
   }
-  if (injected !== undefined && !(injected instanceof OpenAI)) {
-    throw new ConfigError('openaiModel: client must be an OpenAI instance', { path: 'client' })
+  if (injected !== undefined && !looksLikeClient(injected)) {
+    throw new ConfigError(`${name}: client must be an OpenAI client (new OpenAI(...))`, { path: 'client' })
+  }
+  if (defaultConfig !== undefined && (typeof defaultConfig !== 'object' || defaultConfig === null)) {
+    throw new ConfigError(`${name}: defaultConfig must be an object`, { path: 'defaultConfig' })
   }
 
   const urlHint = options.baseURL ?? injected?.baseURL ?? process.env.OPENAI_BASE_URL ?? ''
-  const provider = options.provider ?? (/deepseek/i.test(urlHint) ? 'deepseek' : 'openai')
+  const provider = options.provider ?? (forced === 'deepseek' || /deepseek/i.test(urlHint) ? 'deepseek' : 'openai')
+  const dialect: Dialect = forced ?? (provider === 'deepseek' ? 'deepseek' : 'openai')
   const keyVariable = provider === 'deepseek' ? 'DEEPSEEK_API_KEY' : 'OPENAI_API_KEY'
 
   let connection: Connection | undefined = injected
     ? { client: injected, hasKey: typeof injected.apiKey === 'string' && injected.apiKey.length > 0 }
     : undefined
 
-  /** The client, built once a key is known; throws MISSING_CREDENTIAL (not cached) while none is. */
-  const connect = (): Connection => {
+  /** The client, built once a key is known (or not needed); throws MISSING_CREDENTIAL (not cached) while none is. */
+  const connect = async (): Promise<Connection> => {
     if (connection !== undefined) return connection
+    const { default: OpenAIClient } = await loadSdk()
+    if (connection !== undefined) return connection
+    const baseURL = options.baseURL ?? (provider === 'deepseek' ? DEEPSEEK_BASE_URL : undefined)
     const apiKey = options.apiKey ?? process.env[keyVariable]
-    if (!apiKey) {
+    const local = !apiKey && isLoopback(baseURL ?? process.env.OPENAI_BASE_URL)
+    if (!apiKey && !local) {
       throw new LlmError({
-        message: `${provider}: no API key: pass openaiModel({ apiKey }) or set ${keyVariable}`,
+        message: `${provider}: no API key: pass ${name}({ apiKey }) or set ${keyVariable}`,
         code: 'MISSING_CREDENTIAL',
       })
     }
-    const baseURL = options.baseURL ?? (provider === 'deepseek' ? DEEPSEEK_BASE_URL : undefined)
-    const client = new OpenAI({ apiKey, maxRetries: maxRetries ?? 0, ...(baseURL !== undefined ? { baseURL } : {}) })
-    connection = { client, hasKey: true }
+    const client = new OpenAIClient({
+      // a local server: the SDK insists on a key, so give it one and send no Authorization header at all
+      apiKey: apiKey || 'no-key',
+      maxRetries: maxRetries ?? 0,
+      ...(baseURL !== undefined ? { baseURL } : {}),
+      ...(local ? { defaultHeaders: { Authorization: null } } : {}),
+    })
+    connection = { client, hasKey: !local }
     return connection
   }
 
@@ -108,8 +214,9 @@ export function openaiModel(options: OpenAIModelOptions): ModelAdapter {
     provider,
     model,
     ...(contextWindow !== undefined ? { contextWindow } : {}),
+    ...(defaultConfig !== undefined ? { defaultConfig } : {}),
     stream(request: ModelRequest): AsyncIterable<StreamChunk> {
-      return streamChat(request, { provider, connect, maxRetries })
+      return streamChat(request, { provider, dialect, connect, maxRetries })
     },
   }
 }
@@ -122,22 +229,24 @@ interface Connection {
 
 interface StreamContext {
   readonly provider: string
-  readonly connect: () => Connection
+  readonly dialect: Dialect
+  readonly connect: () => Promise<Connection>
   readonly maxRetries: number | undefined
 }
 
 async function* streamChat(request: ModelRequest, context: StreamContext): AsyncGenerator<StreamChunk> {
   const { signal } = request
   if (signal.aborted) throw abortError(signal)
-  const { client, hasKey } = context.connect()
-  const body = buildChatBody(request)
+  const { client, hasKey } = await context.connect()
+  const sdk = await loadSdk()
+  const body = buildChatBody(request, context)
   // A per-request signal: the SDK adds an abort listener to the signal it is
   // given and never removes it, which would pile up on a turn's shared signal.
   const linked = new AbortController()
   const forward = () => linked.abort(signal.reason)
   signal.addEventListener('abort', forward, { once: true })
   let requestId: string | undefined
-  const fail = (thrown: unknown) => toLlmError(thrown, { provider: context.provider, signal, hasKey, requestId })
+  const fail = (thrown: unknown) => toLlmError(thrown, { sdk, provider: context.provider, signal, hasKey, requestId })
   try {
     let iterator: AsyncIterator<ChatCompletionChunk>
     try {
@@ -181,24 +290,90 @@ async function* streamChat(request: ModelRequest, context: StreamContext): Async
 
 // ---- request --------------------------------------------------------------
 
-/** The chat-completions body for one request. */
-function buildChatBody(request: ModelRequest): ChatCompletionCreateParamsStreaming {
+/** Body fields the adapter owns: provider options may not replace them. */
+const RESERVED_FIELDS = new Set(['model', 'messages', 'stream'])
+
+/** A chat-completions body: the typed fields plus provider passthrough fields. */
+type ChatBody = ChatCompletionCreateParamsStreaming & Record<string, unknown>
+
+/**
+ * The chat-completions body for one request, a pure function of the request
+ * (so of the log, SS-13): config fields map to their wire names, then the
+ * provider's own `providerOptions` fields are laid over them as they are.
+ */
+function buildChatBody(request: ModelRequest, context: Pick<StreamContext, 'provider' | 'dialect'>): ChatBody {
   const { config } = request
+  const { dialect } = context
+  const extra = config.providerOptions?.[context.provider]
   const maxTokens = request.maxTokens ?? config.maxTokens
-  const body: ChatCompletionCreateParamsStreaming = {
+  const thinkingOff = dialect === 'deepseek' && (extra?.thinking as { type?: unknown } | undefined)?.type === 'disabled'
+  const body: ChatBody = {
     model: config.model,
-    messages: toChatMessages(request.messages, request.system),
+    messages: toChatMessages(request.messages, systemText(request.system, config.responseFormat, dialect), { dialect, thinkingOff }),
     stream: true,
     stream_options: { include_usage: true },
   }
-  if (request.tools !== undefined && request.tools.length > 0) body.tools = request.tools.map(toChatTool)
+  const tools = request.tools ?? []
+  const hasTools = tools.length > 0
+  if (hasTools) body.tools = tools.map(toChatTool)
+  // tool_choice without tools is refused by the API: it only goes out with them
+  if (hasTools && config.toolChoice !== undefined) body.tool_choice = toChatToolChoice(config.toolChoice)
   if (maxTokens !== undefined) body.max_tokens = maxTokens
   if (config.temperature !== undefined) body.temperature = config.temperature
   if (config.stop !== undefined && config.stop.length > 0) body.stop = [...config.stop]
   if (config.reasoningEffort !== undefined) {
     body.reasoning_effort = config.reasoningEffort as NonNullable<ChatCompletionCreateParamsStreaming['reasoning_effort']>
   }
+  if (config.responseFormat !== undefined) body.response_format = toChatResponseFormat(config.responseFormat, dialect)
+  if (extra !== undefined) {
+    for (const [field, value] of Object.entries(extra)) {
+      if (RESERVED_FIELDS.has(field)) {
+        throw new LlmError({
+          message: `${context.provider}: providerOptions.${context.provider}.${field} cannot be set (the adapter owns it)`,
+          code: 'UNSUPPORTED_OPTION',
+        })
+      }
+      body[field] = value
+    }
+  }
   return body
+}
+
+function toChatToolChoice(choice: ToolChoice): ChatCompletionToolChoiceOption {
+  return typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } }
+}
+
+/**
+ * OpenAI: `json_schema` for a schema (name default 'response'), `json_object`
+ * without one. DeepSeek has only `json_object`; the schema goes into the
+ * system text instead (see systemText).
+ */
+function toChatResponseFormat(format: ResponseFormat, dialect: Dialect): ChatBody['response_format'] {
+  if (format.type === 'text') return { type: 'text' }
+  if (format.schema === undefined || dialect === 'deepseek') return { type: 'json_object' }
+  return {
+    type: 'json_schema',
+    json_schema: {
+      name: format.name ?? 'response',
+      schema: { ...format.schema },
+      ...(format.description !== undefined ? { description: format.description } : {}),
+      ...(format.strict !== undefined ? { strict: format.strict } : {}),
+    },
+  }
+}
+
+/**
+ * The system text sent. DeepSeek's JSON output needs the word "json" in the
+ * prompt and works from a described format, so a JSON response format adds
+ * one line (with the JSON Schema when there is one) after the system prompt.
+ */
+function systemText(system: string | undefined, format: ResponseFormat | undefined, dialect: Dialect): string | undefined {
+  if (dialect !== 'deepseek' || format?.type !== 'json') return system
+  const line =
+    format.schema === undefined
+      ? 'Answer with a single JSON object.'
+      : `Answer with a single JSON object that matches this JSON Schema:\n${JSON.stringify(format.schema)}`
+  return system ? `${system}\n\n${line}` : line
 }
 
 function toChatTool(tool: ToolSchema): ChatCompletionFunctionTool {
@@ -212,19 +387,27 @@ function toChatTool(tool: ToolSchema): ChatCompletionFunctionTool {
   }
 }
 
+interface HistoryRules {
+  readonly dialect: Dialect
+  /** DeepSeek with thinking switched off: a tool-call message with no reasoning sends none. */
+  readonly thinkingOff: boolean
+}
+
 /**
  * The derived history in chat-completions form: system first; each tool-result
  * block becomes a `tool` message; user text blocks are joined with '\n' (a parts
  * array only when images are present); assistant text is joined as streamed,
- * reasoning is dropped, tool-call blocks become `tool_calls`, and an assistant
- * message left with neither text nor calls is skipped.
+ * tool-call blocks become `tool_calls`, and an assistant message left with
+ * neither text nor calls is skipped. Reasoning is dropped, except that DeepSeek
+ * gets the reasoning of every assistant message that made tool calls back as
+ * `reasoning_content` (its rule, HTTP 400 otherwise).
  */
-function toChatMessages(messages: readonly Message[], system?: string): ChatCompletionMessageParam[] {
+function toChatMessages(messages: readonly Message[], system: string | undefined, rules: HistoryRules): ChatCompletionMessageParam[] {
   const out: ChatCompletionMessageParam[] = []
   if (system) out.push({ role: 'system', content: system })
   for (const message of messages) {
     if (message.role === 'assistant') {
-      const assistant = toAssistantMessage(message)
+      const assistant = toAssistantMessage(message, rules)
       if (assistant !== undefined) out.push(assistant)
       continue
     }
@@ -252,16 +435,23 @@ function toChatMessages(messages: readonly Message[], system?: string): ChatComp
   return out
 }
 
-function toAssistantMessage(message: AssistantMessage): ChatCompletionMessageParam | undefined {
+function toAssistantMessage(message: AssistantMessage, rules: HistoryRules): ChatCompletionMessageParam | undefined {
   let text = ''
+  let reasoning: string | undefined
   const calls: ChatCompletionMessageFunctionToolCall[] = []
   for (const block of message.content) {
     if (block.type === 'text') text += block.text
+    else if (block.type === 'reasoning') reasoning = (reasoning ?? '') + block.text
     else if (block.type === 'tool-call') {
       calls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: block.arguments } })
     }
   }
-  if (calls.length > 0) return { role: 'assistant', content: text === '' ? null : text, tool_calls: calls }
+  if (calls.length > 0) {
+    const out: ChatCompletionMessageParam & { reasoning_content?: string } = { role: 'assistant', content: text === '' ? null : text, tool_calls: calls }
+    // DeepSeek: a tool-call message carries its reasoning, '' when it had none (its absence is what the API refuses)
+    if (rules.dialect === 'deepseek' && !(rules.thinkingOff && reasoning === undefined)) out.reasoning_content = reasoning ?? ''
+    return out
+  }
   return text === '' ? undefined : { role: 'assistant', content: text }
 }
 
@@ -432,6 +622,8 @@ function nonEmpty(x: unknown): string | undefined {
 // ---- failures -------------------------------------------------------------
 
 interface FailureContext {
+  /** The loaded SDK, whose error classes say what failed. */
+  readonly sdk: Sdk
   readonly provider: string
   readonly signal: AbortSignal
   readonly hasKey: boolean
@@ -456,6 +648,7 @@ function abortError(signal: AbortSignal, cause?: unknown): LlmError {
  */
 function toLlmError(thrown: unknown, context: FailureContext): LlmError {
   const { provider, signal, hasKey } = context
+  const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, OpenAIError } = context.sdk
   if (thrown instanceof LlmError) return thrown
   if (signal.aborted || thrown instanceof APIUserAbortError || isAbortError(thrown)) return abortError(signal, thrown)
   const base = { requestId: context.requestId }
@@ -467,14 +660,15 @@ function toLlmError(thrown: unknown, context: FailureContext): LlmError {
     return new LlmError({ ...base, message: say(toLlmFailure(thrown).message), code: 'TRANSPORT' }, thrown)
   }
   if (thrown instanceof APIError) {
-    const status = thrown.status
+    const status = thrown.status as number | undefined
     const facts = {
       message: say(thrown.message),
       ...(status !== undefined ? { status } : {}),
       requestId: thrown.requestID ?? context.requestId ?? undefined,
     }
     const text = `${thrown.message} ${thrown.code ?? ''} ${thrown.type ?? ''}`
-    return new LlmError({ ...facts, code: statusCode(status, text, hasKey), providerRetryAfterMs: retryAfterMs(thrown.headers) }, thrown)
+    const headers = thrown.headers as Headers | undefined
+    return new LlmError({ ...facts, code: statusCode(status, text, hasKey), providerRetryAfterMs: retryAfterMs(headers) }, thrown)
   }
   if (thrown instanceof SyntaxError) {
     return new LlmError({ ...base, message: say(`unparseable stream data: ${thrown.message}`), code: 'MALFORMED_RESPONSE' }, thrown)

@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { normalizeStream, StreamAssembler } from '../../src/adapters/assemble.js'
 import { LlmError } from '../../src/adapters/failure.js'
-import { openaiModel } from '../../src/adapters/openai.js'
+import { deepseekModel, openaiModel } from '../../src/adapters/openai.js'
 import type { ModelAdapter, ModelRequest } from '../../src/adapters/types.js'
 import { ConfigError } from '../../src/errors.js'
 import { createAgent, defineTool, userMessage } from '../../src/index.js'
@@ -302,6 +302,80 @@ describe('openaiModel: request body', () => {
   })
 })
 
+describe('openaiModel: request options on the wire', () => {
+  const tools = [{ name: 'add', inputSchema: { type: 'object' } }]
+  const schema = { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] }
+
+  it("toolChoice, responseFormat and the provider's own providerOptions map to the body", async () => {
+    reply(...Array.from({ length: 4 }, () => sse(delta({ content: '{}' }), finishChunk('stop'))))
+    const config = (extra: Record<string, unknown>) => ({ provider: 'openai', model: 'm', ...extra })
+    await run(
+      model(),
+      request({
+        tools,
+        config: config({
+          toolChoice: { type: 'tool', name: 'add' },
+          responseFormat: { type: 'json', schema, name: 'reading', strict: true },
+          providerOptions: { openai: { seed: 7, top_p: 0.5, max_tokens: 3 }, deepseek: { thinking: { type: 'enabled' } } },
+        }),
+      }),
+    )
+    await run(model(), request({ tools, config: config({ toolChoice: 'required', responseFormat: { type: 'json' } }) }))
+    await run(model(), request({ config: config({ toolChoice: 'none', responseFormat: { type: 'text' } }) }))
+    await run(model({ provider: 'proxy' }), request({ config: config({ providerOptions: { proxy: { top_k: 5 }, openai: { seed: 1 } } }) }))
+    const [first, second, third, fourth] = received.map((r) => r.body)
+    expect(first).toMatchObject({
+      tool_choice: { type: 'function', function: { name: 'add' } },
+      response_format: { type: 'json_schema', json_schema: { name: 'reading', schema, strict: true } },
+      seed: 7,
+      top_p: 0.5,
+      max_tokens: 3, // provider fields are laid over the mapped ones
+    })
+    expect('thinking' in first).toBe(false) // another provider's options stay out
+    expect(second).toMatchObject({ tool_choice: 'required', response_format: { type: 'json_object' } })
+    expect('tool_choice' in third).toBe(false) // no tools, no tool_choice (the API refuses it)
+    expect(third.response_format).toEqual({ type: 'text' })
+    expect(fourth).toMatchObject({ top_k: 5 })
+    expect('seed' in fourth).toBe(false)
+  })
+
+  it('provider options may not replace the fields the adapter owns', async () => {
+    const failure = failureOf(await run(model(), request({ config: { provider: 'openai', model: 'm', providerOptions: { openai: { messages: [] } } } })))
+    expect(failure).toMatchObject({ kind: 'error', code: 'UNSUPPORTED_OPTION' })
+    expect(failure.message).toMatch(/providerOptions\.openai\.messages/)
+    expect(received).toHaveLength(0)
+  })
+
+  it('DeepSeek JSON output: json_object, and the schema described after the system prompt (the prompt must say json)', async () => {
+    reply(sse(delta({ content: '{"n":1}' }), finishChunk('stop')), sse(delta({ content: '{}' }), finishChunk('stop')))
+    const deepseek = deepseekModel({ model: 'deepseek-v4-flash', baseURL, apiKey: 'k' })
+    await run(
+      deepseek,
+      request({ system: 'Be exact.', config: { provider: 'deepseek', model: 'deepseek-v4-flash', responseFormat: { type: 'json', schema } } }),
+    )
+    await run(deepseek, request({ config: { provider: 'deepseek', model: 'deepseek-v4-flash', responseFormat: { type: 'json' } } }))
+    expect(received[0].body.response_format).toEqual({ type: 'json_object' })
+    expect(received[0].body.messages[0]).toEqual({
+      role: 'system',
+      content: `Be exact.\n\nAnswer with a single JSON object that matches this JSON Schema:\n${JSON.stringify(schema)}`,
+    })
+    expect(received[1].body.messages[0]).toEqual({ role: 'system', content: 'Answer with a single JSON object.' })
+  })
+
+  it('tool parameters go out without a $schema key', async () => {
+    reply(sse(delta({ content: 'ok' }), finishChunk('stop')))
+    const add = defineTool({ name: 'add', description: 'adds', input: z.object({ a: z.number() }), execute: () => '' })
+    const agent = createAgent({ model: model(), tools: [add], logger: { error: () => {} } })
+    try {
+      await agent.run('hi')
+      const parameters = received[0].body.tools[0].function.parameters
+      expect(parameters).toEqual({ type: 'object', properties: { a: { type: 'number' } }, required: ['a'], additionalProperties: false })
+    } finally {
+      await agent.dispose()
+    }
+  })
+})
+
 describe('openaiModel: stream normalization', () => {
   it('a text stream: block-start, deltas, block-end, usage, finish', async () => {
     reply(
@@ -536,14 +610,16 @@ describe('openaiModel: failures', () => {
     try {
       delete process.env.OPENAI_API_KEY
       delete process.env.DEEPSEEK_API_KEY
-      const adapter = openaiModel({ model: 'm', baseURL })
+      const remote = 'https://api.example.invalid/v1'
+      const adapter = openaiModel({ model: 'm', baseURL: remote })
       expect((await thrownBy(adapter)).failure).toMatchObject({ code: 'MISSING_CREDENTIAL' })
       expect(failureOf(await run(adapter))).toMatchObject({ kind: 'error', code: 'MISSING_CREDENTIAL' })
       expect(received).toHaveLength(0)
 
       process.env.OPENAI_API_KEY = 'openai-key' // not sent to DeepSeek
+      expect((await thrownBy(openaiModel({ model: 'deepseek-chat', provider: 'deepseek', baseURL: remote }))).failure.message).toMatch(/DEEPSEEK_API_KEY/)
+      expect((await thrownBy(deepseekModel({ model: 'deepseek-chat' }))).failure.message).toMatch(/deepseekModel\(\{ apiKey \}\) or set DEEPSEEK_API_KEY/)
       const deepseek = openaiModel({ model: 'deepseek-chat', provider: 'deepseek', baseURL })
-      expect((await thrownBy(deepseek)).failure.message).toMatch(/DEEPSEEK_API_KEY/)
       process.env.DEEPSEEK_API_KEY = 'ds-key'
       reply(sse(delta({ content: 'hi' }), finishChunk('stop')))
       expect((await run(deepseek)).at(-1)).toEqual({ type: 'finish', reason: { kind: 'stop' } })
@@ -557,6 +633,27 @@ describe('openaiModel: failures', () => {
         else process.env[key] = value
       }
     }
+  })
+})
+
+describe('openaiModel: local servers', () => {
+  it('a loopback baseURL needs no API key, and no Authorization header is sent', async () => {
+    const saved = process.env.OPENAI_API_KEY
+    delete process.env.OPENAI_API_KEY
+    try {
+      reply(sse(delta({ content: 'local' }), finishChunk('stop')), sse(delta({ content: 'local' }), finishChunk('stop')))
+      expect((await run(openaiModel({ model: 'llama', baseURL }))).at(-1)).toEqual({ type: 'finish', reason: { kind: 'stop' } })
+      const localhost = baseURL.replace('127.0.0.1', 'localhost')
+      expect((await run(openaiModel({ model: 'llama', baseURL: localhost }))).at(-1)).toEqual({ type: 'finish', reason: { kind: 'stop' } })
+      expect(received.map((r) => r.headers.authorization)).toEqual([undefined, undefined])
+    } finally {
+      if (saved !== undefined) process.env.OPENAI_API_KEY = saved
+    }
+  })
+
+  it('a 401 from a local server without a key is AUTH (no key was known)', async () => {
+    reply({ kind: 'status', status: 401, body: { error: { message: 'key required' } } })
+    expect((await thrownBy(openaiModel({ model: 'llama', baseURL }))).failure).toMatchObject({ code: 'AUTH', status: 401 })
   })
 })
 
