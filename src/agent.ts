@@ -22,6 +22,9 @@ import {
   type TurnEndReason,
   type UserMessage,
 } from './session/schemas.js'
+import { OutputSchemas, seedConfig, type RequestConfigInput, type RequestOptions } from './request.js'
+import { LogIndex, type RunResult, type UsageTotals } from './results.js'
+import { RunTracker } from './runs.js'
 import { repairClosers, openTurnOf } from './session/repair.js'
 import { createSession, type Session } from './session/session.js'
 import { toolSchemas, type ToolDefinition } from './tools/define.js'
@@ -31,6 +34,12 @@ export interface AgentOptions {
   tools?: readonly ToolDefinition<any>[]
   systemPrompt?: string
   maxTokens?: number
+  /**
+   * Request options of every request (until an `agent/request` listener changes them): `toolChoice`,
+   * `responseFormat` (a zod schema, `{ jsonSchema, validate? }`, or the logged form), `providerOptions`,
+   * `reasoningEffort`, `temperature`, `stop`. Merged over the model adapter's `defaultConfig`.
+   */
+  request?: RequestOptions
   maxParallelToolCalls?: number
   session?: Session
   id?: string
@@ -52,7 +61,10 @@ export interface AgentHooks {
     p: WithAgent<{ messages: readonly UserMessage[]; turn: number; step: number; signal: AbortSignal }>,
     next: Next<PreStepDecision>,
   ) => PreStepDecision | Promise<PreStepDecision>
-  'agent/request': (p: WithAgent<{ turn: number; step: number; signal: AbortSignal }>, next: Next<LlmCallConfig>) => LlmCallConfig | Promise<LlmCallConfig>
+  'agent/request': (
+    p: WithAgent<{ turn: number; step: number; signal: AbortSignal }>,
+    next: Next<LlmCallConfig>,
+  ) => LlmCallConfig | RequestConfigInput | Promise<LlmCallConfig | RequestConfigInput>
   'agent/request-error': (
     p: WithAgent<{ turn: number; step: number; provider?: string; failure: LlmFailure; signal: AbortSignal }>,
     next: Next<RequestErrorAction>,
@@ -187,6 +199,8 @@ export class Agent {
   #started = false
   #disposed: Promise<void> | null = null
   readonly #resumed: boolean
+  readonly #index: LogIndex
+  readonly #runs: RunTracker
   /** The one session observer feeding `session/event` listeners, installed on first use and removed at disposal. */
   #unobserve: (() => void) | null = null
 
@@ -228,7 +242,8 @@ export class Agent {
     const priorHeader = events.some((e) => e.type === 'request/header')
     const lastRoute = events.findLast((e) => e.type === 'request/context')
     this.#resumed = events.length > 0
-    const seedConfig: LlmCallConfig = { provider: model.provider, model: model.model, ...(maxTokens ? { maxTokens } : {}) }
+    const outputSchemas = new OutputSchemas()
+    const seed = seedConfig({ provider: model.provider, model: model.model }, model.defaultConfig, options.request, maxTokens, outputSchemas)
     this.#hooks = new Hooks(options.logger ?? { error: (message, error) => console.error(`[agentchart] ${message}:`, error) })
     this.#runtime = new Runtime({
       session,
@@ -236,7 +251,8 @@ export class Agent {
       tools,
       toolSchemas: toolSchemas(tools),
       systemPrompt: options.systemPrompt || undefined,
-      seedConfig,
+      seedConfig: seed,
+      outputSchemas,
       inbox: replayInbox(session),
       lastTurn,
       priorHeader,
@@ -252,6 +268,15 @@ export class Agent {
       () => this.#runtime,
       () => this.#assertLive(),
     )
+    this.#index = new LogIndex(session)
+    this.#runs = new RunTracker({
+      session,
+      index: this.#index,
+      schemas: outputSchemas,
+      lists: () => this.#runtime.lists,
+      whenIdle: () => this.#runtime.whenIdle(),
+      running: () => this.status === 'running',
+    })
     liveAgents.set(session.id, new WeakRef(this))
     queueMicrotask(() => this.#start())
   }
@@ -288,6 +313,22 @@ export class Agent {
     const inboxMessage = toInboxMessage(message)
     this.#start()
     this.#runtime.dispatch({ type: 'inbox.send', message: inboxMessage, target, wakeup: wakeup === true })
+  }
+
+  /**
+   * Queue `input` as its own turn (like `followup`) and resolve when that turn ends, with its
+   * logged end reason, answer, usage and step count. An input that never reaches a turn resolves
+   * too: `discarded` (a cancel or inbox edit removed it) or `parked` (the agent went idle with it queued).
+   */
+  run<T = unknown>(input: UserMessage | string): Promise<RunResult<T>> {
+    this.#assertLive()
+    const message = toInboxMessage(input)
+    return this.#runs.follow<T>(message.id, () => this.send(message, 'next-turn', true))
+  }
+
+  /** Tokens over the whole session (seeded history included), failed attempts included. */
+  get usage(): UsageTotals {
+    return this.#index.usage()
   }
 
   /** Abort the live activity with `cause` (first wins) and, unless keepInbox, discard pending input (CX-1..CX-4). */

@@ -1,0 +1,130 @@
+// agent.run(input): follow one queued prompt through the log until the turn
+// that claimed it ends, or until it is discarded or left parked, so every run
+// settles. The log observer is installed only while runs are pending.
+import type { InboxLists } from './machines/inbox.js'
+import type { OutputSchemas } from './request.js'
+import { zeroUsage, type LogIndex, type RunResult, type UnrunResult } from './results.js'
+import type { SessionEvent, SessionEventOf } from './session/schemas.js'
+import type { Session } from './session/session.js'
+
+interface PendingRun {
+  readonly id: string
+  /** The turn that claimed the input, once it has. */
+  turn: number | null
+  readonly resolve: (result: RunResult<any>) => void
+}
+
+export interface RunTrackerOptions {
+  session: Session
+  index: LogIndex
+  schemas: OutputSchemas
+  /** The inbox before the splice being published (IN-2: observers read the pre-mutation lists). */
+  lists: () => InboxLists
+  /** Resolves once the agent rests idle (or is disposed). */
+  whenIdle: () => Promise<void>
+  /** Whether an activity runs now. */
+  running: () => boolean
+}
+
+const unrun = (end: UnrunResult['end']): UnrunResult => ({ turn: null, end, text: '', message: undefined, usage: zeroUsage(), steps: 0 })
+
+/** Tracks the inputs of pending `agent.run()` calls by message id. */
+export class RunTracker {
+  readonly #options: RunTrackerOptions
+  /** In call order; an id may recur once its earlier run was claimed (IN-6). */
+  #pending: PendingRun[] = []
+  #unobserve: (() => void) | null = null
+  /** The turn whose `turn/start` was seen last: a next-turn claim belongs to it. */
+  #openTurn = 0
+
+  constructor(options: RunTrackerOptions) {
+    this.#options = options
+  }
+
+  /**
+   * Starts following message `id`; `send` queues it (and may throw, which
+   * then propagates with nothing left behind). Why: the observer must be in
+   * place before a waking send claims the input synchronously (PH-2).
+   */
+  follow<T>(id: string, send: () => void): Promise<RunResult<T>> {
+    let resolve!: (result: RunResult<any>) => void
+    const promise = new Promise<RunResult<T>>((r) => (resolve = r))
+    const run: PendingRun = { id, turn: null, resolve }
+    this.#pending.push(run)
+    this.#observe()
+    try {
+      send()
+    } catch (error) {
+      this.#settle(run)
+      throw error
+    }
+    this.#watchIdle(run)
+    return promise
+  }
+
+  #observe(): void {
+    if (this.#unobserve !== null) return
+    this.#unobserve = this.#options.session.observe((event) => this.#onEvent(event))
+  }
+
+  #onEvent(event: SessionEvent): void {
+    switch (event.type) {
+      case 'turn/start':
+        this.#openTurn = event.data.turn
+        return
+      case 'agent/inbox/spliced':
+        return this.#onSplice(event)
+      case 'turn/end':
+        return this.#onTurnEnd(event)
+    }
+  }
+
+  /** A claim gives a pending input its turn; a canceled splice that does not put it back discards it. */
+  #onSplice(event: SessionEventOf<'agent/inbox/spliced'>): void {
+    const { target, start, removedCount, inserted, outcome } = event.data
+    if (!removedCount) return
+    const list = target === 'next-turn' ? this.#options.lists().nextTurn : this.#options.lists().nextStep
+    for (const message of list.slice(start, start + removedCount)) {
+      const run = this.#pending.find((r) => r.id === message.id && r.turn === null)
+      if (run === undefined) continue
+      if (outcome !== 'canceled') run.turn = this.#openTurn
+      else if (!inserted.some((m) => m.id === run.id)) this.#finish(run, unrun({ kind: 'discarded', seq: event.seq }))
+    }
+  }
+
+  #onTurnEnd(event: SessionEventOf<'turn/end'>): void {
+    const { index, schemas } = this.#options
+    for (const run of this.#pending.filter((r) => r.turn === event.data.turn)) this.#finish(run, index.turnResult(event.data.turn, event.seq, schemas))
+  }
+
+  /** When the agent rests idle, an input still queued is parked; a claimed one without `turn/end` lost that append (TU-15). */
+  #watchIdle(run: PendingRun): void {
+    void this.#options.whenIdle().then(() => {
+      if (!this.#pending.includes(run)) return
+      if (this.#options.running()) return this.#watchIdle(run) // a latched wake started another activity meanwhile
+      if (run.turn === null) return this.#finish(run, unrun({ kind: 'parked' }))
+      const message = `turn ${run.turn} has no logged turn/end (appending it failed; agent/error reported why)`
+      this.#finish(run, {
+        turn: run.turn,
+        end: { kind: 'error', error: { message, code: 'TURN_END_NOT_LOGGED' } },
+        text: '',
+        message: undefined,
+        usage: zeroUsage(),
+        steps: 0,
+      })
+    })
+  }
+
+  #finish(run: PendingRun, result: RunResult<any>): void {
+    this.#settle(run)
+    run.resolve(result)
+  }
+
+  #settle(run: PendingRun): void {
+    this.#pending = this.#pending.filter((r) => r !== run)
+    if (this.#pending.length === 0 && this.#unobserve !== null) {
+      this.#unobserve()
+      this.#unobserve = null
+    }
+  }
+}
