@@ -1,0 +1,72 @@
+// Package hygiene checked on the sources: what each entry point pulls in at run
+// time (the core never loads @xstate/graph or openai), and the declared
+// dependencies that follow from it. `npm run test:pack` checks the tarball itself.
+import { readFileSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+const root = resolve(import.meta.dirname, '..')
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, any>
+
+/** Value imports and re-exports of one source file (type-only ones are erased at build). */
+function valueImports(file: string): string[] {
+  const text = readFileSync(file, 'utf8')
+  const out: string[] = []
+  for (const match of text.matchAll(/^(?:import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?'([^']+)'/gm)) {
+    if (match[1] === undefined) out.push(match[2])
+  }
+  return out
+}
+
+/** Every package a module loads at run time, following its relative imports through src/. */
+function runtimePackages(entry: string): Set<string> {
+  const packages = new Set<string>()
+  const seen = new Set<string>()
+  const visit = (file: string) => {
+    if (seen.has(file)) return
+    seen.add(file)
+    for (const spec of valueImports(file)) {
+      if (spec.startsWith('.')) visit(resolve(dirname(file), spec.replace(/\.js$/, '.ts')))
+      else packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0])
+    }
+  }
+  visit(join(root, entry))
+  return packages
+}
+
+describe('package', () => {
+  it('the core (agentchart, agentchart/machines) never loads @xstate/graph or openai', () => {
+    for (const entry of ['src/index.ts', 'src/machines/index.ts']) {
+      const packages = runtimePackages(entry)
+      expect(packages.has('@xstate/graph'), entry).toBe(false)
+      expect(packages.has('openai'), entry).toBe(false)
+      expect(packages.has('zod'), entry).toBe(true)
+    }
+    expect(runtimePackages('src/testing/index.ts').has('@xstate/graph')).toBe(true)
+  })
+
+  it('the OpenAI adapter loads openai only when a request needs it (a type import and a dynamic import)', () => {
+    expect(runtimePackages('src/adapters/openai.ts').has('openai')).toBe(false)
+    expect(readFileSync(join(root, 'src/adapters/openai.ts'), 'utf8')).toMatch(/import\('openai'\)/)
+  })
+
+  it('zod and openai are peers (openai optional); what the sources load is declared', () => {
+    expect(pkg.peerDependencies).toEqual({ zod: '^3.25.0 || ^4.0.0', openai: '^6.0.0 || ^7.0.0' })
+    expect(pkg.peerDependenciesMeta).toEqual({ openai: { optional: true } })
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(['@xstate/graph', 'rxjs', 'xstate'])
+    const loaded = new Set([...runtimePackages('src/index.ts'), ...runtimePackages('src/testing/index.ts'), ...runtimePackages('src/cli/index.ts')])
+    const builtin = [...loaded].filter((p) => p.startsWith('node:'))
+    const declared = new Set([...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies)])
+    expect([...loaded].filter((p) => !p.startsWith('node:') && !declared.has(p))).toEqual([])
+    expect(builtin.length).toBeGreaterThan(0)
+  })
+
+  it('license, repository, bugs and homepage are declared, and the license file ships', () => {
+    expect(pkg.license).toBe('MIT')
+    expect(readFileSync(join(root, 'LICENSE'), 'utf8')).toMatch(/^MIT License/)
+    expect(pkg.files).toContain('LICENSE')
+    expect(pkg.repository?.url).toMatch(/^git\+https:\/\//)
+    expect(pkg.bugs?.url).toMatch(/^https:\/\//)
+    expect(pkg.homepage).toMatch(/^https:\/\//)
+  })
+})
