@@ -91,13 +91,29 @@ const example = /```ts\n([\s\S]*?)```/.exec(readme)?.[1]
 
 const SUBPATHS = ['agentchart', 'agentchart/machines', 'agentchart/testing', 'agentchart/adapters/openai', 'agentchart/adapters/deepseek']
 
-/** A two-step tool turn on the scripted model, with the given schema library. */
-const toolTurn = (zodImport, schema) => `${zodImport}
+/** The model of the tool turn: agentchart/testing's scripted model, or the same answers from a hand-written adapter. */
+const SCRIPTED = `import { scriptedModel, textResponse, toolCallResponse } from 'agentchart/testing'
+const model = scriptedModel([toolCallResponse([{ id: 'c1', name: 'add', arguments: '{"a":2,"b":3}' }, { id: 'c2', name: 'add', arguments: '{"a":"x"}' }]), textResponse('5')])`
+const HANDWRITTEN = `const answers = [
+  [{ id: 'c1', name: 'add', arguments: '{"a":2,"b":3}' }, { id: 'c2', name: 'add', arguments: '{"a":"x"}' }].map((call, index) => ({ type: 'block-end', index, block: { type: 'tool-call', ...call } })),
+  [{ type: 'block-end', index: 0, block: { type: 'text', text: '5' } }],
+]
+const model = {
+  provider: 'local', model: 'local-1', requests: [],
+  async *stream(request) {
+    this.requests.push(request)
+    const chunks = answers.shift()
+    yield* chunks
+    yield { type: 'finish', reason: { kind: chunks[0].block.type === 'tool-call' ? 'tool-calls' : 'stop' } }
+  },
+}`
+
+/** A two-step tool turn with the given schema library: a valid call runs, an invalid one is refused by the schema. */
+const toolTurn = (zodImport, schema, modelSource) => `${zodImport}
 import { createAgent, defineTool } from 'agentchart'
-import { scriptedModel, textResponse, toolCallResponse } from 'agentchart/testing'
+${modelSource}
 
 const add = defineTool({ name: 'add', description: 'adds', input: ${schema}, execute: ({ a, b }) => String(a + b) })
-const model = scriptedModel([toolCallResponse([{ id: 'c1', name: 'add', arguments: '{"a":2,"b":3}' }, { id: 'c2', name: 'add', arguments: '{"a":"x"}' }]), textResponse('5')])
 const agent = createAgent({ model, tools: [add] })
 const result = await agent.run('2 + 3?')
 const results = agent.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data.message.content[0].content)
@@ -143,13 +159,15 @@ void [openaiModel({ model: 'm' }), deepseekModel({ model: 'm', thinking: true, r
 })
 
 step('zod 3.25: tools defined with zod/v4 run a turn', () => {
-  const dir = project('zod3', ['zod@3.25.76'], { 'turn.mjs': toolTurn("import { z } from 'zod/v4'", 'z.object({ a: z.number(), b: z.number() })') })
+  const dir = project('zod3', ['zod@3.25.76'], {
+    'turn.mjs': toolTurn("import { z } from 'zod/v4'", 'z.object({ a: z.number(), b: z.number() })', HANDWRITTEN),
+  })
   expect(run('node', ['turn.mjs'], dir).includes('turn ok'), 'no turn')
 })
 
 step('zod/mini without openai: tools run a turn; agentchart and agentchart/testing import; the adapter names the missing package', () => {
   const dir = project('mini', [`zod@${devVersion('zod')}`], {
-    'turn.mjs': toolTurn("import * as z from 'zod/mini'", 'z.object({ a: z.number(), b: z.number() })'),
+    'turn.mjs': toolTurn("import * as z from 'zod/mini'", 'z.object({ a: z.number(), b: z.number() })', SCRIPTED),
     'adapter.mjs': `import { createAgent } from 'agentchart'
 import { openaiModel } from 'agentchart/adapters/openai'
 const agent = createAgent({ model: openaiModel({ model: 'm', apiKey: 'k' }) })

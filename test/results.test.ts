@@ -41,7 +41,7 @@ describe('agent.run', () => {
     expect(agent.status).toBe('idle')
   })
 
-  it('TU-13: a failed turn resolves with the logged error, the failure facts verbatim', async () => {
+  it('a failed turn resolves with the logged error, the failure facts verbatim', async () => {
     const { agent } = scriptedAgent([errorResponse({ message: 'bad key', code: 'INVALID_CREDENTIAL', status: 401 })])
     const result = await agent.run('hi')
     expect(result.end).toEqual({ kind: 'error', error: { message: 'bad key', code: 'INVALID_CREDENTIAL', status: 401 } })
@@ -63,7 +63,7 @@ describe('agent.run', () => {
     ])
   })
 
-  it('CX-10: a cancel aborts the running input and discards the queued one; the discarded run names the splice', async () => {
+  it('a cancel aborts the running input and discards the queued one; the discarded run names the splice', async () => {
     const { agent } = scriptedAgent([hang])
     const first = agent.run('a')
     const second = agent.run('b')
@@ -77,7 +77,7 @@ describe('agent.run', () => {
     expect(agent.session.at(seq)?.data).toMatchObject({ target: 'next-turn', removedCount: 1, outcome: 'canceled' })
   })
 
-  it('IN-5: an input removed from the inbox resolves discarded; a replace under the same id keeps following it', async () => {
+  it('an input removed from the inbox resolves discarded; a replace under the same id keeps following it', async () => {
     const { agent } = scriptedAgent([hang, textResponse('replaced answer')])
     const first = agent.run('busy')
     const removed = agent.run(userMessage('drop me', { id: 'r1' }))
@@ -92,7 +92,7 @@ describe('agent.run', () => {
     expect(agent.inbox.nextTurn.map((m) => [m.id, m.content])).toEqual([['r2', [{ type: 'text', text: 'new text' }]]])
   })
 
-  it('PH-5: an input left queued after an error turn resolves parked and stays in the inbox for the next waking send', async () => {
+  it('an input left queued after an error turn resolves parked and stays in the inbox for the next waking send', async () => {
     const { agent } = scriptedAgent([errorResponse({ message: 'down', code: 'SERVER' }), textResponse('later'), textResponse('now')])
     const [a, b] = await Promise.all([agent.run('a'), agent.run(userMessage('b', { id: 'b' }))])
     expect(a.end.kind).toBe('error')
@@ -103,7 +103,7 @@ describe('agent.run', () => {
     expect(c.text).toBe('now')
   })
 
-  it('CX-15: an input sent while the agent is being disposed resolves parked', async () => {
+  it('an input sent while the agent is being disposed resolves parked', async () => {
     const { agent } = scriptedAgent([hang])
     const running = agent.run('a')
     const disposed = agent.dispose()
@@ -113,7 +113,7 @@ describe('agent.run', () => {
     expect((await late).end).toEqual({ kind: 'parked' })
   })
 
-  it('TU-15: a turn whose turn/end could not be appended still settles its run, as an error naming that', async () => {
+  it('a turn whose turn/end could not be appended still settles its run, as an error naming that', async () => {
     // not tracked: the log is left unbalanced on purpose
     const agent = createAgent({ model: scriptedModel([textResponse('x')]), logger: { error: () => {} } })
     refuseAppends(agent, 'turn/end')
@@ -168,7 +168,7 @@ describe('agent.usage', () => {
     expect(trace(agent).filter((t) => t === 'assistant/message')).toHaveLength(2)
   })
 
-  it('RS-1: a resumed agent counts the stored history', async () => {
+  it('a resumed agent counts the stored history', async () => {
     const { agent } = scriptedAgent([textResponse('ok', { usage: usage(5, 5) })])
     await agent.run('x')
     await agent.dispose()
