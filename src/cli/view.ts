@@ -4,7 +4,7 @@
 // can be watched moving without any model or network.
 import { basename } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { z } from 'zod'
+import { z } from 'zod/v4'
 import { createAgent, type Agent } from '../agent.js'
 import type { ModelRequest } from '../adapters/types.js'
 import { scriptedModel, type ScriptEntry } from '../adapters/scripted.js'
