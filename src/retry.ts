@@ -1,0 +1,105 @@
+// The retry policy (RQ-14): which failed requests are tried again, and after
+// how long. It only decides; the attempt machine logs `llm/retry`, waits in
+// its cancellable backoff state, logs `llm/retry-started` and tries again.
+import { ConfigError } from './errors.js'
+import type { LlmFailure } from './session/schemas.js'
+
+/** The codes worth another try by default: transient on the provider's side. */
+export const DEFAULT_RETRYABLE_CODES: readonly string[] = Object.freeze(['EMPTY_RESPONSE', 'RATE_LIMIT', 'SERVER', 'TIMEOUT', 'TRANSPORT'])
+
+export interface RetryPolicyOptions {
+  /** Retries per step after the first attempt; default 3. 0 never retries. */
+  maxRetries?: number
+  /** The cap of the first retry's delay, doubled for each further retry; default 1000 ms. */
+  baseDelayMs?: number
+  /** No delay is longer, a provider's Retry-After included; default 30000 ms. */
+  maxDelayMs?: number
+  /** Codes (or a test of the failure) worth retrying; default DEFAULT_RETRYABLE_CODES. */
+  retryable?: readonly string[] | ((failure: LlmFailure) => boolean)
+  /** The source of jitter, in [0, 1); default Math.random (tests pass their own). */
+  random?: () => number
+}
+
+/** What a recovery listener may return: retry (after `delayMs`, in the machine's backoff state) or give up. */
+export type RequestErrorAction = { kind: 'retry'; delayMs?: number } | undefined
+
+/** What the policy reads of an `agent/request-error` payload. */
+export interface RetryPayload {
+  failure: LlmFailure
+  /** The attempt that failed, 1 for the step's first request. */
+  attempt: number
+}
+
+export const RETRY_DEFAULTS = Object.freeze({ maxRetries: 3, baseDelayMs: 1000, maxDelayMs: 30_000 })
+
+function nonNegative(name: string, value: unknown, fallback: number, integer: boolean): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (integer && !Number.isSafeInteger(value))) {
+    throw new ConfigError(`retryPolicy: ${name} must be a non-negative ${integer ? 'integer' : 'number'}, got ${JSON.stringify(value) ?? typeof value}`, {
+      path: name,
+    })
+  }
+  return value
+}
+
+interface Normalized {
+  maxRetries: number
+  baseDelayMs: number
+  maxDelayMs: number
+  isRetryable: (failure: LlmFailure) => boolean
+  random: () => number
+}
+
+function normalize(options: RetryPolicyOptions): Normalized {
+  if (typeof options !== 'object' || options === null) throw new ConfigError('retryPolicy: options must be an object')
+  const maxRetries = nonNegative('maxRetries', options.maxRetries, RETRY_DEFAULTS.maxRetries, true)
+  const baseDelayMs = nonNegative('baseDelayMs', options.baseDelayMs, RETRY_DEFAULTS.baseDelayMs, false)
+  const maxDelayMs = nonNegative('maxDelayMs', options.maxDelayMs, Math.max(RETRY_DEFAULTS.maxDelayMs, baseDelayMs), false)
+  if (maxDelayMs < baseDelayMs) throw new ConfigError('retryPolicy: maxDelayMs must not be below baseDelayMs', { path: 'maxDelayMs' })
+  const { retryable = DEFAULT_RETRYABLE_CODES, random = Math.random } = options
+  let isRetryable: (failure: LlmFailure) => boolean
+  if (typeof retryable === 'function') isRetryable = retryable
+  else if (Array.isArray(retryable) && retryable.every((c) => typeof c === 'string')) {
+    const codes = new Set(retryable)
+    isRetryable = (failure) => codes.has(failure.code)
+  } else throw new ConfigError('retryPolicy: retryable must be an array of codes or a function of the failure', { path: 'retryable' })
+  if (typeof random !== 'function') throw new ConfigError('retryPolicy: random must be a function', { path: 'random' })
+  return { maxRetries, baseDelayMs, maxDelayMs, isRetryable, random }
+}
+
+/**
+ * The decision for one failure, or undefined to give up.
+ * Why: exponential backoff with full jitter spreads clients out after an
+ * outage; a provider's own Retry-After is what it asked for, so it is used as
+ * is (capped at maxDelayMs) instead of the jittered delay.
+ */
+function decide(policy: Normalized, { failure, attempt }: RetryPayload): RequestErrorAction {
+  const retry = attempt // the retry this would be: after attempt 1 fails, retry 1
+  if (retry > policy.maxRetries || !policy.isRetryable(failure)) return undefined
+  const hinted = failure.providerRetryAfterMs
+  if (hinted !== undefined) return { kind: 'retry', delayMs: Math.round(Math.min(hinted, policy.maxDelayMs)) }
+  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1))
+  const jitter = Math.min(Math.max(policy.random(), 0), 1)
+  return { kind: 'retry', delayMs: Math.floor(jitter * ceiling) }
+}
+
+/**
+ * A ready `agent/request-error` listener: retries retryable failures with
+ * exponential backoff and full jitter, at most `maxRetries` times per step,
+ * and otherwise leaves the decision to the rest of the chain (`next()`).
+ * Why: every agent needs the same backoff; options are checked here, once.
+ */
+export function retryPolicy(options: RetryPolicyOptions = {}) {
+  const policy = normalize(options)
+  return (payload: RetryPayload, next: () => Promise<RequestErrorAction>): RequestErrorAction | Promise<RequestErrorAction> => decide(policy, payload) ?? next()
+}
+
+/** The policy as the default decision of `agent/request-error` (what the chain falls back to). */
+export function defaultRetry(options: false | RetryPolicyOptions | undefined): ((payload: RetryPayload) => RequestErrorAction) | undefined {
+  if (options === false) return undefined
+  if (options !== undefined && (typeof options !== 'object' || options === null)) {
+    throw new ConfigError('retry must be false or retry policy options', { path: 'retry' })
+  }
+  const policy = normalize(options ?? {})
+  return (payload) => decide(policy, payload)
+}
