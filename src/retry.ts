@@ -35,9 +35,12 @@ export const RETRY_DEFAULTS = Object.freeze({ maxRetries: 3, baseDelayMs: 1000, 
 function nonNegative(name: string, value: unknown, fallback: number, integer: boolean): number {
   if (value === undefined) return fallback
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (integer && !Number.isSafeInteger(value))) {
-    throw new ConfigError(`retryPolicy: ${name} must be a non-negative ${integer ? 'integer' : 'number'}, got ${JSON.stringify(value) ?? typeof value}`, {
-      path: name,
-    })
+    throw new ConfigError(
+      `retryPolicy: ${name} must be a non-negative ${integer ? 'integer' : 'number'}, got ${typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? typeof value)}`,
+      {
+        path: name,
+      },
+    )
   }
   return value
 }
