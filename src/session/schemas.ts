@@ -264,6 +264,11 @@ export const EventDataSchemas = {
     })
     .strict(),
   'session/end-seed': z.object({}).strict(),
+  // RQ-14: a failed attempt will be retried after `delayMs` (the backoff is cancellable), then the retry starts
+  'llm/retry': z
+    .object({ ...turnStep, retryId: nonEmpty, provider: nonEmpty, retry: turnNo, delayMs: z.number().int().nonnegative(), failure: LlmFailureSchema })
+    .strict(),
+  'llm/retry-started': z.object({ ...turnStep, retryId: nonEmpty, retry: turnNo }).strict(),
   'todo/write': z.object({ todos: z.array(z.object({ content: z.string(), status: z.string() }).strict()) }).strict(),
 } as const
 

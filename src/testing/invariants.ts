@@ -35,6 +35,9 @@
 // | interrupted-prefix               | an interrupted assistant/message has no tool-call block, holds non-whitespace text or          |
 // |                                  | reasoning, and its turn ends aborted (or interrupted by repair) (CX-5, CX-7, RS-4)             |
 // | sticky-max-tokens                | a turn with a max-tokens anchor never ends completed; a turn ending max-tokens has one (TU-12) |
+// | retry-sequence                   | llm/retry (in its step, numbered 1, 2, … per step) follows a failed finish of the step; the     |
+// |                                  | next attempt starts only after llm/retry-started names that retry; a retry left waiting at     |
+// |                                  | step/end means the turn ends aborted (cancelled during the backoff) (RQ-10, RQ-12, RQ-14)      |
 //
 // Violations name the offending event by its position in the list (its seq in a
 // contiguous log); a non-array input is reported as `shape` at seq -1. A malformed
@@ -67,6 +70,7 @@ export type SessionInvariantRule =
   | 'no-tool-call-in-max-tokens-step'
   | 'interrupted-prefix'
   | 'sticky-max-tokens'
+  | 'retry-sequence'
 
 export interface SessionInvariantViolation {
   readonly rule: SessionInvariantRule
@@ -108,6 +112,10 @@ interface StepState {
   notStarted: Set<string>
   /** Something other than step input happened in this step. */
   pastInput: boolean
+  /** Retries started in this step. */
+  retries: number
+  /** An llm/retry whose llm/retry-started has not come yet. */
+  waitingRetry: { retryId: string; retry: number } | undefined
 }
 
 interface TurnState {
@@ -118,6 +126,8 @@ interface TurnState {
   deferred: SessionInvariantViolation[]
   maxTokens: boolean
   interruptedIndex: number | undefined
+  /** Position of a step/end that closed a step with a retry still waiting: the turn must end aborted. */
+  abandonedRetryIndex: number | undefined
   /** Type of the latest catalogue event of the turn, splices aside. */
   lastType: SessionEventType
 }
@@ -222,11 +232,20 @@ class Checker {
       case 'assistant/chunk':
         // a chunk naming another step is reported, and kept out of this step's attempt
         if (this.#enclosed(e, index, e.data) && step !== undefined && e.data.step === step.step && e.data.turn === step.turn) {
+          if (step.waitingRetry !== undefined)
+            this.#add('retry-sequence', index, `a new attempt streams before llm/retry-started{${step.waitingRetry.retryId}}`)
           step.chunks.push(e.seq)
         }
         break
       case 'assistant/message':
+        if (step !== undefined && step.waitingRetry !== undefined) this.#add('retry-sequence', index, 'assistant/message while a retry waits in its backoff')
         this.#assistantMessage(e, index, this.#enclosed(e, index, e.data) ? step : undefined)
+        break
+      case 'llm/retry':
+        if (this.#enclosed(e, index, e.data) && step !== undefined) this.#retry(e, index, step)
+        break
+      case 'llm/retry-started':
+        if (this.#enclosed(e, index, e.data) && step !== undefined) this.#retryStarted(e, index, step)
         break
       case 'tool/call':
         if (this.#enclosed(e, index, e.data) && step !== undefined) this.#toolCall(e, index, step)
@@ -274,7 +293,16 @@ class Checker {
       }
     }
     this.#highestTurn = highest === undefined ? n : Math.max(highest, n)
-    this.#turn = { turn: n, lastStep: 0, step: undefined, deferred: [], maxTokens: false, interruptedIndex: undefined, lastType: 'turn/start' }
+    this.#turn = {
+      turn: n,
+      lastStep: 0,
+      step: undefined,
+      deferred: [],
+      maxTokens: false,
+      interruptedIndex: undefined,
+      abandonedRetryIndex: undefined,
+      lastType: 'turn/start',
+    }
   }
 
   #turnEnd(e: SessionEventOf<'turn/end'>, index: number): void {
@@ -297,6 +325,9 @@ class Checker {
       this.#add('sticky-max-tokens', index, 'turn ends max-tokens without a max-tokens step')
     }
     // cancellation ends the turn aborted; a crash right after the prefix leaves repair's interrupted
+    if (turn.abandonedRetryIndex !== undefined && reason.kind !== 'aborted' && reason.kind !== 'interrupted') {
+      this.#add('retry-sequence', index, `a retry left waiting at step/end (seq ${turn.abandonedRetryIndex}), yet the turn ends ${reason.kind}, not aborted`)
+    }
     if (turn.interruptedIndex !== undefined && reason.kind !== 'aborted' && reason.kind !== 'interrupted') {
       this.#add('interrupted-prefix', index, `turn with an interrupted message (seq ${turn.interruptedIndex}) ends ${reason.kind}, not aborted`)
     }
@@ -335,6 +366,8 @@ class Checker {
       calls: new Map(),
       notStarted: new Set(),
       pastInput: false,
+      retries: 0,
+      waitingRetry: undefined,
     }
   }
 
@@ -365,7 +398,28 @@ class Checker {
         }
       }
     }
+    if (step.waitingRetry !== undefined && turn.abandonedRetryIndex === undefined) turn.abandonedRetryIndex = index
     turn.step = undefined
+  }
+
+  /** RQ-14: a retry follows its failed attempt, numbered after the step's earlier retries. */
+  #retry(e: SessionEventOf<'llm/retry'>, index: number, step: StepState): void {
+    const { retryId, retry } = e.data
+    if (step.waitingRetry !== undefined) this.#add('retry-sequence', index, `llm/retry while retry ${step.waitingRetry.retryId} still waits`)
+    if (retry !== step.retries + 1) this.#add('retry-sequence', index, `llm/retry numbered ${retry}, expected ${step.retries + 1}`)
+    const last = step.chunks.at(-1)
+    if (last === undefined || !isFailedFinish(this.#bySeq.get(last)))
+      this.#add('retry-sequence', index, 'llm/retry does not follow a failed finish of its step')
+    step.waitingRetry = { retryId, retry }
+  }
+
+  #retryStarted(e: SessionEventOf<'llm/retry-started'>, index: number, step: StepState): void {
+    const waiting = step.waitingRetry
+    if (waiting === undefined || waiting.retryId !== e.data.retryId || waiting.retry !== e.data.retry) {
+      this.#add('retry-sequence', index, `llm/retry-started{${e.data.retryId}, ${e.data.retry}} names no waiting llm/retry of the step`)
+    }
+    step.retries = Math.max(step.retries, e.data.retry)
+    step.waitingRetry = undefined
   }
 
   #assistantMessage(e: SessionEventOf<'assistant/message'>, index: number, step: StepState | undefined): void {

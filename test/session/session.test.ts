@@ -190,11 +190,11 @@ describe('event types and data schemas', () => {
   it('SS-2: an unknown type is refused unless marked ignorable', () => {
     const session = createSession()
     const loose = session as unknown as { append(t: string, d: unknown, i?: object): SessionEvent }
-    expect(() => loose.append('llm/retry', { retry: 1 })).toThrow(/unknown event type "llm\/retry"/)
-    expect(() => loose.append('llm/retry', { retry: 1 }, { ignorable: false })).toThrow(SessionAppendError)
-    const event = session.append('llm/retry', { retry: 1, nested: { anything: ['goes'] } }, { ignorable: true })
-    expect(event).toEqual({ seq: 0, time: event.time, type: 'llm/retry', data: { retry: 1, nested: { anything: ['goes'] } }, ignorable: true })
-    expect(() => session.append('llm/retry', { when: new Date() }, { ignorable: true })).toThrow(LosslessJsonError)
+    expect(() => loose.append('compaction/start', { retry: 1 })).toThrow(/unknown event type "compaction\/start"/)
+    expect(() => loose.append('compaction/start', { retry: 1 }, { ignorable: false })).toThrow(SessionAppendError)
+    const event = session.append('compaction/start', { retry: 1, nested: { anything: ['goes'] } }, { ignorable: true })
+    expect(event).toEqual({ seq: 0, time: event.time, type: 'compaction/start', data: { retry: 1, nested: { anything: ['goes'] } }, ignorable: true })
+    expect(() => session.append('compaction/start', { when: new Date() }, { ignorable: true })).toThrow(LosslessJsonError)
     expect(session.length).toBe(1)
   })
 

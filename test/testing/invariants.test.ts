@@ -119,7 +119,9 @@ function soundLog(): Raw[] {
   log.user('use tools')
   log.request()
   log.chunks([{ type: 'text-delta', index: 0, text: 'partial' }, ...errorResponse({ message: 'busy', code: 'SERVER', status: 503 })])
-  log.add('llm/retry', { retry: 1 }, { ignorable: true })
+  log.add('llm/retry', { turn: 4, step: 1, retryId: 'r1', provider: 'p', retry: 1, delayMs: 5, failure: { message: 'busy', code: 'SERVER', status: 503 } })
+  log.add('plugin/note', { text: 'a type the checker does not know' }, { ignorable: true })
+  log.add('llm/retry-started', { turn: 4, step: 1, retryId: 'r1', retry: 1 })
   log.attempt(toolCallResponse(calls, 'let me look', { usage: { inputTokens: 9, outputTokens: 4 } }))
   const c1 = log.call('c1', 'read', '{"path":"a"}')
   const c2 = log.call('c2', 'list', '')
@@ -679,6 +681,88 @@ describe('checkSessionInvariants', () => {
       const log = new Log().textTurn()
       log.events[log.events.length - 1].data.reason = { kind: 'max-tokens' }
       expect(at(checkSessionInvariants(log.events))).toEqual([`sticky-max-tokens@${log.events.length - 1}`])
+    })
+  })
+
+  describe('retry-sequence', () => {
+    const failure = { message: 'down', code: 'SERVER' }
+    const retry = (log: Log, n: number, id = `r${n}`) =>
+      log.add('llm/retry', { turn: log.turn, step: log.step, retryId: id, provider: 'p', retry: n, delayMs: 10, failure })
+    const started = (log: Log, n: number, id = `r${n}`) => log.add('llm/retry-started', { turn: log.turn, step: log.step, retryId: id, retry: n })
+    function retried(build: (log: Log) => void, end: TurnEndReason = { kind: 'completed' }): string[] {
+      const log = new Log()
+      log.turnStart()
+      log.stepStart()
+      log.user()
+      log.request()
+      build(log)
+      log.stepEnd()
+      log.turnEnd(end)
+      return at(checkSessionInvariants(log.events))
+    }
+
+    it('a failed attempt, llm/retry, the backoff, llm/retry-started, then the next attempt is sound; so is a cancel during the backoff', () => {
+      const sound = (log: Log) => {
+        log.chunks(errorResponse(failure))
+        retry(log, 1)
+        started(log, 1)
+        log.chunks(errorResponse(failure))
+        retry(log, 2)
+        log.splice() // inbox edits may land during the backoff
+        started(log, 2)
+        log.attempt(textResponse('ok'))
+      }
+      expect(retried(sound)).toEqual([])
+      const cancelled = (log: Log) => {
+        log.chunks(errorResponse(failure))
+        retry(log, 1)
+      }
+      expect(retried(cancelled, { kind: 'aborted', reason: { kind: 'user' } })).toEqual([])
+    })
+
+    it('llm/retry must follow a failed finish and count up; llm/retry-started must name the waiting retry', () => {
+      let seq = -1
+      const noFailure = retried((log) => {
+        log.attempt(textResponse('fine'))
+        seq = retry(log, 1)
+        started(log, 1)
+      })
+      expect(noFailure).toEqual([`retry-sequence@${seq}`])
+      const outOfOrder: number[] = []
+      expect(
+        retried((log) => {
+          log.chunks(errorResponse(failure))
+          outOfOrder.push(retry(log, 2))
+          outOfOrder.push(started(log, 1))
+          log.attempt(textResponse('ok'))
+        }),
+      ).toEqual(outOfOrder.map((k) => `retry-sequence@${k}`))
+    })
+
+    it('no attempt streams before the retry starts, and a retry left waiting means the turn ended aborted', () => {
+      let chunk = -1
+      const early = retried((log) => {
+        log.chunks(errorResponse(failure))
+        retry(log, 1)
+        chunk = log.attempt(textResponse('ok')) - textResponse('ok').length
+        started(log, 1)
+      })
+      expect(early).toContain(`retry-sequence@${chunk}`)
+      const log = new Log()
+      log.turnStart()
+      log.stepStart()
+      log.user()
+      log.chunks(errorResponse(failure))
+      retry(log, 1)
+      log.stepEnd()
+      const end = log.turnEnd({ kind: 'error', error: failure })
+      expect(at(checkSessionInvariants(log.events))).toEqual([`retry-sequence@${end}`])
+    })
+
+    it('retry events outside their step are enclosure violations', () => {
+      const log = new Log().textTurn()
+      const stray = log.add('llm/retry-started', { turn: 1, step: 1, retryId: 'r1', retry: 1 })
+      expect(at(checkSessionInvariants(log.events))).toEqual([`event-enclosure@${stray}`])
     })
   })
 
