@@ -178,6 +178,8 @@ export class Session {
   // reaches every subscriber after the event being delivered, never before.
   readonly #outbox: SessionEvent[] = []
   #delivering = false
+  /** Injected store failures still armed, by event type, oldest first (`failNextAppend`). */
+  readonly #faults = new Map<string, Error[]>()
 
   constructor(options: SessionOptions = {}) {
     const { id, seed, now } = options
@@ -243,9 +245,33 @@ export class Session {
       }
     }
     const event = this.#build(this.#events.length, type, toFrozenJson(data, 'data'), intent ?? NO_INTENT, 'data', intent?.time)
+    // an injected store failure refuses a valid event, as a failing store would: nothing is logged
+    if (this.#faults.size > 0) this.#injectedFault(type)
     this.#commit(event)
     this.#publish(event)
     return event
+  }
+
+  /**
+   * Fault injection: the next live append of `type` throws `error` and logs nothing; one shot per call,
+   * and calls for the same type queue up. Seed events are not appends and never fail.
+   * Why: tests and conformance drivers exercise a failing store (IN-7, TU-4, TU-15) without wrapping `append`.
+   */
+  failNextAppend(type: string, error: Error = new SessionAppendError(`injected failure of the next ${type} append`)): void {
+    if (typeof type !== 'string' || type === '') throw new ConfigError('failNextAppend needs an event type', { path: 'type' })
+    if (!(error instanceof Error)) throw new ConfigError('failNextAppend needs an Error to throw', { path: 'error' })
+    const queue = this.#faults.get(type)
+    if (queue) queue.push(error)
+    else this.#faults.set(type, [error])
+  }
+
+  /** Throws the oldest armed fault of `type`, if any (off the hot path: only called while one is armed). */
+  #injectedFault(type: string): void {
+    const queue = this.#faults.get(type)
+    if (queue === undefined) return
+    const fault = queue.shift()!
+    if (queue.length === 0) this.#faults.delete(type)
+    throw fault
   }
 
   /** The derived history (SS-7, SS-8): a fresh frozen array of the identical frozen messages. */

@@ -1,22 +1,21 @@
 // The machines generate the tests: every machine is walked, every path's
-// trace is checked, replayed on the real runtime, and turned into a portable
-// conformance suite that agentchart passes and a broken variant fails.
-import { mkdtemp, readFile, readdir } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { beforeAll, describe, expect, it } from 'vitest'
+// trace is checked, and every agent path, exported as a portable scenario,
+// is replayed on the real runtime through the reference driver, which must
+// log exactly the expected log; a broken variant of the machine fails.
+import { describe, expect, it, beforeAll } from 'vitest'
 import { buildAgentMachine, turnState } from '../../src/machines/index.js'
 import {
+  buildSuite,
   coverageOf,
   createAgentchartDriver,
   explore,
   formatCoverage,
-  generateSuite,
+  formatResult,
   judge,
-  readSuite,
   runOnAgentchart,
   runSuite,
   selectScenarios,
+  toPortable,
   walks,
   type Exploration,
 } from '../../src/testing/index.js'
@@ -58,13 +57,13 @@ describe('model-based tests', () => {
     }
   })
 
-  it('every agent path replayed on the real runtime logs exactly the trace the model predicts', async () => {
+  it('every agent path, exported as a portable scenario, replayed on the real runtime logs exactly the expected log', async () => {
     const scenarios = explorations.get('agent')!.scenarios.filter((s) => s.replayable)
     const failures: string[] = []
-    for (const scenario of scenarios) {
-      const events = await runOnAgentchart(scenario)
-      const verdict = judge(scenario, events)
-      if (verdict) failures.push(`${scenario.id} (${scenario.description}): ${verdict}`)
+    for (const generated of scenarios) {
+      const scenario = toPortable(generated)
+      const result = judge(scenario, await runOnAgentchart(scenario))
+      if (!result.passed) failures.push(formatResult(result))
       if (failures.length > 5) break
     }
     expect(failures).toEqual([])
@@ -75,39 +74,18 @@ describe('model-based tests', () => {
     const replayable = explorations.get('agent')!.scenarios.filter((s) => s.replayable)
     const suite = selectScenarios(replayable, 240)
     expect(suite.length).toBeGreaterThanOrEqual(150)
-    const byId = new Map(replayable.map((s) => [s.id, s]))
-    const covered = new Set(suite.flatMap((s) => byId.get(s.id)!.covers))
+    const covered = new Set(suite.flatMap((s) => s.covers))
     expect(covered.size).toBe(new Set(replayable.flatMap((s) => s.covers)).size)
   })
 
   it('the generated suite can fail: a turn that opens a step after a reject is caught', async () => {
-    const suite = selectScenarios(
-      explorations.get('agent')!.scenarios.filter((s) => s.replayable),
-      240,
-    )
+    const { suite } = buildSuite(240, explorations.get('agent')!)
     const broken = createAgentchartDriver({ machine: buildAgentMachine(stepAfterReject()) })
-    const results = await runSuite({ format: 'agentchart-conformance/1', generatedBy: 'test', scenarios: suite }, broken)
-    const failed = results.filter((r) => !r.passed)
-    expect(failed.length).toBeGreaterThan(0)
+    const report = await runSuite(suite, broken)
+    const failed = report.results.filter((r) => !r.passed)
     // the failing scenarios are exactly those where a proposal was rejected
-    const rejecting = new Set(suite.filter((s) => s.inputs.some((i) => i.type === 'pre-step' && i.decision === 'reject')).map((s) => s.id))
-    for (const f of failed) expect(rejecting.has(f.id), `${f.id}: ${f.message}`).toBe(true)
-    expect(failed.some((f) => /step\/start/.test(f.message ?? ''))).toBe(true)
+    const rejecting = suite.scenarios.filter((s) => s.inputs.some((i) => i.type === 'pre-step' && i.action === 'return' && i.value.kind === 'reject'))
+    expect(failed.map((f) => f.id)).toEqual(rejecting.map((s) => s.id))
+    expect(failed.some((f) => f.divergence?.actual?.type === 'step/start')).toBe(true)
   }, 120_000)
-
-  it('conformance generate writes a suite that agentchart passes when read back from disk', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'agentchart-suite-'))
-    const { scenarios } = await generateSuite(dir)
-    expect(scenarios).toBeGreaterThanOrEqual(150)
-    expect((await readdir(join(dir, 'scenarios'))).length).toBe(scenarios)
-    const schema = JSON.parse(await readFile(join(dir, 'scenario.schema.json'), 'utf8'))
-    expect(schema.type).toBe('object')
-    const suite = await readSuite(dir)
-    const results = await runSuite(suite, createAgentchartDriver())
-    expect(results.filter((r) => !r.passed)).toEqual([])
-    // the committed JSON Schema is the one the zod schema gives
-    expect(JSON.parse(await readFile('docs/conformance/scenario.schema.json', 'utf8'))).toEqual(schema)
-    // expected traces carry identifying fields only: no times, no seqs
-    for (const entry of suite.scenarios.flatMap((s) => s.expected)) expect(Object.keys(entry).sort()).toEqual(['fields', 'type'])
-  }, 240_000)
 })

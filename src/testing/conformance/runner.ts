@@ -1,54 +1,88 @@
-// Run a conformance suite against a driver: each scenario's log must match
-// its expected trace event by event and satisfy the invariants it names.
-import { checkSessionInvariants } from '../invariants.js'
-import { checkLifecycleInvariants } from '../model/lifecycle-invariants.js'
-import { identify, type Scenario, type Suite } from '../model/scenario.js'
+// Run a conformance suite against a driver and say, for each failing
+// scenario, where its log first parts ways with the expected one.
+import { asJson, brokenInvariant, compareLog, type Divergence, type LoggedEvent } from './compare.js'
 import type { ConformanceDriver } from './driver.js'
+import type { Scenario, Suite } from './format.js'
+import { readSuite } from './files.js'
 
 export interface ScenarioResult {
   id: string
+  description: string
   passed: boolean
-  /** The first divergence or violated invariant, for a failing scenario. */
-  message?: string
+  /** The first event that differs from the expected log. */
+  divergence?: Divergence
+  /** The first broken invariant the scenario names (checked only when the log matches). */
+  invariant?: { rule: string; seq: number; message: string }
+  /** The driver could not run the scenario (it threw). */
+  error?: string
 }
 
-/** Rules a scenario with a refused step/end or turn/end append is excused from. */
-const BOUNDARY_RULES = new Set(['balanced', 'turn-enclosure', 'event-enclosure'])
-
-const show = (entry: unknown) => (entry === undefined ? '(nothing)' : JSON.stringify(entry))
-
-/** Compare one log with its scenario; returns why it fails, or null. */
-export function judge(scenario: Scenario, events: ReadonlyArray<{ type: string; data: unknown }>): string | null {
-  const actual = events.map(identify)
-  const n = Math.max(actual.length, scenario.expected.length)
-  for (let i = 0; i < n; i++) {
-    if (JSON.stringify(actual[i]) !== JSON.stringify(scenario.expected[i])) {
-      return `event #${i}: expected ${show(scenario.expected[i])}, got ${show(actual[i])}`
-    }
-  }
-  const withSeq = events.map((e, seq) => ({ seq, time: 0, ...e }))
-  const named = new Set(scenario.invariants)
-  const broken = [
-    ...checkSessionInvariants(withSeq as never).filter((v) => named.has('session') || (named.has('session-except-boundaries') && !BOUNDARY_RULES.has(v.rule))),
-    ...checkLifecycleInvariants(withSeq).filter((v) => named.has(v.rule)),
-  ]
-  if (broken.length > 0) return `invariant ${broken[0].rule} broken at seq ${broken[0].seq}: ${broken[0].message}`
-  return null
+export interface SuiteReport {
+  driver: string
+  passed: number
+  failed: number
+  results: ScenarioResult[]
 }
 
-/** Run every scenario in order; `report` hears each result as it comes. */
-export async function runSuite(suite: Suite, driver: ConformanceDriver, report?: (result: ScenarioResult) => void): Promise<ScenarioResult[]> {
+export interface RunOptions {
+  /** Hears each result as it comes. */
+  onResult?: (result: ScenarioResult) => void
+  /** Run only the scenarios this accepts. */
+  filter?: (scenario: Scenario) => boolean
+}
+
+/** Judge one log against its scenario: the comparison first, then the invariants it names. */
+export function judge(scenario: Scenario, events: ReadonlyArray<unknown>): ScenarioResult {
+  const base = { id: scenario.id, description: scenario.description }
+  const log: LoggedEvent[] = asJson(events)
+  const divergence = compareLog(scenario.expected, log)
+  if (divergence) return { ...base, passed: false, divergence }
+  const invariant = brokenInvariant(scenario, log)
+  if (invariant) return { ...base, passed: false, invariant }
+  return { ...base, passed: true }
+}
+
+/**
+ * Run a suite (a folder written by `conformance generate`, or scenarios in memory) through a driver, one scenario
+ * at a time. Why: the whole conformance check in one call; `formatResult` prints each failure's first difference.
+ */
+export async function runSuite(source: string | Suite | readonly Scenario[], driver: ConformanceDriver, options: RunOptions = {}): Promise<SuiteReport> {
+  const scenarios = typeof source === 'string' ? (await readSuite(source)).scenarios : Array.isArray(source) ? source : (source as Suite).scenarios
   const results: ScenarioResult[] = []
-  for (const scenario of suite.scenarios) {
+  for (const scenario of scenarios) {
+    if (options.filter && !options.filter(scenario)) continue
     let result: ScenarioResult
     try {
-      const message = judge(scenario, await driver.run(scenario))
-      result = message === null ? { id: scenario.id, passed: true } : { id: scenario.id, passed: false, message }
+      result = judge(scenario, await driver.run(scenario))
     } catch (error) {
-      result = { id: scenario.id, passed: false, message: `driver threw: ${(error as Error)?.message ?? String(error)}` }
+      result = { id: scenario.id, description: scenario.description, passed: false, error: error instanceof Error ? error.message : String(error) }
     }
     results.push(result)
-    report?.(result)
+    options.onResult?.(result)
   }
-  return results
+  const passed = results.filter((r) => r.passed).length
+  return { driver: driver.name, passed, failed: results.length - passed, results }
+}
+
+const show = (value: unknown) => (value === undefined ? '(no event)' : JSON.stringify(value))
+
+/** A failing result as a few readable lines: the scenario, then its first difference with expected and actual event. */
+export function formatResult(result: ScenarioResult): string {
+  if (result.passed) return `PASS ${result.id}`
+  const head = `FAIL ${result.id} (${result.description})`
+  if (result.error !== undefined) return `${head}\n  the driver failed: ${result.error}`
+  if (result.invariant) return `${head}\n  invariant ${result.invariant.rule} broken at seq ${result.invariant.seq}: ${result.invariant.message}`
+  const d = result.divergence!
+  return [
+    head,
+    `  first difference: event #${d.index}${d.path ? ` at ${d.path}` : ''}: ${d.reason}`,
+    `  expected: ${show(d.expected)}`,
+    `  actual:   ${show(d.actual)}`,
+  ].join('\n')
+}
+
+/** One block per failing scenario, then the closing count. */
+export function formatReport(report: SuiteReport): string {
+  const failures = report.results.filter((r) => !r.passed).map(formatResult)
+  return [...failures, `${report.passed} passed, ${report.failed} failed (driver: ${report.driver})`].join('\n')
 }

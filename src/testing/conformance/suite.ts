@@ -1,15 +1,14 @@
 // Build the portable suite from the agent machine's walk: a greedy cover of
-// every transition the walk took, then evenly spread scenarios up to a size.
-import { z } from 'zod/v4'
+// every transition the walk took, then evenly spread scenarios up to a size,
+// each spelled out as a self-describing scenario file.
 import { coverageOf, type CoverageReport } from '../model/coverage.js'
-import { explore } from '../model/explore.js'
+import { explore, type Exploration, type GeneratedScenario } from '../model/explore.js'
 import { walks } from '../model/profiles.js'
-import { ScenarioSchema, SuiteSchema, type Scenario, type Suite } from '../model/scenario.js'
-
-export const SUITE_FORMAT = 'agentchart-conformance/1' as const
+import { toPortable } from './export.js'
+import { SUITE_FORMAT, type Suite } from './format.js'
 
 /** Pick scenarios: first a greedy transition cover, then an even spread of the rest up to `size`. */
-export function selectScenarios(scenarios: ReadonlyArray<Scenario & { covers?: string[]; replayable?: boolean }>, size: number): Scenario[] {
+export function selectScenarios<S extends { covers: readonly string[] }>(scenarios: readonly S[], size: number): S[] {
   const chosen = new Set<number>()
   const covered = new Set<string>()
   for (;;) {
@@ -17,7 +16,7 @@ export function selectScenarios(scenarios: ReadonlyArray<Scenario & { covers?: s
     let gain = 0
     scenarios.forEach((s, i) => {
       if (chosen.has(i)) return
-      const g = (s.covers ?? []).filter((t) => !covered.has(t)).length
+      const g = s.covers.filter((t) => !covered.has(t)).length
       if (g > gain) {
         gain = g
         best = i
@@ -25,38 +24,30 @@ export function selectScenarios(scenarios: ReadonlyArray<Scenario & { covers?: s
     })
     if (best < 0) break
     chosen.add(best)
-    scenarios[best].covers!.forEach((t) => covered.add(t))
+    scenarios[best].covers.forEach((t) => covered.add(t))
   }
   const rest = scenarios.map((_, i) => i).filter((i) => !chosen.has(i))
   const want = Math.max(0, size - chosen.size)
   const stride = rest.length / Math.max(1, want)
   for (let k = 0; k < want && k * stride < rest.length; k++) chosen.add(rest[Math.floor(k * stride)])
-  return [...chosen]
-    .sort((a, b) => a - b)
-    .map((i) => {
-      const { covers: _covers, replayable: _replayable, ...scenario } = scenarios[i]
-      return ScenarioSchema.parse(scenario)
-    })
+  return [...chosen].sort((a, b) => a - b).map((i) => scenarios[i])
 }
 
-/** Walk the agent machine and build a suite of `size` scenarios (at least the full cover). */
-export function buildSuite(size = 240): { suite: Suite; coverage: CoverageReport } {
+/** Walk the agent machine (the whole walk, every profile). */
+export function exploreAgent(): Exploration {
   const agent = walks().find((w) => w.name === 'agent')!
-  const exploration = explore(agent.name, agent)
+  return explore(agent.name, agent)
+}
+
+/**
+ * Build a suite of `size` scenarios (at least the full transition cover) from a walk of the agent machine, and the
+ * coverage those scenarios reach. Why: what `conformance generate` writes; pass an exploration to reuse a walk.
+ */
+export function buildSuite(size = 240, exploration: Exploration = exploreAgent()): { suite: Suite; coverage: CoverageReport; selected: GeneratedScenario[] } {
   const replayable = exploration.scenarios.filter((s) => s.replayable)
-  const scenarios = selectScenarios(replayable, size)
-  const suite: Suite = { format: SUITE_FORMAT, generatedBy: 'agentchart conformance generate', scenarios }
-  // what these scenarios take, not the whole walk: armed-before-start walks are not exported
-  const chosen = new Set(scenarios.map((s) => s.id))
-  const covered = new Set(replayable.filter((s) => chosen.has(s.id)).flatMap((s) => s.covers))
-  const report = coverageOf({ ...exploration, covered })
-  const why = 'taken only by walks armed before the agent exists, which a driver cannot replay'
-  return { suite, coverage: { ...report, missing: report.missing.map((m) => ({ ...m, reason: m.reason ?? why })) } }
+  const selected = selectScenarios(replayable, size)
+  const suite: Suite = { format: SUITE_FORMAT, generatedBy: 'agentchart conformance generate', scenarios: selected.map(toPortable) }
+  // the transitions these scenarios take, not the whole walk's
+  const covered = new Set(selected.flatMap((s) => s.covers))
+  return { suite, coverage: coverageOf({ ...exploration, covered }), selected }
 }
-
-/** The JSON Schema of one scenario file, for implementations in other languages. */
-export function scenarioJsonSchema(): unknown {
-  return z.toJSONSchema(ScenarioSchema)
-}
-
-export { SuiteSchema }

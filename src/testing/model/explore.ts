@@ -8,11 +8,36 @@ import { repairClosers } from '../../session/repair.js'
 import type { SessionEvent } from '../../session/schemas.js'
 import { checkSessionInvariants } from '../invariants.js'
 import { allTransitions, createHarness, type Budget, type Harness, type HarnessState, type TraceEvent } from './harness.js'
-import { identify, type Scenario, type ScenarioInput } from './scenario.js'
+import type { FailAppend, ScenarioInput, SeedEvent } from '../conformance/format.js'
+import type { WalkInput } from './scenario.js'
 import { checkLifecycleInvariants, LIFECYCLE_INVARIANTS } from './lifecycle-invariants.js'
+import { scriptInput } from './script.js'
 
-/** A generated scenario with what the walk knows about it: the transitions it takes, and whether the runtime can replay it. */
-export type GeneratedScenario = Scenario & { covers: string[]; replayable: boolean }
+/** One logged event of a walk's trace, seed included. */
+export interface WalkEvent extends TraceEvent {
+  seq: number
+  time: number
+}
+
+/**
+ * A path of a walk, completed to rest: its inputs in the walk's vocabulary and spelled out (`script`), the whole
+ * log it writes, the transitions it takes, and whether a driver can replay it (conformance/export.ts makes it portable).
+ */
+export interface GeneratedScenario {
+  id: string
+  machine: 'agent' | 'turn' | 'step' | 'attempt' | 'toolBatch'
+  description: string
+  inputs: WalkInput[]
+  script: ScenarioInput[]
+  /** The stored log the agent is created over, and the store failures armed before it is created. */
+  seed?: SeedEvent[]
+  faults?: FailAppend[]
+  /** The whole log: the seed, its end-seed, then every append. */
+  trace: WalkEvent[]
+  invariants: string[]
+  covers: string[]
+  replayable: boolean
+}
 
 export interface Exploration {
   machine: string
@@ -24,7 +49,7 @@ export interface Exploration {
 }
 
 /** The default answer to the oldest pending effect, or null when nothing is pending. */
-function defaultAnswer(state: HarnessState): ScenarioInput | null {
+function defaultAnswer(state: HarnessState): WalkInput | null {
   const p = state.pending[0]
   if (!p) return null
   switch (p.kind) {
@@ -64,7 +89,7 @@ export function complete(harness: Harness, state: HarnessState, limit = 200): Ha
 }
 
 /** Replay inputs from the start; also returns the transitions taken on the way. */
-export function replay(harness: Harness, inputs: readonly ScenarioInput[]): { state: HarnessState; taken: Set<string> } {
+export function replay(harness: Harness, inputs: readonly WalkInput[]): { state: HarnessState; taken: Set<string> } {
   let state = harness.initial()
   const taken = new Set(state.taken)
   for (const input of inputs) {
@@ -76,7 +101,7 @@ export function replay(harness: Harness, inputs: readonly ScenarioInput[]): { st
   return { state, taken }
 }
 
-export function traceOf(trace: readonly TraceEvent[]) {
+export function traceOf(trace: readonly TraceEvent[]): WalkEvent[] {
   return trace.map((e, seq) => ({ seq, time: 0, ...e }))
 }
 
@@ -93,8 +118,10 @@ export function explore(name: string, options: { machine: AnyStateMachine; input
     const seed = budget.seed ? [...budget.seed, { seq: budget.seed.length, time: 0, type: 'session/end-seed', data: {} }] : []
     const fromSeed = budget.seed ? seededInput(seed as SessionEvent[]) : {}
     const harness = createHarness({ machine: options.machine, input: { ...options.input, ...fromSeed, ...budget.input }, budget })
-    // a walk that starts from another input or with something armed is for coverage; the runtime replays the rest
-    const replayable = !budget.input && !budget.prelude
+    // a walk that starts from another input, or with a listener cancel armed before the machine starts, is for
+    // coverage only; store failures armed before the start are replayable (a driver arms them on the session)
+    const replayable = !budget.input && (budget.prelude ?? []).every((p) => p.type === 'fail-next')
+    const faults = (budget.prelude ?? []).filter((p) => p.type === 'fail-next').map((p) => scriptInput(p) as FailAppend)
     const paths = getShortestPaths(
       harness.logic as any,
       {
@@ -140,15 +167,17 @@ export function explore(name: string, options: { machine: AnyStateMachine; input
       }
       scenarios.push({
         id,
-        machine: name as Scenario['machine'],
+        machine: name as GeneratedScenario['machine'],
         description: describe(state.inputs),
-        ...(budget.seed ? { seed: budget.seed } : {}),
         inputs: state.inputs,
-        expected: [...seed, ...state.trace].map(identify),
+        script: state.script,
+        ...(budget.seed ? { seed: budget.seed.map((e) => ({ ...e })) } : {}),
+        ...(faults.length > 0 ? { faults } : {}),
+        trace: events,
         invariants: brokenBoundary ? ['session-except-boundaries'] : ['session', ...LIFECYCLE_INVARIANTS],
         covers: state.takenAll,
         replayable,
-      } as GeneratedScenario)
+      })
     }
   }
   return { machine: name, states, scenarios, transitions, covered, violations }
@@ -160,7 +189,7 @@ function seededInput(events: SessionEvent[]): Record<string, unknown> {
   return { lastTurn, repair: repairClosers(events) }
 }
 
-function describe(inputs: readonly ScenarioInput[]): string {
+function describe(inputs: readonly WalkInput[]): string {
   return inputs
     .map((i) => {
       const { type, ...rest } = i

@@ -9,7 +9,9 @@ import type { AgentEvent, Effect, PlannedCall } from '../../machines/types.js'
 import type { LlmCallConfig, SessionEventType, StreamChunk, UserMessage } from '../../session/schemas.js'
 import { defineTool, toolSchemas } from '../../tools/define.js'
 import { errorResponse, maxTokensResponse, textResponse, toolCallResponse } from '../responses.js'
-import type { ScenarioInput } from './scenario.js'
+import type { ScenarioInput } from '../conformance/format.js'
+import type { WalkInput } from './scenario.js'
+import { SCRIPTED, scenarioMessage, scriptInput } from './script.js'
 
 /** The two tools every scenario knows: `p` is parallel-safe, `x` exclusive. Bodies are scripted. */
 export function scenarioTools(execute: (name: 'p' | 'x', args: unknown, ctx: { callId: string; signal: AbortSignal }) => Promise<any>) {
@@ -25,16 +27,16 @@ export function scenarioTools(execute: (name: 'p' | 'x', args: unknown, ctx: { c
 }
 
 export const SCENARIO_CONFIG: LlmCallConfig = { provider: 'scripted', model: 'scripted-1' }
-export const SCENARIO_FAILURE = { message: 'scripted failure', code: 'UNKNOWN' }
+export const SCENARIO_FAILURE = { message: SCRIPTED.listenerFailure, code: 'UNKNOWN' }
 const HEADER_TOOLS = toolSchemas(scenarioTools(async () => ''))
 
-export const scenarioMessage = (id: string): UserMessage => ({ id, role: 'user', content: [{ type: 'text', text: id }], source: { kind: 'user' } })
+export { scenarioMessage }
 
 /** What the runtime reports for a listener that threw `Error('scripted failure')`. */
 const listenerThrew = (id: number): AgentEvent => ({ type: 'hook.failed', id, failure: SCENARIO_FAILURE, error: new Error(SCENARIO_FAILURE.message) })
 
 /** What a scenario's model response streams; call ids come from the scenario's counter. */
-export function responseChunks(response: ScenarioInput & { type: 'model' }, callIds: () => string): StreamChunk[] {
+export function responseChunks(response: WalkInput & { type: 'model' }, callIds: () => string): StreamChunk[] {
   switch (response.response) {
     case 'text':
       return textResponse('hello')
@@ -56,11 +58,15 @@ export function responseChunks(response: ScenarioInput & { type: 'model' }, call
     case 'max-tokens-tools':
       return [...toolCallResponse([{ id: callIds(), name: 'p', arguments: '{}' }]).slice(0, -1), { type: 'finish', reason: { kind: 'max-tokens' } }]
     case 'error':
-      return errorResponse({ message: 'scripted model failure', code: 'SERVER' })
+      return errorResponse({ message: SCRIPTED.modelFailure, code: 'SERVER' })
     case 'partial':
-      return textResponse('partial answer').slice(0, 2) // block-start and a delta, then it waits for the abort
+      return PARTIAL.slice(0, 2) // block-start and a delta, then it waits for the abort
   }
 }
+
+/** A text answer cut in two: `partial` streams the head and waits; the next model input streams the rest. */
+const PARTIAL = textResponse('partial answer')
+export const PARTIAL_REST = PARTIAL.slice(2)
 
 /** Hooks of the turn itself: the machine stops waiting for them when the turn is cancelled. */
 const TURN_HOOKS = new Set(['agent/pre-step', 'agent/request-error', 'agent/turn-stopping'])
@@ -88,7 +94,9 @@ export interface HarnessState {
   pending: Pending[]
   trace: TraceEvent[]
   keys: Record<string, number>
-  inputs: ScenarioInput[]
+  inputs: WalkInput[]
+  /** The same inputs spelled out in the portable format (prelude failures aside: they become the setup's faults). */
+  script: ScenarioInput[]
   aborted: boolean
   armed: string | null
   /** A listener that cancels when this happens next. */
@@ -100,7 +108,7 @@ export interface HarnessState {
   takenAll: string[]
 }
 
-export type ModelResponse = (ScenarioInput & { type: 'model' })['response']
+export type ModelResponse = (WalkInput & { type: 'model' })['response']
 
 /** Limits and choice sets that keep one walk finite and focused. */
 export interface Budget {
@@ -119,7 +127,7 @@ export interface Budget {
   /** Store failures to try. */
   failTypes?: readonly string[]
   /** Store failures or listener cancels armed before the machine starts (for what a machine does as it starts). */
-  prelude?: ReadonlyArray<Extract<ScenarioInput, { type: 'fail-next' | 'cancel-on' }>>
+  prelude?: ReadonlyArray<Extract<WalkInput, { type: 'fail-next' | 'cancel-on' }>>
   /** Input over the walk's own (e.g. repair closers for a resumed agent); such scenarios are not replayed on the runtime. */
   input?: Record<string, unknown>
   /** A stored log the agent starts over: the walk's input is what the agent would derive from it (turn number, repair closers). */
@@ -195,6 +203,7 @@ class Step {
           trace: [...from.trace],
           keys: { ...from.keys },
           inputs: [...from.inputs],
+          script: [...from.script],
           rejections: [...from.rejections],
           counters: { ...from.counters },
           taken: [],
@@ -210,6 +219,7 @@ class Step {
           trace: [],
           keys: {},
           inputs: [],
+          script: [],
           aborted: false,
           armed: null,
           cancelOn: null,
@@ -286,7 +296,7 @@ class Step {
         if (this.fault) return
         if (s.armed === effect.eventType) {
           s.armed = null
-          this.fault = { eventType: effect.eventType, error: new Error('scripted store failure') }
+          this.fault = { eventType: effect.eventType, error: new Error(SCRIPTED.storeFailure) }
           return
         }
         const sources = effect.citeKeys ? effect.citeKeys.map((k) => s.keys[k]).filter((x) => x !== undefined) : effect.sourceEventSeqs
@@ -376,7 +386,7 @@ class Step {
       if (s.armed === 'assistant/chunk') {
         s.armed = null
         s.pending = s.pending.filter((q) => q !== p)
-        const error = new Error('scripted store failure')
+        const error = new Error(SCRIPTED.storeFailure)
         return this.send({ type: 'model.faulted', id: p.id, failure: { message: error.message, code: 'UNKNOWN' }, error })
       }
       seqs.push(this.seq())
@@ -397,9 +407,9 @@ class Step {
 const ctxOf = (state: HarnessState) => (state.machine as { context: any; value: unknown }).context
 
 export interface Harness {
-  logic: ActorLogic<HarnessState, ScenarioInput, unknown>
-  apply(state: HarnessState, input: ScenarioInput): HarnessState | null
-  choices(state: HarnessState): ScenarioInput[]
+  logic: ActorLogic<HarnessState, WalkInput, unknown>
+  apply(state: HarnessState, input: WalkInput): HarnessState | null
+  choices(state: HarnessState): WalkInput[]
   abstract(state: HarnessState): string
   initial(): HarnessState
 }
@@ -425,10 +435,12 @@ export function createHarness(options: HarnessOptions): Harness {
   const pick = <T>(all: readonly T[], kept: readonly T[]): readonly T[] => (few ? kept : all)
 
   /** Apply one scenario input; returns the next state, or null when the input does not apply here. */
-  function apply(state: HarnessState, input: ScenarioInput): HarnessState | null {
+  function apply(state: HarnessState, input: WalkInput): HarnessState | null {
     const step = new Step(options, state)
     const s = step.state
     s.inputs.push(input)
+    // model, tool and turn-stopping inputs record their explicit form below, with what they streamed or settled
+    if (input.type !== 'model' && input.type !== 'tool' && input.type !== 'turn-stopping') s.script.push(scriptInput(input))
     const first = <K extends Pending['kind']>(kind: K, pred: (p: Extract<Pending, { kind: K }>) => boolean = () => true) =>
       s.pending.find((p) => p.kind === kind && pred(p as Extract<Pending, { kind: K }>)) as Extract<Pending, { kind: K }> | undefined
     const take = (p: Pending) => (s.pending = s.pending.filter((q) => q !== p))
@@ -517,8 +529,10 @@ export function createHarness(options: HarnessOptions): Harness {
       case 'model': {
         const p = first('model')
         if (!p || (p.partial && input.response !== 'text')) return null
-        const chunks = responseChunks(input, () => `c${++s.counters.calls}`)
-        step.stream(p, p.partial ? textResponse('partial answer').slice(2) : chunks, input.response === 'partial')
+        const chunks = p.partial ? PARTIAL_REST : responseChunks(input, () => `c${++s.counters.calls}`)
+        const end = p.partial !== undefined || input.response !== 'partial'
+        s.script.push(scriptInput(input, { chunks, end }))
+        step.stream(p, chunks, !end)
         break
       }
       case 'request-error': {
@@ -533,13 +547,15 @@ export function createHarness(options: HarnessOptions): Harness {
         const p = hookOf('agent/turn-stopping')
         if (!p) return null
         take(p)
+        const steer = input.decision === 'steer' ? scenarioMessage(`steer${s.counters.messages + 1}`) : undefined
+        s.script.push(scriptInput(input, { steer }))
         if (input.decision === 'throw') {
           step.send(listenerThrew(p.id))
           break
         }
-        if (input.decision === 'steer') {
+        if (steer) {
           s.counters.messages++
-          step.send({ type: 'inbox.send', message: scenarioMessage(`steer${s.counters.messages}`), target: 'next-step', wakeup: true })
+          step.send({ type: 'inbox.send', message: steer, target: 'next-step', wakeup: true })
           step.drain() // the listener's steer completes before the listener returns
         }
         step.send({ type: 'hook.done', id: p.id, value: undefined })
@@ -550,13 +566,14 @@ export function createHarness(options: HarnessOptions): Harness {
         if (!p) return null
         take(p)
         if (input.decision === 'throw') step.send(listenerThrew(p.id))
-        else step.send({ type: 'hook.done', id: p.id, value: input.decision === 'deny' ? { kind: 'deny', reason: 'scripted denial' } : { kind: 'allow' } })
+        else step.send({ type: 'hook.done', id: p.id, value: input.decision === 'deny' ? { kind: 'deny', reason: SCRIPTED.denial } : { kind: 'allow' } })
         break
       }
       case 'tool': {
         const p = first('tool', (q) => q.call.callId === input.callId)
         if (!p) return null
         take(p)
+        s.script.push(scriptInput(input, { aborted: s.aborted }))
         step.send({ type: 'tool.settled', id: p.id, outcome: toolOutcome(input.callId, input.outcome) })
         break
       }
@@ -571,9 +588,9 @@ export function createHarness(options: HarnessOptions): Harness {
             id: p.id,
             value:
               input.decision === 'replace'
-                ? { kind: 'accept', content: 'replaced' }
+                ? { kind: 'accept', content: SCRIPTED.replaced }
                 : input.decision === 'block'
-                  ? { kind: 'block', feedback: 'blocked' }
+                  ? { kind: 'block', feedback: SCRIPTED.blocked }
                   : { kind: 'accept' },
           })
         break
@@ -583,11 +600,11 @@ export function createHarness(options: HarnessOptions): Harness {
   }
 
   /** The inputs worth trying from a state, within the budget. */
-  function choices(state: HarnessState): ScenarioInput[] {
+  function choices(state: HarnessState): WalkInput[] {
     if (state.done) return []
     const ctx = ctxOf(state)
     const value = (state.machine as { value: unknown }).value
-    const out: ScenarioInput[] = []
+    const out: WalkInput[] = []
     const c = state.counters
     for (const p of state.pending) {
       switch (p.kind) {
@@ -714,10 +731,10 @@ export function createHarness(options: HarnessOptions): Harness {
 
   const logic = {
     config: { id: 'harness' },
-    transition: (state: HarnessState, input: ScenarioInput) => apply(state, input) ?? state,
+    transition: (state: HarnessState, input: WalkInput) => apply(state, input) ?? state,
     getInitialSnapshot: () => initial(),
     getPersistedSnapshot: (state: HarnessState) => state,
-  } as unknown as ActorLogic<HarnessState, ScenarioInput, unknown>
+  } as unknown as ActorLogic<HarnessState, WalkInput, unknown>
 
   return { logic, apply, choices, abstract, initial }
 }
@@ -728,7 +745,7 @@ export function toolOutcome(callId: string, outcome: 'ok' | 'error' | 'concludes
     case 'ok':
       return { isError: false, content: `ok ${callId}` }
     case 'error':
-      return { isError: true, content: 'Error: scripted tool failure' }
+      return { isError: true, content: `Error: ${SCRIPTED.toolFailure}` }
     case 'concludes':
       return { isError: false, content: `ok ${callId}`, concludesTurn: true }
     case 'context':

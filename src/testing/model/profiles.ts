@@ -16,11 +16,6 @@ const CRASHED = [
   { seq: 4, time: 5, type: 'user/message', data: scenarioMessage('m0'), surfaceOp: 'append' },
 ]
 
-/** What repairClosers gives for that log (the closers a failing store refuses). */
-const CLOSERS = [
-  { type: 'step/end' as const, data: { turn: 1, step: 1 } },
-  { type: 'turn/end' as const, data: { turn: 1, reason: { kind: 'interrupted' } } },
-]
 const triggers = ['agent/status', 'turn/start', 'step/start', 'request/header', 'assistant/message', 'tools/result'] as const
 
 /** Budgets for the agent machine, from the richest single-prompt walk to focused ones. */
@@ -33,9 +28,11 @@ export const AGENT_PROFILES: Budget[] = [
   { sends: 1, fails: 1, ...few, responses: ['text', 'tools'] },
   // the inbox, maintenance and disposal around turns
   { sends: 2, maintenance: 1, cancels: 1, removes: 1, ...few, responses: ['text'] },
-  // an instance over a crash-truncated log: the repair closers go in first (RS-4), even when the store refuses them
+  // an instance over a crash-truncated log: the repair closers go in first (RS-4), even when the store refuses
+  // them (a driver arms that failure on the session before it creates the agent)
   { sends: 1, ...few, responses: ['text', 'tools'], seed: CRASHED },
-  { sends: 0, input: { lastTurn: 1, repair: CLOSERS }, prelude: [{ type: 'fail-next', eventType: 'turn/end' }] },
+  { sends: 1, ...few, responses: ['text'], seed: CRASHED, prelude: [{ type: 'fail-next', eventType: 'step/end' }] },
+  { sends: 1, ...few, responses: ['text'], seed: CRASHED, prelude: [{ type: 'fail-next', eventType: 'turn/end' }] },
 ]
 
 export interface Walk {

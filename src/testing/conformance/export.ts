@@ -1,0 +1,104 @@
+// From a walk's path to a portable scenario: the agent's setup, the inputs
+// spelled out, and the whole expected log with the values an implementation
+// chooses itself (message ids, the text of its own errors) marked free.
+import { toolSchemas } from '../../tools/define.js'
+import { traceOf, type GeneratedScenario, type WalkEvent } from '../model/explore.js'
+import { SCENARIO_CONFIG, scenarioTools, type HarnessState } from '../model/harness.js'
+import { FORMAT_VERSION, ScenarioSchema, type ExpectedEvent, type Scenario, type ScenarioSetup } from './format.js'
+
+/** What a free value is written as in an expected event's data. */
+export const FREE = '*'
+
+/** The agent every exported scenario starts from: the scripted model, tools `p` (parallel-safe) and `x` (exclusive). */
+export function scenarioSetup(): ScenarioSetup {
+  const tools = scenarioTools(async () => '')
+  const schemas = toolSchemas(tools)
+  return {
+    model: { provider: SCENARIO_CONFIG.provider, model: SCENARIO_CONFIG.model },
+    tools: tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      inputSchema: schemas.find((s) => s.name === tool.name)!.inputSchema as Record<string, unknown>,
+      executionMode: tool.executionMode === 'parallel' ? 'parallel' : 'exclusive',
+    })),
+    maxParallelToolCalls: 10,
+  }
+}
+
+/**
+ * The JSON Pointers of an event whose values the implementation chooses (docs/conformance.md, "Free values"):
+ * the ids of the messages it creates, and the text of a failure it describes in its own words (NO_ADAPTER, RQ-3).
+ */
+export function freePaths(event: { type: string; data: unknown }): string[] {
+  const data = event.data as { reason?: { kind?: string; error?: { code?: string } } }
+  switch (event.type) {
+    case 'assistant/message':
+    case 'tool/result':
+      return ['/data/message/id']
+    case 'turn/end':
+      return data.reason?.kind === 'error' && data.reason.error?.code === 'NO_ADAPTER' ? ['/data/reason/error/message'] : []
+    default:
+      return []
+  }
+}
+
+/** A copy of `value` with the value at `pointer` (from the event) replaced by FREE. */
+function markFree(event: Record<string, unknown>, pointer: string): void {
+  const keys = pointer.split('/').slice(1)
+  let at: Record<string, unknown> = event
+  for (const key of keys.slice(0, -1)) {
+    at[key] = structuredClone(at[key])
+    at = at[key] as Record<string, unknown>
+  }
+  at[keys[keys.length - 1]] = FREE
+}
+
+/** One logged event as the scenario expects it: everything but `time`, free values written as FREE. */
+export function expectedEvent(event: WalkEvent, live: boolean): ExpectedEvent {
+  const out: Record<string, unknown> = { seq: event.seq, type: event.type, data: event.data }
+  if (event.surfaceOp !== undefined) out.surfaceOp = event.surfaceOp
+  if (event.sourceEventSeqs !== undefined) out.sourceEventSeqs = [...event.sourceEventSeqs]
+  const free = live ? freePaths(event) : []
+  for (const pointer of free) markFree(out, pointer)
+  if (free.length > 0) out.free = free
+  return out as unknown as ExpectedEvent
+}
+
+/** A walk's path as a portable scenario file. */
+export function toPortable(generated: GeneratedScenario): Scenario {
+  const seedLength = generated.seed ? generated.seed.length + 1 : 0
+  const setup: ScenarioSetup = {
+    ...scenarioSetup(),
+    ...(generated.seed ? { seed: generated.seed } : {}),
+    ...(generated.faults ? { faults: generated.faults } : {}),
+  }
+  // a round trip through JSON: what a file holds, without undefined fields or shared references
+  const scenario = JSON.parse(
+    JSON.stringify({
+      formatVersion: FORMAT_VERSION,
+      id: generated.id,
+      description: generated.description,
+      setup,
+      inputs: generated.script,
+      expected: generated.trace.map((event) => expectedEvent(event, event.seq >= seedLength)),
+      invariants: generated.invariants,
+    }),
+  )
+  return ScenarioSchema.parse(scenario)
+}
+
+/** A harness state (an unseeded agent walk brought to rest) as a portable scenario. Why: property tests replay random walks on a driver. */
+export function scenarioOfState(id: string, state: HarnessState): Scenario {
+  const broken = state.inputs.some((i) => i.type === 'fail-next' && (i.eventType === 'step/end' || i.eventType === 'turn/end'))
+  return toPortable({
+    id,
+    machine: 'agent',
+    description: id,
+    inputs: state.inputs,
+    script: state.script,
+    trace: traceOf(state.trace),
+    invariants: broken ? ['session-except-boundaries'] : ['session'],
+    covers: [],
+    replayable: true,
+  })
+}

@@ -1,0 +1,292 @@
+// The portable conformance format, version 2: one scenario file says
+// everything a driver needs (the agent's setup, every input with its exact
+// payload, the whole expected log). docs/conformance.md is its normative
+// text; this zod schema is the source of the JSON Schema shipped beside it.
+import { z } from 'zod'
+import { AgentCancelCauseSchema, StreamChunkSchema, UserMessageSchema } from '../../session/schemas.js'
+import type { AgentCancelCause, InboxTarget, StreamChunk, UserMessage } from '../../session/schemas.js'
+
+// ---- types (written out: they are the format's documentation in code) -----------------
+
+/** How a listener answers: `next` returns what the rest of the chain gives, `return` a value, `throw` throws `Error(message)`. */
+export type ListenerAction<V> = { action: 'next' } | { action: 'return'; value: V } | { action: 'throw'; message: string }
+export type PreStepValue = { kind: 'reject' } | { kind: 'enter'; messages: UserMessage[] }
+export type PreExecuteValue = { kind: 'allow' } | { kind: 'deny'; reason: string }
+export type PostExecuteValue = { kind: 'accept'; content?: string } | { kind: 'block'; feedback: string }
+/** What a scripted tool body returns (a failing body throws instead). */
+export interface ToolReturn {
+  content: string
+  concludesTurn?: true
+  additionalContexts?: UserMessage[]
+}
+export type CancelTrigger = 'agent/status' | 'turn/start' | 'step/start' | 'request/header' | 'assistant/message' | 'tools/result'
+
+/** One input of a scenario, in the order the environment performs it (docs/conformance.md, "Inputs"). */
+export type ScenarioInput =
+  | { type: 'send'; message: UserMessage; target: InboxTarget; wakeup: boolean }
+  | { type: 'cancel'; cause: AgentCancelCause; keepInbox: boolean }
+  | { type: 'remove'; id: string }
+  | { type: 'replace'; id: string; message: UserMessage }
+  | { type: 'clear' }
+  | { type: 'splice'; target: InboxTarget; start: number; deleteCount: number; insert: UserMessage[] }
+  | { type: 'maintenance' }
+  | { type: 'job-done' }
+  | { type: 'dispose' }
+  | { type: 'cancel-on'; trigger: CancelTrigger; cause: AgentCancelCause; keepInbox: boolean }
+  | FailAppend
+  | ({ type: 'pre-step' } & ListenerAction<PreStepValue>)
+  | ({ type: 'request' } & ListenerAction<{ provider: string; model: string }>)
+  | ({ type: 'request-error' } & ListenerAction<{ kind: 'retry' }>)
+  | ({ type: 'turn-stopping' } & ({ action: 'return'; steer?: UserMessage } | { action: 'throw'; message: string }))
+  | ({ type: 'tool-pre'; callId: string } & ListenerAction<PreExecuteValue>)
+  | ({ type: 'tool-post'; callId: string } & ListenerAction<PostExecuteValue>)
+  | { type: 'model'; chunks: StreamChunk[]; end: boolean }
+  | ({ type: 'tool'; callId: string; afterAbort: boolean } & ({ action: 'return'; value: ToolReturn } | { action: 'throw'; message: string }))
+export type ScenarioInputType = ScenarioInput['type']
+
+/** A store failure: the next append of `eventType` is refused with `Error(message)`. */
+export interface FailAppend {
+  type: 'fail-append'
+  eventType: string
+  message: string
+}
+
+/** A tool the agent is created with. */
+export interface ScenarioTool {
+  name: string
+  description: string
+  inputSchema: Record<string, unknown>
+  executionMode: 'parallel' | 'exclusive'
+}
+
+/** A stored event the session is created over. */
+export interface SeedEvent {
+  seq: number
+  time: number
+  type: string
+  data: unknown
+  surfaceOp?: unknown
+  sourceEventSeqs?: number[]
+}
+
+/** How the driver creates the agent (docs/conformance.md, "Setup"). */
+export interface ScenarioSetup {
+  model: { provider: string; model: string }
+  tools: ScenarioTool[]
+  maxParallelToolCalls: number
+  seed?: SeedEvent[]
+  faults?: FailAppend[]
+}
+
+/** One event of the expected log: compared in full but `time` and the JSON Pointers in `free`. */
+export interface ExpectedEvent {
+  seq: number
+  type: string
+  data: unknown
+  surfaceOp?: unknown
+  sourceEventSeqs?: number[]
+  free?: string[]
+}
+
+export interface Scenario {
+  formatVersion: typeof FORMAT_VERSION
+  id: string
+  description: string
+  setup: ScenarioSetup
+  inputs: ScenarioInput[]
+  expected: ExpectedEvent[]
+  invariants: string[]
+}
+
+export interface Suite {
+  format: typeof SUITE_FORMAT
+  generatedBy: string
+  scenarios: Scenario[]
+}
+
+// ---- schemas ---------------------------------------------------------------------------
+
+/** The version of the file format this module reads and writes; see the changelog in docs/conformance.md. */
+export const FORMAT_VERSION = 2
+/** The manifest's format tag. */
+export const SUITE_FORMAT = 'agentchart-conformance/2' as const
+
+const id = z.string().min(1)
+const message = z.string().min(1)
+const target = z.enum(['next-turn', 'next-step'])
+const callId = id
+
+/** A listener that throws `Error(message)`. */
+const Throw = { action: z.literal('throw'), message }
+/** A waterfall listener that returns what `next()` gives (the default decision). */
+const Next = { action: z.literal('next') }
+/** A listener that returns `value`. */
+const Return = <T extends z.ZodType>(value: T) => ({ action: z.literal('return'), value })
+
+/** The tool-body result a scenario scripts (never `isError`: a failing body throws). */
+export const ToolReturnSchema = z
+  .object({
+    content: z.string(),
+    concludesTurn: z.literal(true).optional(),
+    additionalContexts: z.array(UserMessageSchema).min(1).optional(),
+  })
+  .strict()
+
+/** An extension-point input: one strict object per way the listener may answer. */
+function hook(type: string, shape: z.ZodRawShape, ...decisions: z.ZodRawShape[]) {
+  return decisions.map((decision) => z.object({ type: z.literal(type), ...shape, ...decision }).strict())
+}
+
+/**
+ * One input of a scenario, in the order the environment performs it.
+ * Hook inputs answer the listener call of that extension point that is waiting now (for tools: the one for `callId`).
+ */
+export const ScenarioInputSchema = z.union([
+  // ---- the user, through the public API -------------------------------------------------
+  z.object({ type: z.literal('send'), message: UserMessageSchema, target, wakeup: z.boolean() }).strict(),
+  z.object({ type: z.literal('cancel'), cause: AgentCancelCauseSchema, keepInbox: z.boolean() }).strict(),
+  z.object({ type: z.literal('remove'), id }).strict(),
+  z.object({ type: z.literal('replace'), id, message: UserMessageSchema }).strict(),
+  z.object({ type: z.literal('clear') }).strict(),
+  z
+    .object({
+      type: z.literal('splice'),
+      target,
+      start: z.number().int(),
+      deleteCount: z.number().int().nonnegative(),
+      insert: z.array(UserMessageSchema),
+    })
+    .strict(),
+  z.object({ type: z.literal('maintenance') }).strict(),
+  z.object({ type: z.literal('job-done') }).strict(),
+  z.object({ type: z.literal('dispose') }).strict(),
+  // ---- a listener that cancels when something happens next ------------------------------
+  z
+    .object({
+      type: z.literal('cancel-on'),
+      trigger: z.enum(['agent/status', 'turn/start', 'step/start', 'request/header', 'assistant/message', 'tools/result']),
+      cause: AgentCancelCauseSchema,
+      keepInbox: z.boolean(),
+    })
+    .strict(),
+  // ---- the store ------------------------------------------------------------------------
+  z.object({ type: z.literal('fail-append'), eventType: id, message }).strict(),
+  // ---- extension points -------------------------------------------------------------------
+  ...hook(
+    'pre-step',
+    {},
+    Next,
+    Return(z.union([z.object({ kind: z.literal('reject') }).strict(), z.object({ kind: z.literal('enter'), messages: z.array(UserMessageSchema) }).strict()])),
+    Throw,
+  ),
+  ...hook('request', {}, Next, Return(z.object({ provider: z.string(), model: z.string() }).strict()), Throw),
+  ...hook('request-error', {}, Next, Return(z.object({ kind: z.literal('retry') }).strict()), Throw),
+  ...hook('turn-stopping', {}, { action: z.literal('return'), steer: UserMessageSchema.optional() }, Throw),
+  ...hook(
+    'tool-pre',
+    { callId },
+    Next,
+    Return(z.union([z.object({ kind: z.literal('allow') }).strict(), z.object({ kind: z.literal('deny'), reason: z.string() }).strict()])),
+    Throw,
+  ),
+  ...hook(
+    'tool-post',
+    { callId },
+    Next,
+    Return(
+      z.union([
+        z.object({ kind: z.literal('accept'), content: z.string().optional() }).strict(),
+        z.object({ kind: z.literal('block'), feedback: z.string() }).strict(),
+      ]),
+    ),
+    Throw,
+  ),
+  // ---- the model and the tool bodies ------------------------------------------------------
+  z.object({ type: z.literal('model'), chunks: z.array(StreamChunkSchema), end: z.boolean() }).strict(),
+  ...hook('tool', { callId, afterAbort: z.boolean() }, Return(ToolReturnSchema), Throw),
+]) as unknown as z.ZodType<ScenarioInput> // the hand-written type above is the readable one
+
+/** A tool the agent is created with: the request header carries name, description and inputSchema verbatim. */
+export const ScenarioToolSchema: z.ZodType<ScenarioTool> = z
+  .object({
+    name: id,
+    description: z.string(),
+    inputSchema: z.record(z.string(), z.unknown()),
+    executionMode: z.enum(['parallel', 'exclusive']),
+  })
+  .strict()
+
+/** A stored event the agent is created over (resume). */
+export const SeedEventSchema: z.ZodType<SeedEvent> = z
+  .object({
+    seq: z.number().int().nonnegative(),
+    time: z.number(),
+    type: id,
+    data: z.unknown(),
+    surfaceOp: z.unknown().optional(),
+    sourceEventSeqs: z.array(z.number().int().nonnegative()).optional(),
+  })
+  .strict()
+
+/** How the driver creates the agent. */
+export const ScenarioSetupSchema: z.ZodType<ScenarioSetup> = z
+  .object({
+    /** The model adapter's identity; the first request's config is exactly this. */
+    model: z.object({ provider: id, model: id }).strict(),
+    tools: z.array(ScenarioToolSchema),
+    maxParallelToolCalls: z.number().int().positive(),
+    /** Events the session is created over, before the agent exists. */
+    seed: z.array(SeedEventSchema).optional(),
+    /** Store failures armed on the session before the agent is created (e.g. to refuse a repair closer). */
+    faults: z.array(z.object({ type: z.literal('fail-append'), eventType: id, message }).strict()).optional(),
+  })
+  .strict()
+
+/** One event of the expected log: compared in full, except `time` and the JSON Pointers listed in `free`. */
+export const ExpectedEventSchema: z.ZodType<ExpectedEvent> = z
+  .object({
+    seq: z.number().int().nonnegative(),
+    type: id,
+    data: z.unknown(),
+    surfaceOp: z.unknown().optional(),
+    sourceEventSeqs: z.array(z.number().int().nonnegative()).optional(),
+    /** JSON Pointers (RFC 6901, from the event) whose value the implementation chooses; written as "*" in `data`. */
+    free: z.array(z.string().startsWith('/')).optional(),
+  })
+  .strict()
+
+export const ScenarioSchema: z.ZodType<Scenario> = z
+  .object({
+    formatVersion: z.literal(FORMAT_VERSION),
+    id,
+    description: z.string(),
+    setup: ScenarioSetupSchema,
+    inputs: z.array(ScenarioInputSchema),
+    expected: z.array(ExpectedEventSchema),
+    /** Rules the log satisfies besides the comparison: 'session' or 'session-except-boundaries', and lifecycle rule names. */
+    invariants: z.array(z.string()),
+  })
+  .strict()
+
+export const SuiteSchema: z.ZodType<Suite> = z
+  .object({
+    format: z.literal(SUITE_FORMAT),
+    generatedBy: z.string(),
+    scenarios: z.array(ScenarioSchema),
+  })
+  .strict()
+
+/** Names for the shapes the JSON Schema defines once and references ($defs). */
+const NAMED = z.registry<{ id: string }>()
+NAMED.add(UserMessageSchema, { id: 'UserMessage' })
+NAMED.add(StreamChunkSchema, { id: 'StreamChunk' })
+NAMED.add(AgentCancelCauseSchema, { id: 'AgentCancelCause' })
+NAMED.add(ToolReturnSchema, { id: 'ToolReturn' })
+NAMED.add(ScenarioInputSchema, { id: 'ScenarioInput' })
+NAMED.add(ExpectedEventSchema, { id: 'ExpectedEvent' })
+NAMED.add(ScenarioSetupSchema, { id: 'Setup' })
+
+/** The JSON Schema of one scenario file, for drivers in other languages (also docs/conformance/scenario.schema.json). */
+export function scenarioJsonSchema(): Record<string, unknown> {
+  return z.toJSONSchema(ScenarioSchema, { unrepresentable: 'any', metadata: NAMED }) as Record<string, unknown>
+}

@@ -1,0 +1,72 @@
+// The generated suite as a user meets it: a folder on disk, read back and run
+// through agentchart's reference driver and through the CLI; its manifest
+// agrees with the code about coverage, and its schema is the committed one.
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { runCli } from '../../src/cli/main.js'
+import { agentMachine } from '../../src/machines/index.js'
+import {
+  agentchartDriver,
+  allTransitions,
+  FORMAT_VERSION,
+  readSuite,
+  runSuite,
+  scenarioJsonSchema,
+  SUITE_FORMAT,
+  UNREACHABLE,
+  type Manifest,
+  type Suite,
+} from '../../src/testing/index.js'
+import { sharedSuite } from './shared-suite.js'
+
+let dir: string
+let suite: Suite
+
+beforeAll(async () => {
+  dir = await sharedSuite()
+  suite = await readSuite(dir)
+}, 240_000)
+
+describe('the generated conformance suite', () => {
+  it('passes, scenario by scenario, on the reference driver (agentchart itself)', async () => {
+    const report = await runSuite(dir, agentchartDriver)
+    expect(report.results.filter((r) => !r.passed)).toEqual([])
+    expect(report.passed).toBe(suite.scenarios.length)
+    expect(report.passed).toBeGreaterThanOrEqual(200)
+  }, 120_000)
+
+  it('runs from the command line, with the default driver and with a driver module', async () => {
+    const out: string[] = []
+    const io = { out: (t: string) => out.push(t), err: (t: string) => out.push(t) }
+    expect(await runCli(['conformance', 'run', dir], io)).toBe(0)
+    expect(out.at(-1)).toBe(`${suite.scenarios.length} passed, 0 failed`)
+    out.length = 0
+    expect(await runCli(['conformance', 'run', dir, '--driver', join(import.meta.dirname, 'independent', 'driver.ts')], io)).toBe(0)
+    expect(out.at(-1)).toBe(`${suite.scenarios.length} passed, 0 failed`)
+  }, 120_000)
+
+  it("has a manifest whose coverage and unreachable list agree with the code's UNREACHABLE list", async () => {
+    const manifest = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')) as Manifest
+    expect(manifest.format).toBe(SUITE_FORMAT)
+    expect(manifest.formatVersion).toBe(FORMAT_VERSION)
+    expect(manifest.scenarios).toEqual(suite.scenarios.map((s) => s.id))
+    const transitions = [...allTransitions(agentMachine).keys()]
+    const listed = transitions
+      .map((key) => ({ key, entry: UNREACHABLE.find((u) => u.machines.includes('agent') && key.endsWith(u.suffix)) }))
+      .filter((t) => t.entry !== undefined)
+      .map((t) => ({ key: t.key, reason: t.entry!.reason }))
+    expect(manifest.coverage.machine).toBe('agent')
+    expect(manifest.coverage.transitions).toBe(transitions.length)
+    expect(manifest.coverage.unreachable).toEqual(listed)
+    expect(manifest.coverage.covered).toBe(transitions.length - listed.length)
+  })
+
+  it('ships the JSON Schema that is committed in docs/conformance/, and every scenario is format version 2', async () => {
+    const shipped = JSON.parse(await readFile(join(dir, 'scenario.schema.json'), 'utf8'))
+    const committed = JSON.parse(await readFile(join(import.meta.dirname, '../../docs/conformance/scenario.schema.json'), 'utf8'))
+    expect(shipped).toEqual(scenarioJsonSchema())
+    expect(committed).toEqual(shipped)
+    expect(new Set(suite.scenarios.map((s) => s.formatVersion))).toEqual(new Set([2]))
+  })
+})
