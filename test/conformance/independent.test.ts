@@ -1,0 +1,53 @@
+// Proof that the documentation suffices: an implementation of the loop that
+// shares no code with agentchart (./independent/loop.ts, a plain async
+// loop), driven by a driver written from docs/conformance.md, passes the
+// generated suite; each deliberate bug planted in it fails exactly the
+// scenarios that exercise it.
+import { beforeAll, describe, expect, it } from 'vitest'
+import { formatResult, readSuite, runSuite, type Scenario, type Suite } from '../../src/testing/index.js'
+import { createIndependentDriver } from './independent/driver.js'
+import { sharedSuite } from './shared-suite.js'
+
+let suite: Suite
+
+beforeAll(async () => {
+  suite = await readSuite(await sharedSuite())
+}, 240_000)
+
+/** A proposal rejected by pre-step: a loop that opens a step anyway shows it. */
+const rejects = (s: Scenario) => s.inputs.some((i) => i.type === 'pre-step' && i.action === 'return' && i.value.kind === 'reject')
+
+/** A steer while a turn runs: a turn-stopping listener's steer, or a waking next-step send the expected log inserts inside an open turn. */
+function steersWhileRunning(s: Scenario): boolean {
+  if (s.inputs.some((i) => i.type === 'turn-stopping' && i.action === 'return' && i.steer !== undefined)) return true
+  return s.inputs.some((i) => {
+    if (i.type !== 'send' || i.target !== 'next-step' || !i.wakeup) return false
+    let open = false
+    for (const e of s.expected) {
+      const d = e.data as { target?: string; inserted?: Array<{ id: string }> }
+      if (e.type === 'turn/start') open = true
+      if (e.type === 'turn/end') open = false
+      if (e.type === 'agent/inbox/spliced' && d.target === 'next-step' && d.inserted?.some((m) => m.id === i.message.id)) return open
+    }
+    return false
+  })
+}
+
+describe('an independent implementation, driven from the documentation alone', () => {
+  it('passes every scenario of the suite', async () => {
+    const report = await runSuite(suite, createIndependentDriver())
+    expect(report.results.filter((r) => !r.passed).map(formatResult)).toEqual([])
+    expect(report.passed).toBe(suite.scenarios.length)
+  }, 120_000)
+
+  it.each([
+    ['step-after-reject', 'a step opened after a rejected proposal (TU-5, TU-6)', rejects],
+    ['lost-steer', 'a steer lost while a turn runs (IN-12, TU-10)', steersWhileRunning],
+  ] as const)('a mutation, %s (%s), fails exactly the scenarios that exercise it', async (mutation, _what, exercises) => {
+    const report = await runSuite(suite, createIndependentDriver(mutation))
+    const failed = report.results.filter((r) => !r.passed).map((r) => r.id)
+    const expected = suite.scenarios.filter(exercises).map((s) => s.id)
+    expect(expected.length).toBeGreaterThan(20)
+    expect(failed).toEqual(expected)
+  }, 120_000)
+})

@@ -1,0 +1,996 @@
+// A deliberately minimal agent loop, independent of agentchart: a plain
+// async loop over an in-memory log, written from docs/conformance.md and
+// the behaviour catalogue (entry ids in comments). No XState, nothing
+// imported from agentchart. It exists to prove the conformance suite can be
+// passed from its documentation alone, and, through `mutation`, that the
+// suite catches a broken loop.
+
+// ---- values ---------------------------------------------------------------------------
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
+export interface Message {
+  id: string
+  role: 'user'
+  content: Json[]
+  source: { kind: string; [key: string]: Json }
+}
+export type Target = 'next-turn' | 'next-step'
+export type Cause = { kind: string; reason?: string }
+export interface Failure {
+  message: string
+  code: string
+  [key: string]: Json
+}
+export type EndReason = { kind: 'completed' | 'blocked' | 'max-tokens' | 'interrupted' } | { kind: 'error'; error: Failure } | { kind: 'aborted'; reason: Cause }
+export interface Event {
+  seq: number
+  time: number
+  type: string
+  data: Json
+  surfaceOp?: 'append'
+  sourceEventSeqs?: number[]
+}
+export type Chunk = { type: string; index?: number; [key: string]: Json | undefined }
+
+export interface ToolSpec {
+  name: string
+  description: string
+  inputSchema: Json
+  parallel: boolean
+  /** Returns the result text, or `{content, concludesTurn?, additionalContexts?}`; throws to fail. */
+  execute(args: Json, context: { callId: string; signal: AbortSignal }): Promise<string | { content: string; concludesTurn?: boolean; additionalContexts?: Message[] }>
+}
+
+export interface ModelSpec {
+  provider: string
+  model: string
+  stream(request: { signal: AbortSignal }): AsyncIterable<Chunk>
+}
+
+/** Deliberate bugs, to show the suite fails a loop that has them. */
+export type Mutation = 'step-after-reject' | 'lost-steer'
+
+export interface LoopOptions {
+  model: ModelSpec
+  tools: ToolSpec[]
+  maxParallelToolCalls: number
+  seed?: Event[]
+  /** Store failures armed before the agent is created. */
+  faults?: Array<{ eventType: string; message: string }>
+  mutation?: Mutation
+}
+
+type Listener = (payload: any, next: () => Promise<any>) => any
+type Outcome = { isError: boolean; content: string; error?: { name: string; code: string }; additionalContexts?: Message[]; concludesTurn?: boolean }
+type StepOutcome = 'completed' | 'max-tokens' | 'continue' | 'aborted' | 'error'
+
+const ABORTED_BEFORE_DISPATCH: Outcome = { isError: true, content: 'Error: tool call aborted before dispatch', error: { name: 'AbortError', code: 'ABORTED_BEFORE_DISPATCH' } }
+const ABORTED_WHILE_RUNNING: Outcome = { isError: true, content: 'Error: tool call aborted', error: { name: 'AbortError', code: 'ABORTED' } }
+const CANCELLED = Symbol('cancelled')
+
+const failureOf = (error: unknown): Failure => ({ message: error instanceof Error ? error.message : String(error), code: 'UNKNOWN' })
+const errorOutcome = (message: string, error?: Outcome['error']): Outcome => ({ isError: true, content: `Error: ${message}`, ...(error ? { error } : {}) })
+const key = (value: unknown) => JSON.stringify(value)
+const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T
+
+/** Race a promise with a signal: CANCELLED when the signal aborts first (CX-16). */
+function race<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | typeof CANCELLED> {
+  if (signal.aborted) return Promise.resolve(CANCELLED)
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(CANCELLED)
+    signal.addEventListener('abort', onAbort, { once: true })
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(v)
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(e)
+      },
+    )
+  })
+}
+
+// ---- the agent -------------------------------------------------------------------------
+
+export class IndependentAgent {
+  readonly log: Event[] = []
+  #faults = new Map<string, Error[]>()
+  #listeners = new Map<string, Listener[]>()
+  #phase: 'idle' | 'running' | 'maintenance' | 'disposed' = 'idle'
+  #nextTurn: Message[] = []
+  #nextStep: Message[] = []
+  #latch = false
+  #cause: Cause | null = null
+  #disposing = false
+  #controller = new AbortController()
+  #jobController: AbortController | null = null
+  #inCallback = 0
+  #deferred: Array<() => void> = []
+  #idleWaiters: Array<() => void> = []
+  // turn and request book-keeping
+  #turn = 0
+  #step = 0
+  #sticky = false
+  #lastStep: 'none' | 'terminal' | 'continue' = 'none'
+  #requests = 0
+  #priorHeader = false
+  #headerKey: string | null = null
+  #contextKey: string | null = null
+  #config: { provider: string; model: string }
+  #ids = 0
+  readonly #prefix = Math.random().toString(36).slice(2, 8)
+
+  constructor(readonly options: LoopOptions) {
+    this.#config = { provider: options.model.provider, model: options.model.model }
+    for (const fault of options.faults ?? []) this.failNextAppend(fault.eventType, new Error(fault.message))
+    if (options.seed && options.seed.length > 0) this.#loadSeed(options.seed)
+  }
+
+  // ---- the store ---------------------------------------------------------------------
+
+  /** The next append of `type` throws `error` (the `fail-append` input). */
+  failNextAppend(type: string, error: Error): void {
+    this.#faults.set(type, [...(this.#faults.get(type) ?? []), error])
+  }
+
+  #append(type: string, data: unknown, extra: { surfaceOp?: 'append'; sourceEventSeqs?: number[]; time?: number } = {}): Event {
+    const queue = this.#faults.get(type)
+    if (queue && queue.length > 0) throw queue.shift()!
+    const event: Event = { seq: this.log.length, time: extra.time ?? Date.now(), type, data: clone(data) as Json }
+    if (extra.surfaceOp) event.surfaceOp = extra.surfaceOp
+    if (extra.sourceEventSeqs) event.sourceEventSeqs = [...extra.sourceEventSeqs]
+    this.log.push(event)
+    this.#callback(() => {
+      for (const observer of this.#listeners.get('session/event') ?? []) observer({ event }, async () => undefined)
+    })
+    return event
+  }
+
+  /** Observers and notification listeners run here; a cancel they make is deferred (SS-11, spec 4.4). */
+  #callback(run: () => void): void {
+    this.#inCallback++
+    try {
+      run()
+    } catch {
+      // contained (HK-3)
+    } finally {
+      this.#inCallback--
+    }
+  }
+
+  #notify(name: string, payload: unknown): void {
+    for (const listener of this.#listeners.get(name) ?? []) this.#callback(() => listener(payload, async () => undefined))
+  }
+
+  // ---- seed and repair (SS-9, RS-1..RS-4, IN-14) -------------------------------------------
+
+  #loadSeed(seed: Event[]): void {
+    for (const event of seed) this.log.push(clone(event))
+    if (this.log[this.log.length - 1].type !== 'session/end-seed') this.log.push({ seq: this.log.length, time: Date.now(), type: 'session/end-seed', data: {} })
+    let open: { turn: number; step: number | null } | null = null
+    for (const e of this.log) {
+      const d = e.data as any
+      if (e.type === 'turn/start') {
+        this.#turn = Math.max(this.#turn, d.turn)
+        open = { turn: d.turn, step: null }
+      }
+      if (e.type === 'turn/end') open = null
+      if (e.type === 'step/start' && open) open.step = d.step
+      if (e.type === 'step/end' && open) open.step = null
+      if (e.type === 'request/header') this.#priorHeader = true
+      if (e.type === 'request/context') this.#contextKey = key({ provider: d.provider, model: d.model })
+      if (e.type === 'agent/inbox/spliced') {
+        const list = d.target === 'next-turn' ? this.#nextTurn : this.#nextStep
+        list.splice(d.start, d.removedCount ?? 0, ...d.inserted)
+      }
+    }
+    if (!open) return
+    // RS-4: close the open turn (tool calls of the open step first), at the crash's time
+    const time = seed[seed.length - 1].time
+    try {
+      if (open.step !== null) {
+        const results = new Set(this.log.filter((e) => e.type === 'tool/result').map((e) => (e.data as any).message.source.callId))
+        const calls = this.log.filter((e) => e.type === 'tool/call' && (e.data as any).turn === open!.turn && (e.data as any).step === open!.step)
+        for (const call of calls) {
+          const callId = (call.data as any).callId
+          if (results.has(callId)) continue
+          const content = 'Error: the outcome of this tool call is unknown: the session was interrupted while it ran.'
+          const message = { id: `repair-${callId}`, role: 'user', source: { kind: 'tool', callId }, content: [{ type: 'tool-result', toolCallId: callId, content, isError: true }] }
+          const data = { turn: open.turn, step: open.step, message, error: { name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' } }
+          this.#append('tool/result', data, { surfaceOp: 'append', sourceEventSeqs: [call.seq], time })
+        }
+        this.#append('step/end', { turn: open.turn, step: open.step }, { time })
+      }
+      this.#append('turn/end', { turn: open.turn, reason: { kind: 'interrupted' } }, { time })
+    } catch {
+      // a refused closer: the rest are not appended; the agent starts idle
+    }
+  }
+
+  // ---- public API -------------------------------------------------------------------
+
+  on(name: string, listener: Listener): void {
+    this.#listeners.set(name, [...(this.#listeners.get(name) ?? []), listener])
+  }
+
+  /** IN-1: insert at the end of `target`, waking an idle agent when asked (PH-2). */
+  send(message: Message, target: Target, wakeup: boolean): void {
+    if (this.#phase === 'disposed') throw new Error('disposed')
+    if (this.#pending(message.id)) throw new Error(`message ${message.id} is already pending`)
+    // the mutation: a steer that arrives while a turn runs is dropped
+    if (this.options.mutation === 'lost-steer' && this.#phase === 'running' && this.#cause === null && target === 'next-step' && wakeup) return
+    // CX-12 / MT-5: once the activity is cancelled, a waking send waits for the next turn
+    const to: Target = wakeup && this.#cause !== null ? 'next-turn' : target
+    const list = to === 'next-turn' ? this.#nextTurn : this.#nextStep
+    this.#append('agent/inbox/spliced', { target: to, start: list.length, inserted: [message] })
+    list.push(clone(message))
+    this.#notify('agent/inbox/inserted', { message })
+    if (!wakeup || this.#disposing) return
+    if (this.#phase === 'idle') this.#startActivity()
+    else if (this.#cause !== null || this.#phase === 'maintenance') this.#latch = true
+  }
+
+  steer(message: Message): void {
+    this.send(message, 'next-step', true)
+  }
+
+  /** CX-1..CX-4, MT-5; from inside an observer or notification listener it lands later (spec 4.4). */
+  cancel(cause: Cause, options: { keepInbox?: boolean } = {}): void {
+    if (this.#phase === 'disposed') return
+    if (this.#inCallback > 0) {
+      this.#deferred.push(() => this.#cancelNow(cause, options.keepInbox === true))
+      return
+    }
+    this.#cancelNow(cause, options.keepInbox === true)
+  }
+
+  #cancelNow(cause: Cause, keepInbox: boolean): void {
+    if (cause.kind === 'disposed') this.#disposing = true
+    if (this.#phase === 'running' || this.#phase === 'maintenance') {
+      if (this.#cause === null) {
+        this.#cause = cause
+        this.#controller.abort(cause)
+        this.#jobController?.abort(cause)
+      }
+    }
+    if (!keepInbox) this.#clear()
+  }
+
+  #applyDeferred(): void {
+    const deferred = this.#deferred
+    this.#deferred = []
+    for (const apply of deferred) apply()
+  }
+
+  /** A checkpoint: deferred cancels land here; true when the activity is cancelled. */
+  #checkpoint(): boolean {
+    this.#applyDeferred()
+    return this.#cause !== null
+  }
+
+  /** Wait for the outside world, raced with the turn's signal (CX-16); a deferred cancel lands first (spec 4.4). */
+  #wait<T>(promise: () => Promise<T>): Promise<T | typeof CANCELLED> {
+    this.#applyDeferred()
+    return race(promise(), this.#controller.signal)
+  }
+
+  remove(id: string): boolean {
+    const found = this.#find(id)
+    if (!found) return false
+    const [target, index, list] = found
+    this.#append('agent/inbox/spliced', { target, start: index, removedCount: 1, inserted: [], outcome: 'canceled' })
+    const [gone] = list.splice(index, 1)
+    this.#notify('agent/inbox/discarded', { message: gone })
+    return true
+  }
+
+  replace(id: string, message: Message): boolean {
+    const found = this.#find(id)
+    if (!found) return false
+    const [target, index, list] = found
+    if (message.id !== id && this.#pending(message.id)) throw new Error(`message ${message.id} is already pending`)
+    this.#append('agent/inbox/spliced', { target, start: index, removedCount: 1, inserted: [message], outcome: 'canceled' })
+    list.splice(index, 1, clone(message))
+    return true
+  }
+
+  /** IN-3: Array-style splice of one list; removals are canceled. */
+  splice(target: Target, start: number, deleteCount: number, ...insert: Message[]): void {
+    const list = target === 'next-turn' ? this.#nextTurn : this.#nextStep
+    const at = start < 0 ? Math.max(list.length + start, 0) : Math.min(start, list.length)
+    const count = Math.min(Math.max(deleteCount, 0), list.length - at)
+    if (count === 0 && insert.length === 0) return
+    const remaining = [...this.#nextTurn, ...this.#nextStep].filter((m) => !list.slice(at, at + count).includes(m)).map((m) => m.id)
+    const ids = [...remaining, ...insert.map((m) => m.id)]
+    if (new Set(ids).size !== ids.length) throw new Error('a message would be pending twice')
+    this.#append('agent/inbox/spliced', { target, start: at, ...(count > 0 ? { removedCount: count, outcome: 'canceled' } : {}), inserted: insert })
+    list.splice(at, count, ...clone(insert))
+  }
+
+  clear(): void {
+    this.#clear()
+  }
+
+  /** MT-1: a job from true idle; status stays idle. */
+  runMaintenance(job: (signal: AbortSignal) => Promise<unknown>): Promise<unknown> {
+    if (this.#phase !== 'idle') throw new Error('busy')
+    this.#phase = 'maintenance'
+    this.#cause = null
+    this.#jobController = new AbortController()
+    const settled = Promise.resolve().then(() => job(this.#jobController!.signal))
+    const done = () => {
+      this.#jobController = null
+      this.#phase = 'idle'
+      this.#cause = null
+      this.#converge()
+    }
+    settled.then(done, done)
+    return settled
+  }
+
+  /** CX-17: a disposed cancel, then deregistration at rest. */
+  async dispose(): Promise<void> {
+    this.cancel({ kind: 'disposed' })
+    if (this.#phase !== 'idle') await new Promise<void>((resolve) => this.#idleWaiters.push(resolve))
+    this.#phase = 'disposed'
+  }
+
+  // ---- inbox helpers ---------------------------------------------------------------------
+
+  #pending(id: string): boolean {
+    return this.#find(id) !== null
+  }
+
+  #find(id: string): [Target, number, Message[]] | null {
+    let index = this.#nextStep.findIndex((m) => m.id === id)
+    if (index >= 0) return ['next-step', index, this.#nextStep]
+    index = this.#nextTurn.findIndex((m) => m.id === id)
+    if (index >= 0) return ['next-turn', index, this.#nextTurn]
+    return null
+  }
+
+  /** IN-5 / CX-3: next-step first, then next-turn, each only if non-empty; the latch goes too. */
+  #clear(): void {
+    for (const target of ['next-step', 'next-turn'] as const) {
+      const list = target === 'next-turn' ? this.#nextTurn : this.#nextStep
+      if (list.length === 0) continue
+      this.#append('agent/inbox/spliced', { target, start: 0, removedCount: list.length, inserted: [], outcome: 'canceled' })
+      const gone = list.splice(0, list.length)
+      for (const message of gone) this.#notify('agent/inbox/discarded', { message })
+    }
+    this.#latch = false
+  }
+
+  #hasPending(): boolean {
+    return this.#nextTurn.length > 0 || this.#nextStep.length > 0
+  }
+
+  // ---- activities (PH-2..PH-6) -------------------------------------------------------------
+
+  #startActivity(): void {
+    this.#phase = 'running'
+    this.#cause = null
+    this.#latch = false
+    this.#controller = new AbortController()
+    this.#notify('agent/status', { status: 'running' })
+    void this.#runActivity()
+  }
+
+  async #runActivity(): Promise<void> {
+    for (;;) {
+      // TU-3: cancelled before the turn opens (e.g. from the running-status listener)
+      if (this.#checkpoint()) break
+      const end = await this.#runTurn()
+      // PH-4: a completed turn goes straight on to pending work
+      const goesOn = end !== null && (end.kind === 'completed' || end.kind === 'max-tokens') && this.#cause === null && !this.#disposing && this.#hasPending()
+      if (!goesOn) break
+      this.#controller = new AbortController()
+      this.#latch = false
+    }
+    this.#phase = 'idle'
+    this.#notify('agent/status', { status: 'idle' })
+    this.#cause = null
+    this.#converge()
+  }
+
+  /** CX-13 / MT-3: a latched wake replays at convergence if work is pending. */
+  #converge(): void {
+    if (this.#latch && !this.#disposing && this.#hasPending()) return this.#startActivity()
+    this.#latch = false
+    const waiters = this.#idleWaiters
+    this.#idleWaiters = []
+    for (const resolve of waiters) resolve()
+  }
+
+  // ---- hooks ---------------------------------------------------------------------------
+
+  /** A waterfall: each listener gets `next()`, the last `next()` gives the default (HK-1). */
+  #waterfall(name: string, payload: unknown, fallback: unknown): Promise<any> {
+    const listeners = this.#listeners.get(name) ?? []
+    const call = (i: number): Promise<any> => (i >= listeners.length ? Promise.resolve(fallback) : Promise.resolve().then(() => listeners[i](payload, () => call(i + 1))))
+    return call(0)
+  }
+
+  // ---- a turn ---------------------------------------------------------------------------
+
+  /** One turn: turn/start, claims and proposals, steps, turn-stopping, turn/end. Null when turn/start or turn/end was refused. */
+  async #runTurn(): Promise<EndReason | null> {
+    const turn = this.#turn + 1
+    try {
+      this.#append('turn/start', { turn })
+    } catch {
+      return null // TU-4: nothing claimed, the turn number not used up
+    }
+    this.#turn = turn
+    this.#step = 0
+    this.#sticky = false
+    this.#lastStep = 'none'
+    const signal = this.#controller.signal
+    // CX-6: a cancel landing right after turn/start opens no proposal
+    if (this.#checkpoint()) return this.#close(this.#aborted())
+    for (;;) {
+      const batch = this.#claim(this.#step === 0)
+      if (this.#checkpoint()) return this.#close(this.#aborted())
+      let decision: any
+      try {
+        decision = await this.#wait(() => this.#waterfall('agent/pre-step', { messages: batch, turn, step: this.#step + 1, signal }, { kind: 'enter', messages: batch }))
+      } catch (error) {
+        return this.#close({ kind: 'error', error: failureOf(error) }) // HK-4
+      }
+      if (decision === CANCELLED) return this.#close(this.#aborted())
+      if (decision.kind === 'reject') {
+        if (this.options.mutation !== 'step-after-reject') return this.#close({ kind: 'blocked' }) // TU-5, TU-6
+        decision = { kind: 'enter', messages: batch }
+      }
+      if (decision.messages.length === 0 && this.#lastStepKind() !== 'continue') return this.#close(this.#standing()) // TU-7, TU-8
+      const outcome = await this.#runStep(decision.messages)
+      if (outcome.kind === 'error') return this.#close({ kind: 'error', error: outcome.failure })
+      // after step/end: a cancel ends the turn (CX-6), tools or waiting input go on (TU-9, TU-10)
+      if (this.#checkpoint() || outcome.kind === 'aborted') return this.#close(this.#aborted())
+      if (outcome.kind === 'continue' || this.#nextStep.length > 0) continue
+      let stopping: unknown
+      try {
+        stopping = await this.#wait(() => this.#waterfall('agent/turn-stopping', { turn, signal }, undefined))
+      } catch (error) {
+        return this.#close({ kind: 'error', error: failureOf(error) }) // HK-5
+      }
+      if (stopping === CANCELLED) return this.#close(this.#aborted())
+      if (this.#nextStep.length === 0) return this.#close(this.#standing())
+    }
+  }
+
+  /** What the last step of this turn was (read through a method: it changes across awaits). */
+  #lastStepKind(): 'none' | 'terminal' | 'continue' {
+    return this.#lastStep
+  }
+
+  #aborted(): EndReason {
+    return { kind: 'aborted', reason: this.#cause ?? { kind: 'user' } }
+  }
+
+  /** TU-12: max-tokens is sticky within the turn. */
+  #standing(): EndReason {
+    return this.#sticky ? { kind: 'max-tokens' } : { kind: 'completed' }
+  }
+
+  #close(reason: EndReason): EndReason | null {
+    try {
+      this.#append('turn/end', { turn: this.#turn, reason })
+      return reason
+    } catch {
+      return null // TU-15: not retried
+    }
+  }
+
+  /** IN-9: all of next-step, then at a turn boundary the first prompt. */
+  #claim(turnBoundary: boolean): Message[] {
+    const batch: Message[] = []
+    if (this.#nextStep.length > 0) {
+      this.#append('agent/inbox/spliced', { target: 'next-step', start: 0, removedCount: this.#nextStep.length, inserted: [] })
+      batch.push(...this.#nextStep.splice(0))
+    }
+    if (turnBoundary && this.#nextTurn.length > 0) {
+      this.#append('agent/inbox/spliced', { target: 'next-turn', start: 0, removedCount: 1, inserted: [] })
+      batch.push(this.#nextTurn.shift()!)
+    }
+    for (const message of batch) this.#notify('agent/inbox/claimed', { message, turn: this.#turn })
+    return batch
+  }
+
+  // ---- a step ---------------------------------------------------------------------------
+
+  async #runStep(entering: Message[]): Promise<{ kind: StepOutcome; failure: Failure }> {
+    const turn = this.#turn
+    const step = this.#step + 1
+    try {
+      this.#append('step/start', { turn, step })
+    } catch (error) {
+      return { kind: 'error', failure: failureOf(error) } // TU-14: no step events
+    }
+    this.#step = step
+    let outcome: StepOutcome
+    let failure: Failure | null = null
+    try {
+      for (const message of entering) this.#append('user/message', message, { surfaceOp: 'append' })
+      outcome = this.#checkpoint() ? 'aborted' : await this.#attempts()
+    } catch (error) {
+      outcome = 'error'
+      failure = (error as { failure?: Failure }).failure ?? failureOf(error)
+    }
+    try {
+      this.#append('step/end', { turn, step })
+    } catch (error) {
+      outcome = 'error'
+      failure = failureOf(error)
+    }
+    this.#lastStep = outcome === 'completed' || outcome === 'max-tokens' ? 'terminal' : 'continue'
+    this.#sticky ||= outcome === 'max-tokens'
+    return { kind: outcome, failure: failure! }
+  }
+
+  /** Attempts of one step until one succeeds, fails for good, or is cancelled (RQ-1..RQ-13). Throws {failure} to end the turn error. */
+  async #attempts(): Promise<StepOutcome> {
+    const turn = this.#turn
+    const step = this.#step
+    const signal = this.#controller.signal
+    for (;;) {
+      let config: any
+      try {
+        config = await this.#wait(() => this.#waterfall('agent/request', { turn, step, signal }, { ...this.#config }))
+      } catch (error) {
+        throw { failure: failureOf(error) }
+      }
+      if (config === CANCELLED) return 'aborted'
+      if (!config.provider || !config.model) throw { failure: { message: 'no provider/model for this request (RQ-3)', code: 'NO_ADAPTER' } }
+      // RQ-4 / RQ-5: the records, then the checkpoint before the model is called
+      const header = {
+        config,
+        tools: [...this.options.tools]
+          .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+          .map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), inputSchema: t.inputSchema })),
+      }
+      const first = this.#requests === 0
+      if (first || key(header) !== this.#headerKey) {
+        this.#append('request/header', { header, reason: !first ? 'change' : this.#priorHeader ? 'resume' : 'initial' })
+        this.#headerKey = key(header)
+      }
+      const context = { provider: config.provider, model: config.model }
+      if (key(context) !== this.#contextKey) {
+        this.#append('request/context', context)
+        this.#contextKey = key(context)
+      }
+      this.#requests++
+      this.#config = config
+      if (this.#checkpoint()) return 'aborted'
+      const { chunks, seqs, cancelled } = await this.#stream(signal)
+      const response = assemble(chunks)
+      if (cancelled) {
+        // CX-7: the visible prefix survives
+        const visible = response.content.filter((b: any) => (b.type === 'text' || b.type === 'reasoning') && b.text !== '')
+        if (visible.some((b: any) => /\S/.test(b.text))) {
+          const message = { id: this.#id('a'), role: 'assistant', content: visible, source: { kind: 'model', ...context } }
+          const data = { turn, step, message, ...(response.usage ? { usage: response.usage } : {}), interrupted: true }
+          this.#append('assistant/message', data, { surfaceOp: 'append', sourceEventSeqs: seqs })
+        }
+        return 'aborted'
+      }
+      if (response.finish.kind === 'error' || response.finish.kind === 'aborted') {
+        let action: any
+        try {
+          action = await this.#wait(() => this.#waterfall('agent/request-error', { turn, step, provider: config.provider, failure: response.finish.failure, signal }, undefined))
+        } catch (error) {
+          throw { failure: failureOf(error) } // RQ-13
+        }
+        if (action === CANCELLED) return 'aborted' // RQ-12, CX-8
+        if (action?.kind === 'retry') continue // RQ-10
+        throw { failure: response.finish.failure } // RQ-9
+      }
+      // ST-7..ST-10: the anchor, then the tools it asks for
+      const maxTokens = response.finish.kind === 'max-tokens'
+      const content = maxTokens ? response.content.filter((b: any) => b.type !== 'tool-call') : response.content
+      const message = { id: this.#id('a'), role: 'assistant', content, source: { kind: 'model', ...context } }
+      this.#append('assistant/message', { turn, step, message, ...(response.usage ? { usage: response.usage } : {}) }, { surfaceOp: 'append', sourceEventSeqs: seqs })
+      if (maxTokens) return 'max-tokens'
+      const calls = content.filter((b: any) => b.type === 'tool-call') as Array<{ id: string; name: string; arguments: string }>
+      if (calls.length === 0) return 'completed'
+      const tools = await new ToolBatch(this, calls).run()
+      if (tools.failure) throw { failure: tools.failure } // TL-17
+      return tools.outcome
+    }
+  }
+
+  /** ST-6: each chunk is logged as it arrives, unless the signal aborted first. */
+  async #stream(signal: AbortSignal): Promise<{ chunks: Chunk[]; seqs: number[]; cancelled: boolean }> {
+    const chunks: Chunk[] = []
+    const seqs: number[] = []
+    if (signal.aborted) return { chunks, seqs, cancelled: true }
+    const iterator = this.options.model.stream({ signal })[Symbol.asyncIterator]()
+    for (;;) {
+      const next = await this.#wait(() => iterator.next())
+      if (next === CANCELLED || signal.aborted) {
+        void iterator.return?.()
+        return { chunks, seqs, cancelled: true }
+      }
+      if (next.done) return { chunks, seqs, cancelled: false }
+      let event: Event
+      try {
+        event = this.#append('assistant/chunk', { turn: this.#turn, step: this.#step, chunk: next.value })
+      } catch (error) {
+        void iterator.return?.()
+        throw { failure: failureOf(error) } // RQ-7: not offered to recovery
+      }
+      seqs.push(event.seq)
+      chunks.push(next.value)
+    }
+  }
+
+  #id(kind: string): string {
+    return `${this.#prefix}-${kind}${++this.#ids}`
+  }
+
+  // what the tool batch needs from the agent
+  get signal(): AbortSignal {
+    return this.#controller.signal
+  }
+  get cancelled(): boolean {
+    return this.#cause !== null
+  }
+  get turnStep(): { turn: number; step: number } {
+    return { turn: this.#turn, step: this.#step }
+  }
+  checkpoint(): boolean {
+    return this.#checkpoint()
+  }
+  /** The tool batch is about to wait for a hook or a body: deferred cancels land now. */
+  waitPoint(): void {
+    this.#applyDeferred()
+  }
+  append(type: string, data: unknown, extra?: { surfaceOp?: 'append'; sourceEventSeqs?: number[] }): Event {
+    return this.#append(type, data, extra)
+  }
+  notify(name: string, payload: unknown): void {
+    this.#notify(name, payload)
+  }
+  waterfall(name: string, payload: unknown, fallback: unknown): Promise<any> {
+    return this.#waterfall(name, payload, fallback)
+  }
+  messageId(): string {
+    return this.#id('r')
+  }
+  insertNextStep(messages: Message[]): void {
+    if (messages.length === 0) return
+    this.#append('agent/inbox/spliced', { target: 'next-step', start: this.#nextStep.length, inserted: messages })
+    this.#nextStep.push(...clone(messages))
+  }
+}
+
+// ---- the tool batch (TL-1..TL-17) -------------------------------------------------------
+
+class ToolBatch {
+  readonly #outcomes: Array<Outcome | null>
+  readonly #started: boolean[]
+  readonly #skipPost: boolean[]
+  readonly #callSeqs: number[] = []
+  #nextStart = 0
+  #nextCommit = 0
+  #inFlight = 0
+  #pool = false
+  #barrier = false
+  #preRunning = false
+  #postRunning = false
+  #dispatchDone = false
+  #commitDone = false
+  #concluded = false
+  #failure: Failure | null = null
+  #resolve!: (result: { outcome: StepOutcome; failure?: Failure }) => void
+
+  constructor(
+    readonly agent: IndependentAgent,
+    readonly calls: Array<{ id: string; name: string; arguments: string }>,
+  ) {
+    this.#outcomes = calls.map(() => null)
+    this.#started = calls.map(() => false)
+    this.#skipPost = calls.map(() => false)
+  }
+
+  run(): Promise<{ outcome: StepOutcome; failure?: Failure }> {
+    return new Promise((resolve) => {
+      const signal = this.agent.signal
+      const onAbort = () => queueMicrotask(() => this.#pump())
+      signal.addEventListener('abort', onAbort, { once: true })
+      this.#resolve = (result) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(result)
+      }
+      this.#pump()
+    })
+  }
+
+  get #finished(): boolean {
+    return this.#dispatchDone && this.#commitDone && this.#inFlight === 0 && !this.#preRunning && !this.#postRunning
+  }
+  get #halted(): boolean {
+    return this.agent.cancelled || this.#failure !== null
+  }
+  get #drained(): boolean {
+    return this.#nextCommit >= this.#nextStart && this.#inFlight === 0
+  }
+  get #poolRoom(): boolean {
+    return this.#pool && this.#inFlight < this.agent.options.maxParallelToolCalls
+  }
+  get #commitBusy(): boolean {
+    return this.#postRunning || (this.#nextCommit < this.calls.length && this.#outcomes[this.#nextCommit] !== null)
+  }
+
+  #tool(name: string): ToolSpec | undefined {
+    return this.agent.options.tools.find((t) => t.name === name)
+  }
+
+  /** Advance both sides as far as they can go without waiting. */
+  #pump(): void {
+    for (;;) {
+      while (this.#dispatch() || this.#commit()) {
+        // keep going
+      }
+      if (this.#finished) break
+      // the batch waits for a hook or a body now: a cancel deferred by an observer lands first
+      const before = this.agent.cancelled
+      this.agent.waitPoint()
+      if (this.agent.cancelled === before) break
+    }
+    // done when both sides are done and no body runs (TL-15, TL-17: no turn/end before the drain)
+    if (this.#finished) {
+      const outcome: StepOutcome = this.#failure ? 'error' : this.agent.cancelled ? 'aborted' : this.#concluded ? 'completed' : 'continue'
+      this.#resolve({ outcome, ...(this.#failure ? { failure: this.#failure } : {}) })
+      this.#resolve = () => {}
+    }
+  }
+
+  #fail(error: unknown): void {
+    this.#failure ??= failureOf(error)
+  }
+
+  /** The dispatch side: classify and start the next call when there is room (spec 7.7). */
+  #dispatch(): boolean {
+    if (this.#dispatchDone || this.#preRunning) return false
+    if (this.#nextStart >= this.calls.length || this.#halted) {
+      this.#dispatchDone = true
+      return true
+    }
+    if (this.#barrier) {
+      if (!this.#drained) return false
+      this.#barrier = false
+      this.#start()
+      return true
+    }
+    if (this.#commitBusy || !(this.#drained || this.#poolRoom)) return false
+    // before a call starts: a deferred cancel lands here (TL-14)
+    if (this.agent.checkpoint() || this.#halted) {
+      this.#dispatchDone = true
+      return true
+    }
+    const parallel = this.#tool(this.calls[this.#nextStart].name)?.parallel === true
+    if (this.#drained) {
+      this.#pool = parallel
+      this.#start()
+    } else if (parallel && this.#poolRoom) {
+      this.#start()
+    } else {
+      this.#pool = false
+      this.#barrier = true
+    }
+    return true
+  }
+
+  #start(): void {
+    const i = this.#nextStart
+    const call = this.calls[i]
+    const { turn, step } = this.agent.turnStep
+    try {
+      this.#callSeqs[i] = this.agent.append('tool/call', { turn, step, callId: call.id, name: call.name, arguments: call.arguments }).seq
+    } catch (error) {
+      this.#fail(error) // TL-17
+      this.#dispatchDone = true
+      return
+    }
+    this.#started[i] = true
+    this.#inFlight++
+    this.#preRunning = true
+    const execution = { turn, step, callId: call.id, name: call.name, arguments: parseArguments(call.arguments), signal: this.agent.signal }
+    this.agent.waterfall('tools/pre-execute', execution, { kind: 'allow' }).then(
+      (decision) => {
+        this.#preRunning = false
+        this.#nextStart = i + 1
+        if (this.#failure) return this.#endWithoutBody(i, ABORTED_BEFORE_DISPATCH, true)
+        if (this.agent.cancelled) return this.#endWithoutBody(i, ABORTED_BEFORE_DISPATCH) // TL-16
+        if (decision?.kind === 'deny') return this.#endWithoutBody(i, errorOutcome(String(decision.reason), { name: 'ToolDeniedError', code: 'DENIED' }))
+        this.#runBody(i, execution)
+        this.#pump()
+      },
+      (error) => {
+        this.#preRunning = false
+        this.#nextStart = i + 1
+        this.#endWithoutBody(i, errorOutcome(failureOf(error).message), true) // TL-10: post-execute skipped
+      },
+    )
+  }
+
+  #endWithoutBody(i: number, outcome: Outcome, skipPost = false): void {
+    this.#outcomes[i] = outcome
+    this.#skipPost[i] = skipPost
+    this.#inFlight--
+    this.#pump()
+  }
+
+  #runBody(i: number, execution: { callId: string; signal: AbortSignal; arguments: unknown }): void {
+    const tool = this.#tool(this.calls[i].name)
+    const body = tool
+      ? Promise.resolve().then(() => tool.execute(execution.arguments as Json, { callId: execution.callId, signal: execution.signal }))
+      : Promise.reject(Object.assign(new Error(`unknown tool ${this.calls[i].name}`), { code: 'UNKNOWN_TOOL' }))
+    body.then(
+      (value) => {
+        const outcome: Outcome =
+          typeof value === 'string'
+            ? { isError: false, content: value }
+            : {
+                isError: false,
+                content: value.content,
+                ...(value.concludesTurn ? { concludesTurn: true } : {}),
+                ...(value.additionalContexts?.length ? { additionalContexts: value.additionalContexts } : {}),
+              }
+        // TL-15: a body that succeeds after the abort is recorded as aborted, keeping its contexts
+        this.#settleBody(i, this.agent.cancelled ? { ...ABORTED_WHILE_RUNNING, ...(outcome.additionalContexts ? { additionalContexts: outcome.additionalContexts } : {}) } : outcome)
+      },
+      (error) => this.#settleBody(i, errorOutcome(failureOf(error).message)),
+    )
+  }
+
+  #settleBody(i: number, outcome: Outcome): void {
+    this.#outcomes[i] = outcome
+    this.#inFlight--
+    this.#pump()
+  }
+
+  /** The commit side: post-execute, notification, tool/result, contexts; synthetic pairs after an abort (TL-14). */
+  #commit(): boolean {
+    if (this.#commitDone || this.#postRunning) return false
+    if (this.#nextCommit >= this.calls.length || this.#failure) {
+      this.#commitDone = true
+      return true
+    }
+    const i = this.#nextCommit
+    const call = this.calls[i]
+    if (this.agent.cancelled && !this.#started[i] && (this.#dispatchDone || !this.#preRunning)) {
+      if (!this.#dispatchDone) return false
+      const { turn, step } = this.agent.turnStep
+      try {
+        const seq = this.agent.append('tool/call', { turn, step, callId: call.id, name: call.name, arguments: call.arguments }).seq
+        this.#callSeqs[i] = seq
+        this.#log(i, ABORTED_BEFORE_DISPATCH)
+      } catch (error) {
+        this.#fail(error)
+      }
+      this.#nextCommit++
+      return true
+    }
+    const outcome = this.#outcomes[i]
+    if (outcome === null) return false
+    if (this.#skipPost[i]) {
+      this.#commitOne(i, outcome)
+      return true
+    }
+    this.#postRunning = true
+    const { turn, step } = this.agent.turnStep
+    const execution = { turn, step, callId: call.id, name: call.name, arguments: parseArguments(call.arguments), signal: this.agent.signal, outcome }
+    this.agent.waterfall('tools/post-execute', execution, { kind: 'accept' }).then(
+      (decision) => {
+        this.#postRunning = false
+        this.#commitOne(i, applyPost(outcome, decision))
+        this.#pump()
+      },
+      (error) => {
+        this.#postRunning = false
+        this.#commitOne(i, errorOutcome(failureOf(error).message))
+        this.#pump()
+      },
+    )
+    return true
+  }
+
+  #commitOne(i: number, outcome: Outcome): void {
+    const { turn, step } = this.agent.turnStep
+    const call = this.calls[i]
+    this.#nextCommit = i + 1
+    try {
+      this.agent.notify('tools/result', { turn, step, callId: call.id, outcome })
+      this.#log(i, outcome)
+      // TL-12: contexts wait in next-step
+      this.agent.insertNextStep(outcome.additionalContexts ?? [])
+    } catch (error) {
+      this.#fail(error)
+      return
+    }
+    if (outcome.concludesTurn && !outcome.isError) this.#concluded = true
+  }
+
+  #log(i: number, outcome: Outcome): void {
+    const { turn, step } = this.agent.turnStep
+    const callId = this.calls[i].id
+    const message = {
+      id: this.agent.messageId(),
+      role: 'user',
+      source: { kind: 'tool', callId },
+      content: [{ type: 'tool-result', toolCallId: callId, content: outcome.content, isError: outcome.isError }],
+    }
+    const data = { turn, step, message, ...(outcome.error ? { error: outcome.error } : {}) }
+    this.agent.append('tool/result', data, { surfaceOp: 'append', sourceEventSeqs: [this.#callSeqs[i]] })
+  }
+}
+
+/** TL-10: accept (optionally replacing content) or block with feedback. */
+function applyPost(outcome: Outcome, decision: any): Outcome {
+  if (decision?.kind === 'block') return { isError: true, content: String(decision.feedback ?? '') }
+  if (typeof decision?.content === 'string') return { ...outcome, content: decision.content }
+  return outcome
+}
+
+/** TL-1: empty is {}, valid JSON its value, anything else the raw text. */
+function parseArguments(raw: string): unknown {
+  if (raw.trim() === '') return {}
+  try {
+    return JSON.parse(raw)
+  } catch {
+    return raw
+  }
+}
+
+// ---- stream assembly (BEHAVIOURS 1.4) -------------------------------------------------
+
+interface Slot {
+  kind: string
+  text: string
+  id?: string
+  name?: string
+  closed?: Json
+}
+
+/** Blocks in first-seen order; block-end is authoritative; deltas assemble unclosed blocks; last usage wins. */
+export function assemble(chunks: Chunk[]): { content: any[]; finish: any; usage?: Json } {
+  const slots = new Map<number, Slot>()
+  let finish: any = { kind: 'stop' }
+  let usage: Json | undefined
+  for (const chunk of chunks) {
+    const c = chunk as any
+    if (c.type === 'finish') {
+      finish = c.reason
+      break
+    }
+    if (c.type === 'usage') {
+      usage = c.usage
+      continue
+    }
+    const kind = c.type === 'block-start' ? c.blockType : c.type === 'text-delta' ? 'text' : c.type === 'reasoning-delta' ? 'reasoning' : c.type === 'tool-call-delta' ? 'tool-call' : c.block?.type
+    let slot = slots.get(c.index)
+    if (!slot) {
+      slot = { kind, text: '' }
+      slots.set(c.index, slot)
+    }
+    if (slot.closed !== undefined) continue
+    if (c.type === 'block-end') slot.closed = c.block
+    else if (c.type === 'text-delta' || c.type === 'reasoning-delta') slot.text += c.text
+    else if (c.type === 'tool-call-delta') {
+      slot.text += c.argumentsDelta
+      slot.id ||= c.id
+      slot.name ||= c.name
+    }
+  }
+  const content = [...slots.entries()].flatMap(([index, slot]) => {
+    if (slot.closed !== undefined) return [slot.closed]
+    if (slot.kind === 'text' || slot.kind === 'reasoning') return [{ type: slot.kind, text: slot.text }]
+    if (slot.kind === 'tool-call') return [{ type: 'tool-call', id: slot.id ?? `call-${index}`, name: slot.name ?? '', arguments: slot.text }]
+    return []
+  })
+  return { content, finish, ...(usage !== undefined ? { usage } : {}) }
+}
