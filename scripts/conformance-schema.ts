@@ -1,5 +1,5 @@
 // Writes docs/conformance/scenario.schema.json from the zod schema of the
-// scenario format (test/conformance/reference.test.ts checks it is current).
+// scenario format: `npm run conformance:schema` (test/conformance/reference.test.ts checks it is current).
 import { writeFileSync } from 'node:fs'
 import { scenarioJsonSchema } from '../src/testing/conformance/format.js'
 

@@ -43,11 +43,15 @@ describe('an independent implementation, driven from the documentation alone', (
   it.each([
     ['step-after-reject', 'a step opened after a rejected proposal (TU-5, TU-6)', rejects],
     ['lost-steer', 'a steer lost while a turn runs (IN-12, TU-10)', steersWhileRunning],
-  ] as const)('a mutation, %s (%s), fails exactly the scenarios that exercise it', async (mutation, _what, exercises) => {
-    const report = await runSuite(suite, createIndependentDriver(mutation))
-    const failed = report.results.filter((r) => !r.passed).map((r) => r.id)
-    const expected = suite.scenarios.filter(exercises).map((s) => s.id)
-    expect(expected.length).toBeGreaterThan(20)
-    expect(failed).toEqual(expected)
-  }, 120_000)
+  ] as const)(
+    'a mutation, %s (%s), fails exactly the scenarios that exercise it',
+    async (mutation, _what, exercises) => {
+      const report = await runSuite(suite, createIndependentDriver(mutation))
+      const failed = report.results.filter((r) => !r.passed).map((r) => r.id)
+      const expected = suite.scenarios.filter(exercises).map((s) => s.id)
+      expect(expected.length).toBeGreaterThan(20)
+      expect(failed).toEqual(expected)
+    },
+    120_000,
+  )
 })

@@ -58,7 +58,9 @@ describe('the generated conformance suite', () => {
     expect(await runCli(['conformance', 'run', small, '--driver', join(small, 'empty-driver.mjs')], io)).toBe(1)
     const logged = suite.scenarios.filter((sc) => ids.includes(sc.id) && sc.expected.length > 0).length
     expect(out.at(-1)).toBe(`${ids.length - logged} passed, ${logged} failed`)
-    expect(out[0]).toMatch(/^FAIL agent-\d+ \(.*\)\n {2}first difference: event #0: the log ends here; expected agent\/inbox\/spliced\n {2}expected: \{"seq":0,.*\n {2}actual: {3}\(no event\)$/)
+    expect(out[0]).toMatch(
+      /^FAIL agent-\d+ \(.*\)\n {2}first difference: event #0: the log ends here; expected agent\/inbox\/spliced\n {2}expected: \{"seq":0,.*\n {2}actual: {3}\(no event\)$/,
+    )
   }, 120_000)
 
   it("has a manifest whose coverage and unreachable list agree with the code's UNREACHABLE list", async () => {

@@ -812,3 +812,43 @@ describe('SS-13 rebuildable', () => {
     for (let i = 1; i < seen.length; i++) expect(seen[i].slice(0, seen[i - 1].length)).toEqual(seen[i - 1])
   })
 })
+
+describe('failNextAppend: an injected store failure', () => {
+  it('refuses the next append of that type with the given error, logs nothing, and fires once', () => {
+    const session = createSession({ now: ticking() })
+    const seen: string[] = []
+    session.observe((e) => void seen.push(e.type))
+    const error = new Error('disk full')
+    session.failNextAppend('step/start', error)
+    session.append('turn/start', { turn: 1 })
+    expect(thrown(() => session.append('step/start', { turn: 1, step: 1 }))).toBe(error)
+    expect(session.events.map((e) => e.type)).toEqual(['turn/start'])
+    session.append('step/start', { turn: 1, step: 1 })
+    expect(session.events.map((e) => e.type)).toEqual(['turn/start', 'step/start'])
+    expect(seen).toEqual(['turn/start', 'step/start'])
+  })
+
+  it('queues failures of the same type, defaults to a SessionAppendError, and leaves an invalid event to fail on its own', () => {
+    const session = createSession()
+    session.failNextAppend('turn/start')
+    session.failNextAppend('turn/start', new Error('second'))
+    // an invalid event is refused by validation and does not use up the fault
+    expect(thrown(() => session.append('turn/start', { turn: 0 }))).toBeInstanceOf(SessionAppendError)
+    const first = thrown(() => session.append('turn/start', { turn: 1 }))
+    expect(first).toBeInstanceOf(SessionAppendError)
+    expect(first.message).toBe('injected failure of the next turn/start append')
+    expect(thrown(() => session.append('turn/start', { turn: 1 })).message).toBe('second')
+    session.append('turn/start', { turn: 1 })
+    expect(session.length).toBe(1)
+  })
+
+  it('never touches seed events, and rejects a missing type or a non-Error', () => {
+    const source = createSession()
+    source.append('turn/start', { turn: 1 })
+    const seeded = createSession({ seed: source.events })
+    seeded.failNextAppend('turn/end')
+    expect(seeded.events.map((e) => e.type)).toEqual(['turn/start', 'session/end-seed'])
+    expect(thrown(() => seeded.failNextAppend(''))).toBeInstanceOf(ConfigError)
+    expect(thrown(() => seeded.failNextAppend('turn/end', 'nope' as never))).toBeInstanceOf(ConfigError)
+  })
+})

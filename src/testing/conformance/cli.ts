@@ -15,11 +15,16 @@ import type { Exploration } from '../model/explore.js'
  * Write `manifest.json`, `scenario.schema.json` and one `scenarios/<id>.json` per scenario.
  * Why: the portable suite other implementations run; `exploration` reuses a walk already made.
  */
-export async function generateSuite(outDir: string, options: { size?: number; exploration?: Exploration } = {}): Promise<{ scenarios: number; coverage: string; manifest: Manifest }> {
+export async function generateSuite(
+  outDir: string,
+  options: { size?: number; exploration?: Exploration } = {},
+): Promise<{ scenarios: number; coverage: string; manifest: Manifest }> {
   const { suite, coverage } = buildSuite(options.size, options.exploration)
   const uncovered = coverage.missing.filter((m) => m.reason === null)
   if (uncovered.length > 0) {
-    throw new Error(`the suite leaves ${uncovered.length} transition(s) uncovered with no reason listed in UNREACHABLE: ${uncovered.map((m) => m.key).join(', ')}`)
+    throw new Error(
+      `the suite leaves ${uncovered.length} transition(s) uncovered with no reason listed in UNREACHABLE: ${uncovered.map((m) => m.key).join(', ')}`,
+    )
   }
   await mkdir(join(outDir, 'scenarios'), { recursive: true })
   for (const scenario of suite.scenarios) {

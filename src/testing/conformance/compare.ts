@@ -110,9 +110,7 @@ export function brokenInvariant(scenario: Pick<Scenario, 'invariants'>, log: rea
   const events = log.map((e) => ({ ...e, time: typeof e.time === 'number' ? e.time : 0 }))
   const named = new Set(scenario.invariants)
   const broken = [
-    ...checkSessionInvariants(events as never).filter(
-      (v) => named.has('session') || (named.has('session-except-boundaries') && !BOUNDARY_RULES.has(v.rule)),
-    ),
+    ...checkSessionInvariants(events as never).filter((v) => named.has('session') || (named.has('session-except-boundaries') && !BOUNDARY_RULES.has(v.rule))),
     ...checkLifecycleInvariants(events).filter((v) => named.has(v.rule) && !(named.has('session-except-boundaries') && BOUNDARY_RULES.has(v.rule))),
   ]
   return broken[0] ?? null

@@ -88,7 +88,9 @@ function toolsOf(declared: readonly ScenarioTool[], waits: Waits) {
       execute: async (_args, { callId, signal }) => {
         const input = (await waits.wait('tool', callId)) as Input<'tool'>
         if (input.afterAbort !== signal.aborted) {
-          throw new Error(`scenario expects tool ${callId} to settle ${input.afterAbort ? 'after' : 'before'} the abort, but the turn's signal is ${signal.aborted ? '' : 'not '}aborted`)
+          throw new Error(
+            `scenario expects tool ${callId} to settle ${input.afterAbort ? 'after' : 'before'} the abort, but the turn's signal is ${signal.aborted ? '' : 'not '}aborted`,
+          )
         }
         return input.action === 'throw' ? fail(input.message) : input.value
       },

@@ -190,6 +190,7 @@ function seededInput(events: SessionEvent[]): Record<string, unknown> {
 }
 
 function describe(inputs: readonly WalkInput[]): string {
+  if (inputs.length === 0) return '(no input)'
   return inputs
     .map((i) => {
       const { type, ...rest } = i

@@ -133,7 +133,8 @@ export async function runIndependent(scenario: Scenario, mutation?: Mutation): P
     }
   }
   const answer = (input: ScenarioInput, kind: Kind, callId?: string) => {
-    if (!waits.answer(kind, callId, input)) throw new Error(`${scenario.id}: nothing waits for input #${scenario.inputs.indexOf(input)} (${input.type}${callId ? ` ${callId}` : ''})`)
+    if (!waits.answer(kind, callId, input))
+      throw new Error(`${scenario.id}: nothing waits for input #${scenario.inputs.indexOf(input)} (${input.type}${callId ? ` ${callId}` : ''})`)
   }
 
   await quiescent()

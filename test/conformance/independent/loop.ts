@@ -21,7 +21,8 @@ export interface Failure {
   code: string
   [key: string]: Json
 }
-export type EndReason = { kind: 'completed' | 'blocked' | 'max-tokens' | 'interrupted' } | { kind: 'error'; error: Failure } | { kind: 'aborted'; reason: Cause }
+export type EndReason =
+  { kind: 'completed' | 'blocked' | 'max-tokens' | 'interrupted' } | { kind: 'error'; error: Failure } | { kind: 'aborted'; reason: Cause }
 export interface Event {
   seq: number
   time: number
@@ -38,7 +39,10 @@ export interface ToolSpec {
   inputSchema: Json
   parallel: boolean
   /** Returns the result text, or `{content, concludesTurn?, additionalContexts?}`; throws to fail. */
-  execute(args: Json, context: { callId: string; signal: AbortSignal }): Promise<string | { content: string; concludesTurn?: boolean; additionalContexts?: Message[] }>
+  execute(
+    args: Json,
+    context: { callId: string; signal: AbortSignal },
+  ): Promise<string | { content: string; concludesTurn?: boolean; additionalContexts?: Message[] }>
 }
 
 export interface ModelSpec {
@@ -64,7 +68,11 @@ type Listener = (payload: any, next: () => Promise<any>) => any
 type Outcome = { isError: boolean; content: string; error?: { name: string; code: string }; additionalContexts?: Message[]; concludesTurn?: boolean }
 type StepOutcome = 'completed' | 'max-tokens' | 'continue' | 'aborted' | 'error'
 
-const ABORTED_BEFORE_DISPATCH: Outcome = { isError: true, content: 'Error: tool call aborted before dispatch', error: { name: 'AbortError', code: 'ABORTED_BEFORE_DISPATCH' } }
+const ABORTED_BEFORE_DISPATCH: Outcome = {
+  isError: true,
+  content: 'Error: tool call aborted before dispatch',
+  error: { name: 'AbortError', code: 'ABORTED_BEFORE_DISPATCH' },
+}
 const ABORTED_WHILE_RUNNING: Outcome = { isError: true, content: 'Error: tool call aborted', error: { name: 'AbortError', code: 'ABORTED' } }
 const CANCELLED = Symbol('cancelled')
 
@@ -197,7 +205,12 @@ export class IndependentAgent {
           const callId = (call.data as any).callId
           if (results.has(callId)) continue
           const content = 'Error: the outcome of this tool call is unknown: the session was interrupted while it ran.'
-          const message = { id: `repair-${callId}`, role: 'user', source: { kind: 'tool', callId }, content: [{ type: 'tool-result', toolCallId: callId, content, isError: true }] }
+          const message = {
+            id: `repair-${callId}`,
+            role: 'user',
+            source: { kind: 'tool', callId },
+            content: [{ type: 'tool-result', toolCallId: callId, content, isError: true }],
+          }
           const data = { turn: open.turn, step: open.step, message, error: { name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' } }
           this.#append('tool/result', data, { surfaceOp: 'append', sourceEventSeqs: [call.seq], time })
         }
@@ -409,7 +422,8 @@ export class IndependentAgent {
   /** A waterfall: each listener gets `next()`, the last `next()` gives the default (HK-1). */
   #waterfall(name: string, payload: unknown, fallback: unknown): Promise<any> {
     const listeners = this.#listeners.get(name) ?? []
-    const call = (i: number): Promise<any> => (i >= listeners.length ? Promise.resolve(fallback) : Promise.resolve().then(() => listeners[i](payload, () => call(i + 1))))
+    const call = (i: number): Promise<any> =>
+      i >= listeners.length ? Promise.resolve(fallback) : Promise.resolve().then(() => listeners[i](payload, () => call(i + 1)))
     return call(0)
   }
 
@@ -435,7 +449,9 @@ export class IndependentAgent {
       if (this.#checkpoint()) return this.#close(this.#aborted())
       let decision: any
       try {
-        decision = await this.#wait(() => this.#waterfall('agent/pre-step', { messages: batch, turn, step: this.#step + 1, signal }, { kind: 'enter', messages: batch }))
+        decision = await this.#wait(() =>
+          this.#waterfall('agent/pre-step', { messages: batch, turn, step: this.#step + 1, signal }, { kind: 'enter', messages: batch }),
+        )
       } catch (error) {
         return this.#close({ kind: 'error', error: failureOf(error) }) // HK-4
       }
@@ -579,7 +595,9 @@ export class IndependentAgent {
       if (response.finish.kind === 'error' || response.finish.kind === 'aborted') {
         let action: any
         try {
-          action = await this.#wait(() => this.#waterfall('agent/request-error', { turn, step, provider: config.provider, failure: response.finish.failure, signal }, undefined))
+          action = await this.#wait(() =>
+            this.#waterfall('agent/request-error', { turn, step, provider: config.provider, failure: response.finish.failure, signal }, undefined),
+          )
         } catch (error) {
           throw { failure: failureOf(error) } // RQ-13
         }
@@ -591,7 +609,11 @@ export class IndependentAgent {
       const maxTokens = response.finish.kind === 'max-tokens'
       const content = maxTokens ? response.content.filter((b: any) => b.type !== 'tool-call') : response.content
       const message = { id: this.#id('a'), role: 'assistant', content, source: { kind: 'model', ...context } }
-      this.#append('assistant/message', { turn, step, message, ...(response.usage ? { usage: response.usage } : {}) }, { surfaceOp: 'append', sourceEventSeqs: seqs })
+      this.#append(
+        'assistant/message',
+        { turn, step, message, ...(response.usage ? { usage: response.usage } : {}) },
+        { surfaceOp: 'append', sourceEventSeqs: seqs },
+      )
       if (maxTokens) return 'max-tokens'
       const calls = content.filter((b: any) => b.type === 'tool-call') as Array<{ id: string; name: string; arguments: string }>
       if (calls.length === 0) return 'completed'
@@ -841,7 +863,12 @@ class ToolBatch {
                 ...(value.additionalContexts?.length ? { additionalContexts: value.additionalContexts } : {}),
               }
         // TL-15: a body that succeeds after the abort is recorded as aborted, keeping its contexts
-        this.#settleBody(i, this.agent.cancelled ? { ...ABORTED_WHILE_RUNNING, ...(outcome.additionalContexts ? { additionalContexts: outcome.additionalContexts } : {}) } : outcome)
+        this.#settleBody(
+          i,
+          this.agent.cancelled
+            ? { ...ABORTED_WHILE_RUNNING, ...(outcome.additionalContexts ? { additionalContexts: outcome.additionalContexts } : {}) }
+            : outcome,
+        )
       },
       (error) => this.#settleBody(i, errorOutcome(failureOf(error).message)),
     )
@@ -971,7 +998,16 @@ export function assemble(chunks: Chunk[]): { content: any[]; finish: any; usage?
       usage = c.usage
       continue
     }
-    const kind = c.type === 'block-start' ? c.blockType : c.type === 'text-delta' ? 'text' : c.type === 'reasoning-delta' ? 'reasoning' : c.type === 'tool-call-delta' ? 'tool-call' : c.block?.type
+    const kind =
+      c.type === 'block-start'
+        ? c.blockType
+        : c.type === 'text-delta'
+          ? 'text'
+          : c.type === 'reasoning-delta'
+            ? 'reasoning'
+            : c.type === 'tool-call-delta'
+              ? 'tool-call'
+              : c.block?.type
     let slot = slots.get(c.index)
     if (!slot) {
       slot = { kind, text: '' }
