@@ -51,8 +51,8 @@ export async function generateSuite(
 export async function loadDriver(module?: string): Promise<ConformanceDriver> {
   if (!module) return agentchartDriver
   const url = isAbsolute(module) || module.startsWith('.') ? pathToFileURL(resolve(module)).href : module
-  const loaded = await import(url)
-  const driver = (loaded.default ?? loaded.driver) as ConformanceDriver | undefined
+  const loaded = (await import(url)) as { default?: ConformanceDriver; driver?: ConformanceDriver }
+  const driver = loaded.default ?? loaded.driver
   if (!driver || typeof driver.run !== 'function' || typeof driver.name !== 'string') {
     throw new Error(`${module} exports no conformance driver (a default export or \`driver\` with name and run(scenario))`)
   }

@@ -20,12 +20,12 @@ async function readJson(path: string, what: string): Promise<unknown> {
   try {
     text = await readFile(path, 'utf8')
   } catch (error) {
-    throw new Error(`${what}: cannot read ${path}: ${(error as Error).message}`)
+    throw new Error(`${what}: cannot read ${path}: ${(error as Error).message}`, { cause: error })
   }
   try {
     return JSON.parse(text)
   } catch (error) {
-    throw new Error(`${what}: not JSON: ${(error as Error).message}`)
+    throw new Error(`${what}: not JSON: ${(error as Error).message}`, { cause: error })
   }
 }
 

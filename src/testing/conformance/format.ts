@@ -288,5 +288,5 @@ NAMED.add(ScenarioSetupSchema, { id: 'Setup' })
 
 /** The JSON Schema of one scenario file, for drivers in other languages (also docs/conformance/scenario.schema.json). */
 export function scenarioJsonSchema(): Record<string, unknown> {
-  return z.toJSONSchema(ScenarioSchema, { unrepresentable: 'any', metadata: NAMED }) as Record<string, unknown>
+  return z.toJSONSchema(ScenarioSchema, { unrepresentable: 'any', metadata: NAMED })
 }

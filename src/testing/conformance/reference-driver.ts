@@ -1,5 +1,6 @@
 // The reference driver: agentchart itself under the conformance suite. It
-// reads nothing but the scenario file and uses only agentchart's public API;
+// reads nothing but the scenario file and uses only public API (createAgent,
+// createSession, defineTool, agent.on, session.failNextAppend);
 // docs/conformance.md explains each step, and drivers for other
 // implementations can follow it line by line.
 //
@@ -77,13 +78,22 @@ const fail = (message: string): never => {
   throw new Error(message)
 }
 
+/** zod schemas made from declared JSON Schemas, by their JSON text (every scenario declares the same few). */
+const inputSchemas = new Map<string, z.ZodType>()
+function inputSchemaOf(jsonSchema: Record<string, unknown>): z.ZodType {
+  const key = JSON.stringify(jsonSchema)
+  let schema = inputSchemas.get(key)
+  if (!schema) inputSchemas.set(key, (schema = z.fromJSONSchema(jsonSchema)))
+  return schema
+}
+
 /** The scenario's tools: the declared schema is the one the header carries; bodies wait for their `tool` input. */
 function toolsOf(declared: readonly ScenarioTool[], waits: Waits) {
   return declared.map((tool) =>
     defineTool({
       name: tool.name,
       description: tool.description,
-      input: z.fromJSONSchema(tool.inputSchema as never),
+      input: inputSchemaOf(tool.inputSchema),
       executionMode: tool.executionMode,
       execute: async (_args, { callId, signal }) => {
         const input = (await waits.wait('tool', callId)) as Input<'tool'>

@@ -47,7 +47,7 @@ export function judge(scenario: Scenario, events: ReadonlyArray<unknown>): Scena
  * at a time. Why: the whole conformance check in one call; `formatResult` prints each failure's first difference.
  */
 export async function runSuite(source: string | Suite | readonly Scenario[], driver: ConformanceDriver, options: RunOptions = {}): Promise<SuiteReport> {
-  const scenarios = typeof source === 'string' ? (await readSuite(source)).scenarios : Array.isArray(source) ? source : (source as Suite).scenarios
+  const scenarios: readonly Scenario[] = typeof source === 'string' ? (await readSuite(source)).scenarios : 'scenarios' in source ? source.scenarios : source
   const results: ScenarioResult[] = []
   for (const scenario of scenarios) {
     if (options.filter && !options.filter(scenario)) continue

@@ -46,7 +46,7 @@ export function exploreAgent(): Exploration {
 export function buildSuite(size = 240, exploration: Exploration = exploreAgent()): { suite: Suite; coverage: CoverageReport; selected: GeneratedScenario[] } {
   const replayable = exploration.scenarios.filter((s) => s.replayable)
   const selected = selectScenarios(replayable, size)
-  const suite: Suite = { format: SUITE_FORMAT, generatedBy: 'agentchart conformance generate', scenarios: selected.map(toPortable) }
+  const suite: Suite = { format: SUITE_FORMAT, generatedBy: 'agentchart conformance generate', scenarios: selected.map((g) => toPortable(g)) }
   // the transitions these scenarios take, not the whole walk's
   const covered = new Set(selected.flatMap((s) => s.covers))
   return { suite, coverage: coverageOf({ ...exploration, covered }), selected }
