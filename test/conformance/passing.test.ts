@@ -10,7 +10,7 @@ import { agentchartDriver, formatResult, judge, readSuite, runSuite, ScenarioSch
 const tool = (name: string, executionMode: 'parallel' | 'exclusive') => ({
   name,
   description: `the ${name} tool`,
-  inputSchema: { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: {}, additionalProperties: {} },
+  inputSchema: { type: 'object', properties: {}, additionalProperties: {} },
   executionMode,
 })
 const m1 = { id: 'm1', role: 'user' as const, content: [{ type: 'text' as const, text: 'hi' }], source: { kind: 'user' as const } }

@@ -2,7 +2,7 @@
 // everything a driver needs (the agent's setup, every input with its exact
 // payload, the whole expected log). docs/conformance.md is its normative
 // text; this zod schema is the source of the JSON Schema shipped beside it.
-import { z } from 'zod'
+import { z } from 'zod/v4'
 import { AgentCancelCauseSchema, StreamChunkSchema, UserMessageSchema } from '../../session/schemas.js'
 import type { AgentCancelCause, InboxTarget, StreamChunk, UserMessage } from '../../session/schemas.js'
 

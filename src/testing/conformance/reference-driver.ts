@@ -10,7 +10,6 @@
 // input that answers them is performed. After each input the driver lets the
 // agent run until it waits again or rests (one setImmediate: agentchart's own
 // waits are promise jobs), then performs the next input.
-import { z } from 'zod'
 import { createAgent, type Agent, type AgentOptions } from '../../agent.js'
 import type { ModelAdapter, ModelRequest } from '../../adapters/types.js'
 import { createSession } from '../../session/session.js'
@@ -78,22 +77,14 @@ const fail = (message: string): never => {
   throw new Error(message)
 }
 
-/** zod schemas made from declared JSON Schemas, by their JSON text (every scenario declares the same few). */
-const inputSchemas = new Map<string, z.ZodType>()
-function inputSchemaOf(jsonSchema: Record<string, unknown>): z.ZodType {
-  const key = JSON.stringify(jsonSchema)
-  let schema = inputSchemas.get(key)
-  if (!schema) inputSchemas.set(key, (schema = z.fromJSONSchema(jsonSchema)))
-  return schema
-}
-
 /** The scenario's tools: the declared schema is the one the header carries; bodies wait for their `tool` input. */
 function toolsOf(declared: readonly ScenarioTool[], waits: Waits) {
   return declared.map((tool) =>
     defineTool({
       name: tool.name,
       description: tool.description,
-      input: inputSchemaOf(tool.inputSchema),
+      // the declared JSON Schema as is: the header carries it, and any arguments pass (the scenario scripts the body)
+      input: { jsonSchema: tool.inputSchema },
       executionMode: tool.executionMode,
       execute: async (_args, { callId, signal }) => {
         const input = (await waits.wait('tool', callId)) as Input<'tool'>

@@ -2,7 +2,7 @@
 // tries them (user actions, canned model responses, hook decisions, tool
 // outcomes, store failures). Exported scenarios spell each one out in the
 // portable format (conformance/format.ts) through model/script.ts.
-import { z } from 'zod'
+import { z } from 'zod/v4'
 
 const id = z.string().min(1)
 
