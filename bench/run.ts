@@ -1,15 +1,28 @@
-// `npm run bench`: the loop's own cost, side by side in one process with a
-// hand-written minimal loop over the same scripted workload. Reported as
-// ratios and per-window costs; nothing here is asserted by the tests.
+// `npm run bench`: the loop's own cost in this process (growth over 10,000
+// turns of one agent, chunk cost, idle memory, append throughput), then the
+// side-by-side comparison with the peers, each loop in its own process
+// (bench/peers/). Writes bench/results.json and the results section of
+// bench/README.md. Nothing here is asserted by the tests.
+//   BENCH_TURNS (10000)  turns of the growth run
+//   BENCH_PEERS=0        skip the peer comparison
+//   BENCH_QUICK=1        fewer repetitions: a look, not a result
+//   BENCH_LOOPS=a,b      only these loops of the comparison
+import { readFileSync, writeFileSync } from 'node:fs'
+import { cpus, totalmem } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { createAgent, createSession, userMessage, type StreamChunk } from '../src/index.js'
 import { StreamAssembler } from '../src/adapters/assemble.js'
 import type { ModelAdapter } from '../src/adapters/types.js'
 import { textResponse } from '../src/testing/index.js'
+import { median } from './peers/harness.js'
+import { markdownTable, ratioLines, runPeers, type PeerResults, type Ratio } from './peers/run.js'
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 10_000)
 const WINDOW = Math.max(1, Math.floor(TURNS / 10))
 const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 2_000)
+const QUICK = process.env.BENCH_QUICK === '1'
+const RESULTS = new URL('./results.json', import.meta.url)
+const README = new URL('./README.md', import.meta.url)
 
 /** A model that answers every request with the same chunks, without timers. */
 function constantModel(chunks: readonly StreamChunk[]): ModelAdapter {
@@ -63,38 +76,54 @@ async function minimalTurn(session: ReturnType<typeof createSession>, model: Mod
   session.append('turn/end', { turn, reason: { kind: 'completed' } })
 }
 
+/** Every turn timed on its own; windows for the log, the turns themselves for the growth ratio. */
 async function turns(label: string, runTurn: (turn: number) => Promise<void>) {
-  const windows: number[] = []
-  let start = performance.now()
+  const each: number[] = []
   for (let turn = 1; turn <= TURNS; turn++) {
+    const t0 = performance.now()
     await runTurn(turn)
-    if (turn % WINDOW === 0) {
-      const now = performance.now()
-      windows.push(((now - start) * 1000) / WINDOW)
-      start = now
-    }
+    each.push((performance.now() - t0) * 1000)
   }
+  const windows: number[] = []
+  for (let w = 0; w + WINDOW <= each.length; w += WINDOW) windows.push(each.slice(w, w + WINDOW).reduce((s, x) => s + x, 0) / WINDOW)
   const first = windows[0]
   const last = windows[windows.length - 1]
   console.log(`${label.padEnd(22)} µs/turn by window: ${windows.map((w) => w.toFixed(1)).join(' ')}  (last/first ${(last / first).toFixed(2)})`)
-  return windows
+  return { each, windows }
 }
 
-async function main() {
-  console.log(`agentchart bench — node ${process.version}, ${TURNS} one-step turns, windows of ${WINDOW}\n`)
+/** Median µs of the 101 turns centred on `turn` (clamped to the run). */
+function around(each: readonly number[], turn: number): number {
+  const from = Math.max(0, Math.min(each.length - 101, turn - 51))
+  return median(each.slice(from, from + 101))
+}
+
+async function inProcess() {
+  console.log(`agentchart bench — node ${process.version}, ${TURNS} one-step turns of one agent, windows of ${WINDOW}\n`)
   const reply = textResponse('hello there, this is a reply')
 
-  // 1. per-step cost as the session grows: flat, not growing with history
-  const baseSession = createSession()
+  // 1. per-turn cost as one agent's history grows: flat, not growing with history.
+  // A throwaway agent warms the JIT first, so turn 100 is not measured cold.
+  const warm = createAgent({ model: constantModel(reply) })
+  for (let t = 1; t <= Math.min(1000, TURNS); t++) {
+    warm.followup(userMessage(`warm-up ${t}`))
+    await warm.whenIdle()
+  }
   const baseModel = constantModel(reply)
+  const warmSession = createSession()
+  for (let t = 1; t <= Math.min(1000, TURNS); t++) await minimalTurn(warmSession, baseModel, t, `warm-up ${t}`)
+  const baseSession = createSession()
   const base = await turns('minimal loop', (t) => minimalTurn(baseSession, baseModel, t, `prompt ${t}`))
   const agent = createAgent({ model: constantModel(reply) })
   const ours = await turns('agentchart', async (t) => {
     agent.followup(userMessage(`prompt ${t}`))
     await agent.whenIdle()
   })
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
-  console.log(`per-turn overhead ratio (agentchart / minimal, medians): ${(median(ours) / median(base)).toFixed(2)}x`)
+  const history = agent.session.deriveMessages().length
+  const at100 = around(ours.each, 100)
+  const atEnd = around(ours.each, TURNS)
+  console.log(`per-turn overhead ratio (agentchart / minimal, medians of windows): ${(median(ours.windows) / median(base.windows)).toFixed(2)}x`)
+  console.log(`turn ${TURNS} ÷ turn 100 (medians of 101 turns): ${(atEnd / at100).toFixed(2)}x with ${history} messages of history`)
   console.log(`session length after the run: ${agent.session.length} events\n`)
 
   // 2. per-chunk cost: one long stream, same chunks through both
@@ -111,7 +140,7 @@ async function main() {
   }
   const oursPerChunk = ((performance.now() - t0) * 1000) / (20 * CHUNKS)
   console.log(
-    `per-chunk: minimal ${minimalPerChunk.toFixed(2)} µs, agentchart ${oursPerChunk.toFixed(2)} µs (${(oursPerChunk / minimalPerChunk).toFixed(2)}x)\n`,
+    `per-chunk (one ${CHUNKS}-chunk stream): minimal ${minimalPerChunk.toFixed(2)} µs, agentchart ${oursPerChunk.toFixed(2)} µs (${(oursPerChunk / minimalPerChunk).toFixed(2)}x)\n`,
   )
 
   // 3. memory per idle agent
@@ -121,16 +150,127 @@ async function main() {
   const idle = Array.from({ length: 1000 }, () => createAgent({ model: baseModel }))
   gc?.()
   const after = process.memoryUsage().heapUsed
-  console.log(`memory per idle agent: ${((after - before) / idle.length / 1024).toFixed(1)} KiB${gc ? '' : ' (run with --expose-gc for a steadier number)'}\n`)
+  const idleKiB = (after - before) / idle.length / 1024
+  console.log(`memory per idle agent: ${idleKiB.toFixed(1)} KiB${gc ? '' : ' (run with --expose-gc for a steadier number)'}\n`)
 
   // 4. session append throughput (the in-memory store)
   const s = createSession()
   const n = 200_000
   t0 = performance.now()
   for (let i = 0; i < n; i++) s.append('assistant/chunk', { turn: 1, step: 1, chunk: { type: 'text-delta', index: 0, text: 'x' } })
-  const secs = (performance.now() - t0) / 1000
-  console.log(`session append throughput (chunks): ${Math.round(n / secs).toLocaleString('en')} events/s`)
-  console.log('\npeer libraries: not run here (no network to install them); the minimal loop above is the stand-in baseline.')
+  const perSecond = n / ((performance.now() - t0) / 1000)
+  console.log(`session append throughput (chunks): ${Math.round(perSecond).toLocaleString('en')} events/s\n`)
+
+  const growth: Ratio = {
+    label: `per turn at turn ${TURNS} ÷ at turn 100 (one agent, ${history} messages of history at the end)`,
+    value: atEnd / at100,
+    target: '≤ 1.3x',
+    met: TURNS >= 10_000 ? atEnd / at100 <= 1.3 : null,
+  }
+  return {
+    growth: {
+      turns: TURNS,
+      historyMessages: history,
+      turnUsAt100: at100,
+      turnUsAtEnd: atEnd,
+      windowUs: { minimal: base.windows, agentchart: ours.windows },
+      ratio: growth,
+    },
+    chunkStream: { chunks: CHUNKS, minimalUs: minimalPerChunk, agentchartUs: oursPerChunk },
+    idleAgentKiB: idleKiB,
+    appendsPerSecond: perSecond,
+  }
+}
+
+function machine() {
+  const cpu = cpus()
+  return { cpu: cpu[0]?.model ?? 'unknown', cores: cpu.length, memoryGiB: Math.round(totalmem() / 2 ** 30), platform: `${process.platform} ${process.arch}` }
+}
+
+type InProcess = Awaited<ReturnType<typeof inProcess>>
+
+/** The generated part of bench/README.md, between its markers. */
+function readmeSection(when: string, local: InProcess, peers: PeerResults | null): string {
+  const m = machine()
+  const lines = [`Run of ${when} on ${m.cpu} (${m.cores} cores, ${m.memoryGiB} GiB), ${m.platform}, Node ${process.version}.`, '']
+  if (peers) {
+    const versions = Object.values(peers.loops).flatMap((row) => Object.entries(row.versions).map(([k, v]) => `${k} ${v}`))
+    lines.push(`Packages: ${versions.join(', ')}.`, '', markdownTable(peers), '', 'Ratios against the targets of issue #13:', '')
+    for (const line of ratioLines(peers)) lines.push(`- ${line}`)
+  }
+  const g = local.growth.ratio
+  lines.push(
+    `- ${g.label}: ${g.value?.toFixed(2)}x (target ${g.target}${g.met === null ? ', not judged: fewer than 10,000 turns' : g.met ? ', met' : ', NOT met'})`,
+  )
+  lines.push(
+    '',
+    `In this process: idle agent ${local.idleAgentKiB.toFixed(1)} KiB; ${Math.round(local.appendsPerSecond).toLocaleString('en')} chunk appends/s;`,
+    `one ${local.chunkStream.chunks}-chunk stream ${local.chunkStream.agentchartUs.toFixed(2)} µs per chunk (minimal ${local.chunkStream.minimalUs.toFixed(2)} µs);`,
+    `growth run ${local.growth.turnUsAt100.toFixed(0)} µs per one-step turn at turn 100, ${local.growth.turnUsAtEnd.toFixed(0)} µs at turn ${local.growth.turns}.`,
+  )
+  const a = peers?.agentchart
+  if (a?.census && a.profile && a.xstateFloor && a.reachable) {
+    const pct = (x: number) => `${(x * 100).toFixed(0)}%`
+    lines.push(
+      '',
+      '### Profile of agentchart (this run)',
+      '',
+      `One turn is ${a.census.eventsPerTurn} machine events and ${a.census.microstepsPerTurn} microsteps (${Object.entries(a.census.eventTypes)
+        .map(([k, v]) => `${v} \`${k}\``)
+        .join(', ')}).`,
+      `Self time over ${a.profile.turns} turns at C = ${a.profile.chunks} (${a.profile.totalMs.toFixed(0)} ms sampled):`,
+      '',
+      '| where | self time |',
+      '|---|---:|',
+      ...Object.entries(a.profile.categories).map(([k, v]) => `| ${k} | ${pct(v)} |`),
+      '',
+      `Time under an XState frame (callees included): ${pct(a.profile.inclusive.XState)}; under zod: ${pct(a.profile.inclusive.zod)}.`,
+      '',
+      '| function | where | category | self |',
+      '|---|---|---|---:|',
+      ...a.profile.top.slice(0, 15).map((t) => `| \`${t.function}\` | ${t.where} | ${t.category} | ${pct(t.share)} |`),
+      '',
+      '### XState alone, on a machine of the same shape (this run)',
+      '',
+      `The agent machine's tree (${a.xstateFloor.shape.states} states, depth ${a.xstateFloor.shape.depth}, ${a.xstateFloor.shape.parallel} parallel, ` +
+        `${a.xstateFloor.shape.always} eventless transitions), parked at \`${a.xstateFloor.parkedAt}\` (${a.xstateFloor.shape.active} active nodes):`,
+      '',
+      `| per event | µs | × ${a.census.eventsPerTurn} events ÷ 3 steps |`,
+      '|---|---:|---:|',
+      ...Object.entries(a.xstateFloor.perEventUs).map(([k, us]) => `| ${k} | ${us.toFixed(2)} | ${a.reachable![k].toFixed(0)} µs per step |`),
+    )
+  }
+  return lines.join('\n')
+}
+
+function writeReadme(section: string): void {
+  const start = '<!-- bench:results:start -->'
+  const end = '<!-- bench:results:end -->'
+  const text = readFileSync(README, 'utf8')
+  const from = text.indexOf(start)
+  const to = text.indexOf(end)
+  if (from < 0 || to < from) {
+    console.log(`bench/README.md has no ${start} … ${end} markers; not updated`)
+    return
+  }
+  writeFileSync(README, `${text.slice(0, from + start.length)}\n${section}\n${text.slice(to)}`)
+}
+
+async function main() {
+  const when = new Date().toISOString().slice(0, 10)
+  const local = await inProcess()
+  let peers: PeerResults | null = null
+  if (process.env.BENCH_PEERS !== '0') {
+    console.log('side by side with the peers, each loop in its own process:')
+    peers = runPeers({ quick: QUICK, loops: process.env.BENCH_LOOPS?.split(',') })
+    console.log(`\n${markdownTable(peers)}\n`)
+    for (const line of ratioLines(peers)) console.log(line)
+  }
+  console.log(`${local.growth.ratio.label}: ${local.growth.ratio.value?.toFixed(2)}x (target ${local.growth.ratio.target})`)
+  const results = { generatedAt: new Date().toISOString(), machine: machine(), node: process.version, quick: QUICK, inProcess: local, peers }
+  writeFileSync(RESULTS, `${JSON.stringify(results, null, 2)}\n`)
+  writeReadme(readmeSection(when, local, peers))
+  console.log('\nwrote bench/results.json and the results section of bench/README.md')
 }
 
 await main()
