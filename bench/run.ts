@@ -9,11 +9,11 @@
 //   BENCH_LOOPS=a,b      only these loops of the comparison
 import { readFileSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
-import { performance } from 'node:perf_hooks'
 import { createAgent, createSession, userMessage, type StreamChunk } from '../src/index.js'
 import { StreamAssembler } from '../src/adapters/assemble.js'
 import type { ModelAdapter } from '../src/adapters/types.js'
 import { textResponse } from '../src/testing/index.js'
+import { CPU_CLOCK, cpuUs } from './peers/clock.js'
 import { median } from './peers/harness.js'
 import { markdownTable, ratioLines, runPeers, type PeerResults, type Ratio } from './peers/run.js'
 
@@ -76,26 +76,29 @@ async function minimalTurn(session: ReturnType<typeof createSession>, model: Mod
   session.append('turn/end', { turn, reason: { kind: 'completed' } })
 }
 
-/** Every turn timed on its own; windows for the log, the turns themselves for the growth ratio. */
+/**
+ * One agent (or minimal session) over TURNS turns, the main thread's CPU
+ * time read only at a few turns so the reading costs nothing per turn:
+ * windows of WINDOW turns, the 101 turns around turn 100 and the last 101.
+ */
 async function turns(label: string, runTurn: (turn: number) => Promise<void>) {
-  const each: number[] = []
+  const early = Math.max(0, Math.min(49, TURNS - 101))
+  const late = Math.max(0, TURNS - 101)
+  const marks = new Set([early, Math.min(TURNS, early + 101), late, TURNS])
+  for (let w = WINDOW; w <= TURNS; w += WINDOW) marks.add(w)
+  const clock = new Map<number, number>([[0, cpuUs()]])
   for (let turn = 1; turn <= TURNS; turn++) {
-    const t0 = performance.now()
     await runTurn(turn)
-    each.push((performance.now() - t0) * 1000)
+    if (marks.has(turn)) clock.set(turn, cpuUs())
   }
+  /** Mean µs per turn over turns from+1 … to. */
+  const mean = (from: number, to: number) => (clock.get(to)! - clock.get(from)!) / (to - from)
   const windows: number[] = []
-  for (let w = 0; w + WINDOW <= each.length; w += WINDOW) windows.push(each.slice(w, w + WINDOW).reduce((s, x) => s + x, 0) / WINDOW)
+  for (let w = WINDOW; w <= TURNS; w += WINDOW) windows.push(mean(w - WINDOW, w))
   const first = windows[0]
   const last = windows[windows.length - 1]
   console.log(`${label.padEnd(22)} µs/turn by window: ${windows.map((w) => w.toFixed(1)).join(' ')}  (last/first ${(last / first).toFixed(2)})`)
-  return { each, windows }
-}
-
-/** Median µs of the 101 turns centred on `turn` (clamped to the run). */
-function around(each: readonly number[], turn: number): number {
-  const from = Math.max(0, Math.min(each.length - 101, turn - 51))
-  return median(each.slice(from, from + 101))
+  return { windows, at100: mean(early, Math.min(TURNS, early + 101)), atEnd: mean(late, TURNS) }
 }
 
 async function inProcess() {
@@ -120,25 +123,24 @@ async function inProcess() {
     await agent.whenIdle()
   })
   const history = agent.session.deriveMessages().length
-  const at100 = around(ours.each, 100)
-  const atEnd = around(ours.each, TURNS)
+  const { at100, atEnd } = ours
   console.log(`per-turn overhead ratio (agentchart / minimal, medians of windows): ${(median(ours.windows) / median(base.windows)).toFixed(2)}x`)
-  console.log(`turn ${TURNS} ÷ turn 100 (medians of 101 turns): ${(atEnd / at100).toFixed(2)}x with ${history} messages of history`)
+  console.log(`turn ${TURNS} ÷ turn 100 (means of 101 turns): ${(atEnd / at100).toFixed(2)}x with ${history} messages of history`)
   console.log(`session length after the run: ${agent.session.length} events\n`)
 
   // 2. per-chunk cost: one long stream, same chunks through both
   const chunkModel = constantModel(manyChunks(CHUNKS))
   const chunkSession = createSession()
-  let t0 = performance.now()
+  let t0 = cpuUs()
   for (let i = 1; i <= 20; i++) await minimalTurn(chunkSession, chunkModel, i, 'go')
-  const minimalPerChunk = ((performance.now() - t0) * 1000) / (20 * CHUNKS)
+  const minimalPerChunk = (cpuUs() - t0) / (20 * CHUNKS)
   const chunkAgent = createAgent({ model: chunkModel })
-  t0 = performance.now()
+  t0 = cpuUs()
   for (let i = 1; i <= 20; i++) {
     chunkAgent.followup(userMessage('go'))
     await chunkAgent.whenIdle()
   }
-  const oursPerChunk = ((performance.now() - t0) * 1000) / (20 * CHUNKS)
+  const oursPerChunk = (cpuUs() - t0) / (20 * CHUNKS)
   console.log(
     `per-chunk (one ${CHUNKS}-chunk stream): minimal ${minimalPerChunk.toFixed(2)} µs, agentchart ${oursPerChunk.toFixed(2)} µs (${(oursPerChunk / minimalPerChunk).toFixed(2)}x)\n`,
   )
@@ -156,13 +158,13 @@ async function inProcess() {
   // 4. session append throughput (the in-memory store)
   const s = createSession()
   const n = 200_000
-  t0 = performance.now()
+  t0 = cpuUs()
   for (let i = 0; i < n; i++) s.append('assistant/chunk', { turn: 1, step: 1, chunk: { type: 'text-delta', index: 0, text: 'x' } })
-  const perSecond = n / ((performance.now() - t0) / 1000)
+  const perSecond = n / ((cpuUs() - t0) / 1e6)
   console.log(`session append throughput (chunks): ${Math.round(perSecond).toLocaleString('en')} events/s\n`)
 
   const growth: Ratio = {
-    label: `per turn at turn ${TURNS} ÷ at turn 100 (one agent, ${history} messages of history at the end)`,
+    label: `per turn at turn ${TURNS} ÷ at turn 100 (one agent, ${history} messages of history at the end; means of 101 turns)`,
     value: atEnd / at100,
     target: '≤ 1.3x',
     met: TURNS >= 10_000 ? atEnd / at100 <= 1.3 : null,
@@ -174,6 +176,7 @@ async function inProcess() {
       turnUsAt100: at100,
       turnUsAtEnd: atEnd,
       windowUs: { minimal: base.windows, agentchart: ours.windows },
+      clock: CPU_CLOCK,
       ratio: growth,
     },
     chunkStream: { chunks: CHUNKS, minimalUs: minimalPerChunk, agentchartUs: oursPerChunk },
@@ -189,10 +192,23 @@ function machine() {
 
 type InProcess = Awaited<ReturnType<typeof inProcess>>
 
-/** The generated part of bench/README.md, between its markers. */
-function readmeSection(when: string, local: InProcess, peers: PeerResults | null): string {
-  const m = machine()
-  const lines = [`Run of ${when} on ${m.cpu} (${m.cores} cores, ${m.memoryGiB} GiB), ${m.platform}, Node ${process.version}.`, '']
+interface Results {
+  generatedAt: string
+  machine: ReturnType<typeof machine>
+  node: string
+  quick: boolean
+  inProcess: InProcess
+  peers: PeerResults | null
+}
+
+/** The table, the ratios and the in-process numbers: the `results` block of bench/README.md. */
+function resultsSection(results: Results): string {
+  const { machine: m, inProcess: local, peers } = results
+  const lines = [
+    `Run of ${results.generatedAt.slice(0, 10)} on ${m.cpu} (${m.cores} cores, ${m.memoryGiB} GiB), ${m.platform}, Node ${results.node}` +
+      `${results.quick ? ' (BENCH_QUICK: a look, not a result)' : ''}.`,
+    '',
+  ]
   if (peers) {
     const versions = Object.values(peers.loops).flatMap((row) => Object.entries(row.versions).map(([k, v]) => `${k} ${v}`))
     lines.push(`Packages: ${versions.join(', ')}.`, '', markdownTable(peers), '', 'Ratios against the targets of issue #13:', '')
@@ -201,51 +217,64 @@ function readmeSection(when: string, local: InProcess, peers: PeerResults | null
   const g = local.growth.ratio
   lines.push(
     `- ${g.label}: ${g.value?.toFixed(2)}x (target ${g.target}${g.met === null ? ', not judged: fewer than 10,000 turns' : g.met ? ', met' : ', NOT met'})`,
-  )
-  lines.push(
     '',
     `In this process: idle agent ${local.idleAgentKiB.toFixed(1)} KiB; ${Math.round(local.appendsPerSecond).toLocaleString('en')} chunk appends/s;`,
     `one ${local.chunkStream.chunks}-chunk stream ${local.chunkStream.agentchartUs.toFixed(2)} µs per chunk (minimal ${local.chunkStream.minimalUs.toFixed(2)} µs);`,
-    `growth run ${local.growth.turnUsAt100.toFixed(0)} µs per one-step turn at turn 100, ${local.growth.turnUsAtEnd.toFixed(0)} µs at turn ${local.growth.turns}.`,
+    `growth run ${local.growth.turnUsAt100.toFixed(0)} µs per one-step turn at turn 100, ${local.growth.turnUsAtEnd.toFixed(0)} µs at turn ${local.growth.turns}; ` +
+      `µs per turn by window of ${local.growth.turns / 10} turns: ${local.growth.windowUs.agentchart.map((w) => w.toFixed(0)).join(', ')} ` +
+      `(minimal loop: ${local.growth.windowUs.minimal.map((w) => w.toFixed(0)).join(', ')}).`,
   )
-  const a = peers?.agentchart
-  if (a?.census && a.profile && a.xstateFloor && a.reachable) {
-    const pct = (x: number) => `${(x * 100).toFixed(0)}%`
-    lines.push(
-      '',
-      '### Profile of agentchart (this run)',
-      '',
-      `One turn is ${a.census.eventsPerTurn} machine events and ${a.census.microstepsPerTurn} microsteps (${Object.entries(a.census.eventTypes)
-        .map(([k, v]) => `${v} \`${k}\``)
-        .join(', ')}).`,
-      `Self time over ${a.profile.turns} turns at C = ${a.profile.chunks} (${a.profile.totalMs.toFixed(0)} ms sampled):`,
-      '',
-      '| where | self time |',
-      '|---|---:|',
-      ...Object.entries(a.profile.categories).map(([k, v]) => `| ${k} | ${pct(v)} |`),
-      '',
-      `Time under an XState frame (callees included): ${pct(a.profile.inclusive.XState)}; under zod: ${pct(a.profile.inclusive.zod)}.`,
-      '',
-      '| function | where | category | self |',
-      '|---|---|---|---:|',
-      ...a.profile.top.slice(0, 15).map((t) => `| \`${t.function}\` | ${t.where} | ${t.category} | ${pct(t.share)} |`),
-      '',
-      '### XState alone, on a machine of the same shape (this run)',
-      '',
-      `The agent machine's tree (${a.xstateFloor.shape.states} states, depth ${a.xstateFloor.shape.depth}, ${a.xstateFloor.shape.parallel} parallel, ` +
-        `${a.xstateFloor.shape.always} eventless transitions), parked at \`${a.xstateFloor.parkedAt}\` (${a.xstateFloor.shape.active} active nodes):`,
-      '',
-      `| per event | µs | × ${a.census.eventsPerTurn} events ÷ 3 steps |`,
-      '|---|---:|---:|',
-      ...Object.entries(a.xstateFloor.perEventUs).map(([k, us]) => `| ${k} | ${us.toFixed(2)} | ${a.reachable![k].toFixed(0)} µs per step |`),
-    )
-  }
   return lines.join('\n')
 }
 
-function writeReadme(section: string): void {
-  const start = '<!-- bench:results:start -->'
-  const end = '<!-- bench:results:end -->'
+/** The census, the profile and the XState floor: the `profile` block of bench/README.md. */
+function profileSection(results: Results): string | null {
+  const a = results.peers?.agentchart
+  if (!a?.census || !a.profile || !a.xstateFloor || !a.reachable) return null
+  const pct = (x: number) => `${(x * 100).toFixed(0)}%`
+  return [
+    `From the run of ${results.generatedAt.slice(0, 10)}. One turn of the workload is ${a.census.eventsPerTurn} machine events and ` +
+      `${a.census.microstepsPerTurn} microsteps (${a.census.actionsPerTurn} actions) in ${a.census.actors} actor: ` +
+      `${Object.entries(a.census.eventTypes)
+        .map(([k, v]) => `${v} \`${k}\``)
+        .join(', ')}.`,
+    '',
+    `Self time over ${a.profile.turns} turns at C = ${a.profile.chunks} (V8's sampling profiler, the one behind \`--cpu-prof\`, ` +
+      `started and stopped around the turns only; ${a.profile.totalMs.toFixed(0)} ms sampled):`,
+    '',
+    '| where | self time |',
+    '|---|---:|',
+    ...Object.entries(a.profile.categories).map(([k, v]) => `| ${k} | ${pct(v)} |`),
+    '',
+    `Time with an XState frame on the stack (callees included, so our actions and the runtime's effect handlers too): ` +
+      `${pct(a.profile.inclusive.XState)}; with a zod frame: ${pct(a.profile.inclusive.zod)}.`,
+    '',
+    '| function | where | category | self |',
+    '|---|---|---|---:|',
+    ...a.profile.top.slice(0, 15).map((t) => `| \`${t.function}\` | ${t.where} | ${t.category} | ${pct(t.share)} |`),
+    '',
+    "**XState alone, on a machine of the same shape.** The agent machine's tree " +
+      `(${a.xstateFloor.shape.states} states, depth ${a.xstateFloor.shape.depth}, ${a.xstateFloor.shape.parallel} parallel, ` +
+      `${a.xstateFloor.shape.always} eventless transitions whose guards never pass) mirrored node for node and parked in its deepest ` +
+      `configuration, \`${a.xstateFloor.parkedAt}\` (${a.xstateFloor.shape.active} active nodes), one emit per event ` +
+      `(\`bench/peers/xstate-floor.ts\`):`,
+    '',
+    '| per event | µs |',
+    '|---|---:|',
+    ...Object.entries(a.xstateFloor.perEventUs).map(([k, us]) => `| ${k} | ${us.toFixed(2)} |`),
+    '',
+    `So XState costs about ${a.xstateFloor.eventUs.toFixed(1)} µs for an event that takes one microstep in a machine of this shape, ` +
+      `and ${a.xstateFloor.perMicrostepUs.toFixed(1)} µs for each further microstep. At today's ${a.census.eventsPerTurn} events and ` +
+      `${a.census.microstepsPerTurn} microsteps per turn that is **${a.reachable.xstatePerStepUs.toFixed(0)} µs per step of XState alone** ` +
+      `(${a.reachable.xstatePerStepOneMicrostepPerEventUs.toFixed(0)} µs if every event took a single microstep).`,
+  ].join('\n')
+}
+
+/** Replace the block between `<!-- bench:NAME:start -->` and `<!-- bench:NAME:end -->`. */
+function writeBlock(name: string, section: string | null): void {
+  if (section === null) return
+  const start = `<!-- bench:${name}:start -->`
+  const end = `<!-- bench:${name}:end -->`
   const text = readFileSync(README, 'utf8')
   const from = text.indexOf(start)
   const to = text.indexOf(end)
@@ -256,8 +285,18 @@ function writeReadme(section: string): void {
   writeFileSync(README, `${text.slice(0, from + start.length)}\n${section}\n${text.slice(to)}`)
 }
 
+function writeReadme(results: Results): void {
+  writeBlock('results', resultsSection(results))
+  writeBlock('profile', profileSection(results))
+}
+
 async function main() {
-  const when = new Date().toISOString().slice(0, 10)
+  // --readme: render bench/README.md again from the stored bench/results.json
+  if (process.argv.includes('--readme')) {
+    writeReadme(JSON.parse(readFileSync(RESULTS, 'utf8')) as Results)
+    console.log('rendered bench/README.md from bench/results.json')
+    return
+  }
   const local = await inProcess()
   let peers: PeerResults | null = null
   if (process.env.BENCH_PEERS !== '0') {
@@ -267,10 +306,10 @@ async function main() {
     for (const line of ratioLines(peers)) console.log(line)
   }
   console.log(`${local.growth.ratio.label}: ${local.growth.ratio.value?.toFixed(2)}x (target ${local.growth.ratio.target})`)
-  const results = { generatedAt: new Date().toISOString(), machine: machine(), node: process.version, quick: QUICK, inProcess: local, peers }
+  const results: Results = { generatedAt: new Date().toISOString(), machine: machine(), node: process.version, quick: QUICK, inProcess: local, peers }
   writeFileSync(RESULTS, `${JSON.stringify(results, null, 2)}\n`)
-  writeReadme(readmeSection(when, local, peers))
-  console.log('\nwrote bench/results.json and the results section of bench/README.md')
+  writeReadme(results)
+  console.log('\nwrote bench/results.json and the generated blocks of bench/README.md')
 }
 
 await main()

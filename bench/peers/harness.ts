@@ -2,9 +2,9 @@
 // per turn), and the heap one long conversation keeps per turn. Every batch
 // checks its counters, so a loop that skipped work cannot report a number.
 import { readFileSync } from 'node:fs'
-import { performance } from 'node:perf_hooks'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
+import { CPU_CLOCK, cpuUs, wallUs } from './clock.js'
 import { CALLS_PER_TURN, counters, FIXED_TEXT, TOOL_RUNS_PER_TURN } from './workload.js'
 
 /** One conversation of a loop: the unit a turn runs in. */
@@ -32,23 +32,32 @@ export interface Loop {
 export interface TimingOptions {
   chunks: readonly number[]
   reps: number
-  /** Wall time one timed batch should take; the batch size follows from it. */
+  /** CPU time one timed batch should take, ms; the batch size follows from it. */
   batchMs: number
-  /** Turns per warm-up batch; warm-up batches repeat until `warmupMs` has passed. */
+  /** Turns per warm-up batch; warm-up batches repeat until `warmupMs` of CPU time has passed. */
   warmupTurns: number
   warmupMs: number
 }
 
 export interface TimingResult {
+  /** What the µs are: see clock.ts. */
+  clock: string
   /** C → median µs per turn over the repetitions. */
   turnUs: Record<string, number>
   /** C → every repetition's µs per turn, for the spread. */
   samples: Record<string, number[]>
+  /** The same turns by wall clock. */
+  wallTurnUs: Record<string, number>
+  wallSamples: Record<string, number[]>
   batch: Record<string, number>
+  /** µs to create one conversation: `setup.us` over `setup.conversations`. */
   setupUs: number
+  setup: { us: number; conversations: number }
   fit: LineFit
   perChunkUs: number
   perStepUs: number
+  /** Per step and per chunk by wall clock, for comparison on a quiet machine. */
+  wall: { fit: LineFit; perChunkUs: number; perStepUs: number }
 }
 
 export interface HeapResult {
@@ -131,17 +140,19 @@ function check(loop: Loop, turns: number, c: number, before: { modelCalls: numbe
   }
 }
 
-/** Run `turns` turns, each in a fresh conversation; returns µs per turn and µs per conversation setup. */
-async function batch(loop: Loop, turns: number, c: number): Promise<{ turnUs: number; setupUs: number }> {
-  const t0 = performance.now()
+/** Run `turns` turns, each in a fresh conversation; µs per turn (main-thread CPU and wall) and µs per conversation setup. */
+async function batch(loop: Loop, turns: number, c: number): Promise<{ turnUs: number; wallUs: number; setupUs: number }> {
+  const s0 = cpuUs()
   const conversations: Conversation[] = []
   for (let i = 0; i < turns; i++) conversations.push(await loop.conversation())
-  const setupUs = ((performance.now() - t0) * 1000) / turns
+  const setupUs = (cpuUs() - s0) / turns
   collect()
   const before = { ...counters }
-  const start = performance.now()
+  const w0 = wallUs()
+  const c0 = cpuUs()
   for (let i = 0; i < turns; i++) await conversations[i].turn(`question ${i}`)
-  const turnUs = ((performance.now() - start) * 1000) / turns
+  const c1 = cpuUs()
+  const w1 = wallUs()
   check(
     loop,
     turns,
@@ -150,7 +161,7 @@ async function batch(loop: Loop, turns: number, c: number): Promise<{ turnUs: nu
     conversations.reduce((sum, conv) => sum + conv.textChunks(), 0),
   )
   for (const conv of conversations) await conv.close?.()
-  return { turnUs, setupUs }
+  return { turnUs: (c1 - c0) / turns, wallUs: (w1 - w0) / turns, setupUs }
 }
 
 /**
@@ -163,24 +174,53 @@ export async function measureTiming(loop: Loop, options: TimingOptions): Promise
   for (const [k, c] of options.chunks.entries()) {
     loop.setChunks(c)
     // the first C warms the JIT; the others only settle their batch size
-    const until = performance.now() + (k === 0 ? options.warmupMs : options.warmupMs / 4)
+    const until = cpuUs() + 1000 * (k === 0 ? options.warmupMs : options.warmupMs / 4)
     let last = await batch(loop, options.warmupTurns, c)
-    while (performance.now() < until) last = await batch(loop, options.warmupTurns, c)
+    while (cpuUs() < until) last = await batch(loop, options.warmupTurns, c)
     size[c] = Math.max(3, Math.min(2000, Math.round((options.batchMs * 1000) / last.turnUs)))
   }
   const samples: Record<string, number[]> = Object.fromEntries(options.chunks.map((c) => [c, []]))
-  const setups: number[] = []
+  const wallSamples: Record<string, number[]> = Object.fromEntries(options.chunks.map((c) => [c, []]))
+  // setup is short: summed over every batch, so the clock's tick-sized steps average out
+  const setup = { us: 0, conversations: 0 }
   for (let r = 0; r < options.reps; r++) {
     for (const c of options.chunks) {
       loop.setChunks(c)
-      const { turnUs, setupUs } = await batch(loop, size[c], c)
+      const { turnUs, wallUs: wall, setupUs } = await batch(loop, size[c], c)
       samples[c].push(turnUs)
-      setups.push(setupUs)
+      wallSamples[c].push(wall)
+      setup.us += setupUs * size[c]
+      setup.conversations += size[c]
     }
   }
-  const turnUs = Object.fromEntries(options.chunks.map((c) => [c, median(samples[c])]))
-  const fit = fitLine(options.chunks.map((c) => [c, turnUs[c]] as const))
-  return { turnUs, samples, batch: size, setupUs: median(setups), fit, ...perStepAndChunk(fit) }
+  return summariseTiming(options.chunks, samples, wallSamples, size, setup)
+}
+
+/** Medians per C, the line through them, and the wall-clock medians beside them. */
+export function summariseTiming(
+  chunks: readonly number[],
+  samples: Record<string, number[]>,
+  wallSamples: Record<string, number[]>,
+  batchSize: Record<string, number>,
+  setup: { us: number; conversations: number },
+): TimingResult {
+  const turnUs = Object.fromEntries(chunks.map((c) => [c, median(samples[c])]))
+  const wallTurnUs = Object.fromEntries(chunks.map((c) => [c, median(wallSamples[c])]))
+  const fit = fitLine(chunks.map((c) => [c, turnUs[c]] as const))
+  const wallFit = fitLine(chunks.map((c) => [c, wallTurnUs[c]] as const))
+  return {
+    clock: CPU_CLOCK,
+    turnUs,
+    samples,
+    wallTurnUs,
+    wallSamples,
+    batch: batchSize,
+    setupUs: setup.us / setup.conversations,
+    setup,
+    fit,
+    ...perStepAndChunk(fit),
+    wall: { fit: wallFit, ...perStepAndChunk(wallFit) },
+  }
 }
 
 /**

@@ -6,11 +6,11 @@ import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { Census } from './census.js'
-import { fitLine, median, perStepAndChunk, type HeapResult, type LineFit, type TimingResult } from './harness.js'
+import { median, summariseTiming, type HeapResult, type LineFit, type TimingResult } from './harness.js'
 import type { LoopOutput } from './loop.js'
 import type { ProfileSummary } from './profile.js'
 import { CALLS_PER_TURN, FIXED_TEXT, TOOL_RUNS_PER_TURN } from './workload.js'
-import type { FloorResult } from './xstate-floor.js'
+import { xstateFloorPerStep, type FloorResult } from './xstate-floor.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const PEERS = ['ai-sdk', 'openai-agents', 'langgraph'] as const
@@ -82,10 +82,12 @@ function runProcess<T>(args: readonly string[], script = 'bench/peers/loop.ts'):
 /** One result from several rounds' processes: every repetition pooled per C, then the medians and the line. */
 function pool(rounds: readonly TimingResult[], chunks: readonly number[]): TimingResult {
   const samples = Object.fromEntries(chunks.map((c) => [c, rounds.flatMap((r) => r.samples[c])]))
-  const turnUs = Object.fromEntries(chunks.map((c) => [c, median(samples[c])]))
-  const fit = fitLine(chunks.map((c) => [c, turnUs[c]] as const))
+  const wallSamples = Object.fromEntries(chunks.map((c) => [c, rounds.flatMap((r) => r.wallSamples[c])]))
   const batch = Object.fromEntries(chunks.map((c) => [c, median(rounds.map((r) => r.batch[c]))]))
-  return { turnUs, samples, batch, setupUs: median(rounds.map((r) => r.setupUs)), fit, ...perStepAndChunk(fit) }
+  return summariseTiming(chunks, samples, wallSamples, batch, {
+    us: rounds.reduce((sum, r) => sum + r.setup.us, 0),
+    conversations: rounds.reduce((sum, r) => sum + r.setup.conversations, 0),
+  })
 }
 
 function ratio(label: string, value: number | null, target: string, ok: (v: number) => boolean): Ratio {
@@ -99,7 +101,7 @@ export function runPeers(options: PeerOptions = {}): PeerResults {
   const chunks = [16, 128, 512]
   // rounds interleave the loops' processes, so a slow minute on a shared machine lands on every loop, not on one
   const rounds = quick ? 1 : 4
-  const timing = quick ? { chunks, reps: 3, batchMs: 60, warmupTurns: 3, warmupMs: 200 } : { chunks, reps: 4, batchMs: 120, warmupTurns: 5, warmupMs: 800 }
+  const timing = quick ? { chunks, reps: 3, batchMs: 60, warmupTurns: 3, warmupMs: 200 } : { chunks, reps: 4, batchMs: 150, warmupTurns: 5, warmupMs: 800 }
   const heap = { turns: quick ? 40 : 100, chunks: 16 }
   const wanted = (options.loops ?? ALL).filter((n): n is Name => (ALL as readonly string[]).includes(n))
   const skipped: Partial<Record<Name, string>> = {}
@@ -147,9 +149,11 @@ export function runPeers(options: PeerOptions = {}): PeerResults {
       .result as ProfileSummary
     log('  XState alone: per-event cost on a machine of the same shape ...')
     agentchart.xstateFloor = runProcess<FloorResult>(quick ? ['5000', '3'] : [], 'bench/peers/xstate-floor.ts')
-    const events = agentchart.census.eventsPerTurn
-    const perEvent = agentchart.xstateFloor.perEventUs
-    agentchart.reachable = Object.fromEntries(Object.entries(perEvent).map(([k, us]) => [k, (us * events) / CALLS_PER_TURN]))
+    const { eventsPerTurn, microstepsPerTurn } = agentchart.census
+    agentchart.reachable = {
+      xstatePerStepUs: xstateFloorPerStep(agentchart.xstateFloor, eventsPerTurn, microstepsPerTurn, CALLS_PER_TURN),
+      xstatePerStepOneMicrostepPerEventUs: xstateFloorPerStep(agentchart.xstateFloor, eventsPerTurn, eventsPerTurn, CALLS_PER_TURN),
+    }
   }
 
   const a = loops.agentchart

@@ -4,10 +4,10 @@
 // parked in its deepest configuration, with one emit per event. What the
 // agent machine costs per event beyond this is agentchart's, not XState's.
 // `node --import tsx bench/peers/xstate-floor.ts [events] [reps]` prints one JSON line.
-import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { assign, createActor, emit, setup, type AnyStateNode } from 'xstate'
 import { agentMachine } from '../../src/machines/index.js'
+import { CPU_CLOCK, cpuUs } from './clock.js'
 import { median } from './harness.js'
 
 export interface MachineShape {
@@ -31,8 +31,13 @@ export interface FloorResult {
   parkedAt: string
   /** µs per event, median of the repetitions, per variant. */
   perEventUs: Record<string, number>
+  /** An event taking one targeted microstep, with an assign and an emit (the sibling variant). */
+  eventUs: number
+  /** What one more (eventless) microstep adds to an event: the bounce less the sibling variant. */
+  perMicrostepUs: number
   events: number
   reps: number
+  clock: string
 }
 
 function depthOf(node: AnyStateNode): number {
@@ -66,7 +71,7 @@ function deepestPath(node: AnyStateNode): string[] {
   return best
 }
 
-type Variant = 'targetless' | 'sibling'
+export type Variant = 'targetless' | 'sibling' | 'bounce'
 
 /**
  * The agent machine's tree with its eventless transitions kept (guards that
@@ -92,16 +97,17 @@ function mirrorConfig(node: AnyStateNode, path: readonly string[], variant: Vari
   return config
 }
 
-function floorMachine(variant: Variant) {
+export function floorMachine(variant: Variant) {
   const path = deepestPath(agentMachine.root)
   const config = mirrorConfig(agentMachine.root, path, variant)
-  if (variant === 'sibling') {
-    // the deepest state and a twin beside it, the tick moving between them
+  if (variant !== 'targetless') {
+    // the deepest state and a twin beside it: the tick moves between them ('sibling'),
+    // or moves to the twin and an eventless transition brings it back ('bounce': two microsteps)
     let parent = config
     for (const key of path.slice(0, -1)) parent = (parent.states as Record<string, Record<string, unknown>>)[key]
     const states = parent.states as Record<string, Record<string, unknown>>
     const leaf = path[path.length - 1]
-    states.twin = { on: { tick: { target: leaf, actions: ['effect', 'count'] } } }
+    states.twin = variant === 'sibling' ? { on: { tick: { target: leaf, actions: ['effect', 'count'] } } } : { always: { target: leaf, actions: 'count' } }
   }
   // seventeen context keys, like the agent's
   const context = Object.fromEntries(Array.from({ length: 17 }, (_, k) => [`k${k}`, 0]))
@@ -115,65 +121,68 @@ function floorMachine(variant: Variant) {
   }).createMachine({ id: 'floor', context, ...config } as never)
 }
 
-/** µs per `tick`, with one handler receiving the emit, median of `reps` runs of `events` events. */
-function perEvent(variant: Variant, events: number, reps: number): { us: number; active: number; shape: MachineShape } {
-  const machine = floorMachine(variant)
-  const actor = createActor(machine)
-  let received = 0
-  actor.on('fx.append', () => {
-    received++
-  })
-  actor.start()
-  const active = actor.getSnapshot()._nodes.length
-  for (let i = 0; i < events; i++) actor.send({ type: 'tick' })
-  const runs: number[] = []
-  for (let r = 0; r < reps; r++) {
-    const t0 = performance.now()
-    for (let i = 0; i < events; i++) actor.send({ type: 'tick' })
-    runs.push(((performance.now() - t0) * 1000) / events)
-  }
-  if (received !== events * (reps + 1)) throw new Error(`the floor machine emitted ${received} times for ${events * (reps + 1)} events`)
-  return { us: median(runs), active, shape: shapeOf(machine.root, active) }
-}
-
 /** The smallest machine there is: two states, one emit per event; XState's cost with nothing around it. */
-function flatPerEvent(events: number, reps: number): number {
-  const machine = setup({
+function flatMachine() {
+  return setup({
     types: { events: {} as { type: 'tick' }, emitted: {} as { type: 'fx.append'; n: number } },
     actions: { effect: emit({ type: 'fx.append', n: 1 }) },
   }).createMachine({
     initial: 'a',
     states: { a: { on: { tick: { target: 'b', actions: 'effect' } } }, b: { on: { tick: { target: 'a', actions: 'effect' } } } },
   })
-  const actor = createActor(machine)
-  actor.on('fx.append', () => {})
-  actor.start()
-  for (let i = 0; i < events; i++) actor.send({ type: 'tick' })
-  const runs: number[] = []
-  for (let r = 0; r < reps; r++) {
-    const t0 = performance.now()
-    for (let i = 0; i < events; i++) actor.send({ type: 'tick' })
-    runs.push(((performance.now() - t0) * 1000) / events)
-  }
-  return median(runs)
 }
 
+const LABELS = {
+  flat: 'two-state machine: transition + emit',
+  targetless: 'targetless transition + emit',
+  sibling: 'sibling transition + assign + emit (1 microstep)',
+  bounce: 'sibling transition, eventless one back (2 microsteps), 2 assigns + emit',
+} as const
+
+/**
+ * µs per `tick` for each variant, one handler receiving the emit; the
+ * variants take turns within each repetition so a slow moment of a shared
+ * machine lands on all of them.
+ */
 export function measureFloor(events = 20_000, reps = 9): FloorResult {
-  const flat = flatPerEvent(events, reps)
-  const targetless = perEvent('targetless', events, reps)
-  const sibling = perEvent('sibling', events, reps)
+  const variants = { flat: flatMachine(), targetless: floorMachine('targetless'), sibling: floorMachine('sibling'), bounce: floorMachine('bounce') }
+  let received = 0
+  const actors = Object.entries(variants).map(([name, machine]) => {
+    const actor = createActor(machine as ReturnType<typeof flatMachine>)
+    actor.on('fx.append', () => {
+      received++
+    })
+    actor.start()
+    for (let i = 0; i < events; i++) actor.send({ type: 'tick' })
+    return { name: name as keyof typeof LABELS, actor, runs: [] as number[] }
+  })
+  for (let r = 0; r < reps; r++) {
+    for (const v of actors) {
+      const t0 = cpuUs()
+      for (let i = 0; i < events; i++) v.actor.send({ type: 'tick' })
+      v.runs.push((cpuUs() - t0) / events)
+    }
+  }
+  if (received !== actors.length * events * (reps + 1))
+    throw new Error(`the floor machines emitted ${received} times for ${actors.length * events * (reps + 1)} events`)
+  const us = Object.fromEntries(actors.map((v) => [v.name, median(v.runs)])) as Record<keyof typeof LABELS, number>
+  const active = actors.find((v) => v.name === 'targetless')!.actor.getSnapshot()._nodes.length
   return {
-    shape: targetless.shape,
-    agentShape: shapeOf(agentMachine.root, targetless.active),
+    shape: shapeOf(variants.targetless.root, active),
+    agentShape: shapeOf(agentMachine.root, active),
     parkedAt: deepestPath(agentMachine.root).join('.'),
-    perEventUs: {
-      'two-state machine, transition + emit': flat,
-      'targetless transition + emit': targetless.us,
-      'sibling transition + assign + emit': sibling.us,
-    },
+    perEventUs: Object.fromEntries(Object.entries(LABELS).map(([k, label]) => [label, us[k as keyof typeof LABELS]])),
+    eventUs: us.sibling,
+    perMicrostepUs: us.bounce - us.sibling,
     events,
     reps,
+    clock: CPU_CLOCK,
   }
+}
+
+/** XState's own cost of a turn of `events` events and `microsteps` microsteps, per step, on a machine of this shape. */
+export function xstateFloorPerStep(floor: FloorResult, events: number, microsteps: number, steps: number): number {
+  return (events * floor.eventUs + (microsteps - events) * floor.perMicrostepUs) / steps
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

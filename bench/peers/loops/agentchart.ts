@@ -70,10 +70,10 @@ function version(): string {
 }
 
 /** A conversation that also exposes its agent, for the census and the smoke test. */
-export type AgentchartConversation = Conversation & { readonly agent: Agent }
+export type AgentchartConversation = Conversation & { readonly agent: Agent; close(): Promise<void> }
 
 /** The agentchart loop; `extra` lets the census pass `inspect`. */
-export function agentchartLoop(extra: Partial<AgentOptions> = {}): Loop & { conversation(): AgentchartConversation } {
+export function agentchartLoop(extra: Partial<AgentOptions> = {}): Omit<Loop, 'conversation'> & { conversation(): AgentchartConversation } {
   const bench = benchModel()
   return {
     name: 'agentchart',
