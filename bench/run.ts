@@ -251,7 +251,7 @@ function profileSection(results: Results): string | null {
     '',
     '| function | where | category | self |',
     '|---|---|---|---:|',
-    ...a.profile.top.slice(0, 15).map((t) => `| \`${t.function}\` | ${t.where} | ${t.category} | ${pct(t.share)} |`),
+    ...a.profile.top.slice(0, 15).map((t) => `| \`${t.function}\` | ${t.where.replace(/\.ts:1$/, '.ts')} | ${t.category} | ${pct(t.share)} |`),
     '',
     "**XState alone, on a machine of the same shape.** The agent machine's tree " +
       `(${a.xstateFloor.shape.states} states, depth ${a.xstateFloor.shape.depth}, ${a.xstateFloor.shape.parallel} parallel, ` +

@@ -49,11 +49,12 @@ export function categorise(functionName: string, url: string, root = ROOT): stri
   return 'other'
 }
 
+/** File and line of a frame; TypeScript run through tsx reports line 1 for everything, so its line is left out. */
 function where(url: string, line: number): string {
   if (url === '') return '(native)'
   const path = url.startsWith('file://') ? fileURLToPath(url) : url
   const rel = path.startsWith(ROOT) ? path.slice(ROOT.length) : path
-  return `${rel.replace(/^.*node_modules\//, '')}:${line + 1}`
+  return rel.endsWith('.ts') ? rel : `${rel.replace(/^.*node_modules\//, '')}:${line + 1}`
 }
 
 /** Self time by category, time under XState and zod, and the top functions, from one profile. */

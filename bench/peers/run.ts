@@ -208,7 +208,7 @@ export function markdownTable(results: PeerResults): string {
       .map((us) => fmt(us))
       .join(' / ')
     rows.push(
-      `| ${row.label} | ${fmt(row.perStepUs)} µs | ${fmt(row.perChunkUs, 2)} µs | ${(row.keptBytesPerTurn / 1024).toFixed(1)} KiB | ${turns} µs | ${fmt(row.setupUs)} µs |`,
+      `| ${row.label} | ${fmt(row.perStepUs)} µs | ${fmt(row.perChunkUs, 2)} µs | ${(row.keptBytesPerTurn / 1024).toFixed(1)} KiB | ${turns} µs | ${row.setupUs < 1 ? '< 1' : fmt(row.setupUs)} µs |`,
     )
   }
   return rows.join('\n')
