@@ -140,13 +140,13 @@ function check(loop: Loop, turns: number, c: number, before: { modelCalls: numbe
   }
 }
 
-/** Run `turns` turns, each in a fresh conversation; µs per turn (main-thread CPU and wall) and µs per conversation setup. */
-async function batch(loop: Loop, turns: number, c: number): Promise<{ turnUs: number; wallUs: number; setupUs: number }> {
+/** Run `turns` turns, each in a fresh conversation, after a full GC; µs per turn (main-thread CPU and wall) and µs per conversation setup. */
+async function batch(loop: Loop, turns: number, c: number, fullGc = true): Promise<{ turnUs: number; wallUs: number; setupUs: number }> {
   const s0 = cpuUs()
   const conversations: Conversation[] = []
   for (let i = 0; i < turns; i++) conversations.push(await loop.conversation())
   const setupUs = (cpuUs() - s0) / turns
-  collect()
+  if (fullGc) collect()
   const before = { ...counters }
   const w0 = wallUs()
   const c0 = cpuUs()
@@ -175,8 +175,9 @@ export async function measureTiming(loop: Loop, options: TimingOptions): Promise
     loop.setChunks(c)
     // the first C warms the JIT; the others only settle their batch size
     const until = cpuUs() + 1000 * (k === 0 ? options.warmupMs : options.warmupMs / 4)
-    let last = await batch(loop, options.warmupTurns, c)
-    while (cpuUs() < until) last = await batch(loop, options.warmupTurns, c)
+    // warm-up batches skip the full GC, so the warm-up time goes to turns
+    let last = await batch(loop, options.warmupTurns, c, false)
+    while (cpuUs() < until) last = await batch(loop, options.warmupTurns, c, false)
     size[c] = Math.max(3, Math.min(2000, Math.round((options.batchMs * 1000) / last.turnUs)))
   }
   const samples: Record<string, number[]> = Object.fromEntries(options.chunks.map((c) => [c, []]))

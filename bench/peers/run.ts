@@ -100,7 +100,7 @@ export function runPeers(options: PeerOptions = {}): PeerResults {
   const quick = options.quick ?? false
   const chunks = [16, 128, 512]
   // rounds interleave the loops' processes, so a slow minute on a shared machine lands on every loop, not on one
-  const rounds = quick ? 1 : 4
+  const rounds = quick ? 1 : 3
   const timing = quick ? { chunks, reps: 3, batchMs: 60, warmupTurns: 3, warmupMs: 200 } : { chunks, reps: 4, batchMs: 150, warmupTurns: 5, warmupMs: 800 }
   const heap = { turns: quick ? 40 : 100, chunks: 16 }
   const wanted = (options.loops ?? ALL).filter((n): n is Name => (ALL as readonly string[]).includes(n))
@@ -148,7 +148,7 @@ export function runPeers(options: PeerOptions = {}): PeerResults {
     agentchart.profile = runProcess<LoopOutput>(['agentchart', 'profile', JSON.stringify({ chunks: 16, turns: quick ? 100 : 600, out })])
       .result as ProfileSummary
     log('  XState alone: per-event cost on a machine of the same shape ...')
-    agentchart.xstateFloor = runProcess<FloorResult>(quick ? ['5000', '3'] : [], 'bench/peers/xstate-floor.ts')
+    agentchart.xstateFloor = runProcess<FloorResult>(quick ? ['5000', '3'] : ['10000', '9'], 'bench/peers/xstate-floor.ts')
     const { eventsPerTurn, microstepsPerTurn } = agentchart.census
     agentchart.reachable = {
       xstatePerStepUs: xstateFloorPerStep(agentchart.xstateFloor, eventsPerTurn, microstepsPerTurn, CALLS_PER_TURN),
