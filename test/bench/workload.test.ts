@@ -33,14 +33,13 @@ describe('bench workload', () => {
     await conv.close()
   })
 
-  it('the harness runs agentchart and the floor through timing and heap with their work checked', async () => {
-    for (const loop of [agentchartLoop(), floorLoop()]) {
-      const timing = await measureTiming(loop, tiny)
-      expect(Object.keys(timing.turnUs)).toEqual(['1', '3'])
-      expect(Number.isFinite(timing.perChunkUs) && Number.isFinite(timing.perStepUs)).toBe(true)
-      const heap = await measureHeap(loop, 2, 2, { warmupTurns: 1, every: 1 })
-      expect(heap.turns).toBe(2)
-    }
+  it('the harness runs a loop through timing and heap with its work checked', async () => {
+    const loop = floorLoop()
+    const timing = await measureTiming(loop, tiny)
+    expect(Object.keys(timing.turnUs)).toEqual(['1', '3'])
+    expect(Number.isFinite(timing.perChunkUs) && Number.isFinite(timing.perStepUs)).toBe(true)
+    const heap = await measureHeap(loop, 2, 2, { warmupTurns: 1, every: 2 })
+    expect(heap.samples.map(([turn]) => turn)).toEqual([0, 2])
   })
 
   it('a loop that skips a tool run is refused, naming what it did and what the workload needs', async () => {

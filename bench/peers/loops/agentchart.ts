@@ -1,7 +1,7 @@
 // agentchart through its public API: createAgent, defineTool, and a
 // zero-latency ModelAdapter that yields agentchart StreamChunks.
 import { readFileSync } from 'node:fs'
-import { z } from 'zod'
+import { z } from 'zod/v4'
 import { createAgent, defineTool, userMessage, type Agent, type AgentOptions, type ModelAdapter, type StreamChunk } from '../../../src/index.js'
 import type { Conversation, Loop } from '../harness.js'
 import { add, lookup, nextCall, TOOL_DESCRIPTIONS, turnScript, USAGE, type ScriptedCall } from '../workload.js'

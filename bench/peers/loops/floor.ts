@@ -2,7 +2,7 @@
 // same chunks as agentchart's adapter, logs every chunk and message in an
 // append-only array of the same event kinds, checks tool input with zod,
 // runs the calls concurrently and commits results in model order.
-import { z } from 'zod'
+import { z } from 'zod/v4'
 import type { Conversation, Loop } from '../harness.js'
 import { add, lookup, nextCall, turnScript } from '../workload.js'
 import { agentchartChunks } from './agentchart.js'
