@@ -1,7 +1,7 @@
 // npm pack smoke test: build, pack, check what the tarball holds, then install
 // it into scratch projects the way users would and run real code there:
 //   - zod 4 + openai: the README example, every subpath import, and a typecheck of a consumer
-//   - zod 3.25 (zod/v4): tools defined with zod/v4 run a turn
+//   - zod 3.25 (zod/v4): tools defined with zod/v4 run a turn; a consumer typechecks with skipLibCheck off
 //   - zod/mini without openai: tools defined with zod/mini run a turn; agentchart and
 //     agentchart/testing import fine, and the OpenAI adapter says what is missing
 // Installs prefer the local npm cache (the registry is used only for what the cache lacks).
@@ -89,6 +89,12 @@ const devVersion = (name) => pkg.devDependencies[name].replace(/^[\^~]/, '')
 const readme = readFileSync(join(root, 'README.md'), 'utf8')
 const example = /```ts\n([\s\S]*?)```/.exec(readme)?.[1]
 
+/** A strict consumer that also checks our declaration files (skipLibCheck off). */
+const TSCONFIG = JSON.stringify({
+  compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: false, types: [] },
+  files: ['consumer.ts'],
+})
+
 const SUBPATHS = ['agentchart', 'agentchart/machines', 'agentchart/testing', 'agentchart/adapters/openai', 'agentchart/adapters/deepseek']
 
 /** The model of the tool turn: agentchart/testing's scripted model, or the same answers from a hand-written adapter. */
@@ -147,10 +153,7 @@ const pending: Promise<RunResult<{ ok: boolean }>> = agent.run<{ ok: boolean }>(
 void pending
 void [openaiModel({ model: 'm' }), deepseekModel({ model: 'm', thinking: true, reasoningEffort: 'max' }), again, agentMachine, agent.usage.totalTokens]
 `,
-    'tsconfig.json': JSON.stringify({
-      compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: false, types: [] },
-      files: ['consumer.ts'],
-    }),
+    'tsconfig.json': TSCONFIG,
   })
   const printed = run('node', ['readme.mjs'], dir)
   expect(printed.includes('2 + 3 = 5 (completed, 2 steps)'), `README example printed:\n${printed}`)
@@ -158,11 +161,20 @@ void [openaiModel({ model: 'm' }), deepseekModel({ model: 'm', thinking: true, r
   run('node', [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], dir)
 })
 
-step('zod 3.25: tools defined with zod/v4 run a turn', () => {
+step('zod 3.25: tools defined with zod/v4 run a turn, and a consumer typechecks against our declarations', () => {
   const dir = project('zod3', ['zod@3.25.76'], {
     'turn.mjs': toolTurn("import { z } from 'zod/v4'", 'z.object({ a: z.number(), b: z.number() })', HANDWRITTEN),
+    'consumer.ts': `import { z } from 'zod/v4'
+import { createAgent, defineTool, UserMessageSchema, type ModelAdapter } from 'agentchart'
+const add = defineTool({ name: 'add', description: '', input: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => String(a + b) })
+const model: ModelAdapter = { provider: 'p', model: 'm', async *stream() {} }
+const agent = createAgent({ model, tools: [add], request: { responseFormat: z.object({ ok: z.boolean() }) } })
+void [agent.run('hi'), UserMessageSchema.parse]
+`,
+    'tsconfig.json': TSCONFIG,
   })
   expect(run('node', ['turn.mjs'], dir).includes('turn ok'), 'no turn')
+  run('node', [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], dir)
 })
 
 step('zod/mini without openai: tools run a turn; agentchart and agentchart/testing import; the adapter names the missing package', () => {
