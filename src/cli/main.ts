@@ -5,7 +5,9 @@ import { existsSync } from 'node:fs'
 import { isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
-import { runDemo } from './demo.js'
+import { DEMO_USAGE, DemoUsageError, parseDemoArgs } from './demo/options.js'
+import { DemoError, runDemo, type DemoIO } from './demo/run.js'
+import { escapeTerminal } from './escape.js'
 import { writeMachineDiagrams } from './diagram.js'
 import { formatReplay, replayFile } from './replay.js'
 import { runView } from './view.js'
@@ -13,23 +15,30 @@ import { runView } from './view.js'
 export const USAGE = `Usage: agentchart <command> [options]
 
 Commands:
-  demo [prompt]                          run the demo agent (a scripted model, a real two-step
-                                         tool turn) and print its session as a turn/step tree
+  demo [prompt]                          run an agent with confined file tools (list_dir, read_file,
+                                         search) on the built-in offline model, or on OpenAI/DeepSeek
+                                         when a key is set; live tree, steer, cancel, resume
+                                         e.g. agentchart demo "search for createAgent"
+                                         (agentchart demo --help lists its options)
   diagram [--out <dir>]                  write one Mermaid stateDiagram-v2 file per machine
-                                         (agent, turn, step, attempt, tool-batch);
-                                         default --out: docs/machines
+                                         (agent, turn, step, attempt, tool-batch); default --out: docs/machines
+                                         e.g. agentchart diagram --out diagrams/
   replay <file>                          validate a session log (JSON array or JSONL), check its
                                          invariants and print it as a tree; exit 1 on a violation
+                                         e.g. agentchart replay chat.jsonl   (a log kept by demo --log)
   view [--log <file>] [--port <n>] [--host <h>]
                                          serve the offline viewer (statechart, timeline, log) on
                                          127.0.0.1 and print its URL: a stored log read-only, or
                                          with no --log a paced demo agent running live
+                                         e.g. agentchart view --log chat.jsonl
   conformance generate --out <dir>       export the conformance suite to <dir>
+                                         e.g. agentchart conformance generate --out suite/
   conformance run <dir> [--driver <m>]   run the suite in <dir> against the driver module <m>
                                          (agentchart itself when none is given); exit 1 on a failure
+                                         e.g. agentchart conformance run suite/ --driver ./my-driver.mjs
 
 Options:
-  -h, --help                             show this text
+  -h, --help                             show this text (after a command: that command's help)
 `
 
 /** Where the CLI writes; the default is the process's stdout and stderr. */
@@ -42,6 +51,15 @@ export interface CliIO {
   cwd?: string
   /** Ends a long-running command (`view`); default: SIGINT or SIGTERM. */
   stop?: AbortSignal
+  /** Environment variables (API keys, demo knobs); default `process.env`. */
+  env?: Readonly<Record<string, string | undefined>>
+  /** The process's terminal streams, for the demo's live tree and chat; absent in tests. */
+  stdout?: DemoIO['stdout']
+  stdin?: DemoIO['stdin']
+  /** Where SIGINT arrives; absent in tests. */
+  signals?: DemoIO['signals']
+  /** All of stdin as text, for `--prompt-file -`. */
+  readStdin?: () => Promise<string>
 }
 
 /** A signal aborted by Ctrl-C (SIGINT) or SIGTERM, for commands that run until stopped. */
@@ -57,9 +75,20 @@ function signalStop(): AbortSignal {
   return controller.signal
 }
 
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  let text = ''
+  for await (const chunk of stream) text += String(chunk)
+  return text
+}
+
 const processIO: CliIO = {
   out: (text) => process.stdout.write(`${text}\n`),
   err: (text) => process.stderr.write(`${text}\n`),
+  env: process.env,
+  stdout: process.stdout,
+  stdin: process.stdin,
+  signals: process,
+  readStdin: () => readAll(process.stdin),
 }
 
 /** A command-line mistake: reported with the usage text, exit code 2. */
@@ -72,7 +101,9 @@ function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[]
     return parseArgs({ args, options: { ...HELP, ...options }, allowPositionals: true, strict: true })
   } catch (err) {
     // parseArgs reports unknown options and missing option values as TypeErrors with an ERR_PARSE_ARGS_* code
-    if (err instanceof TypeError && String((err as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')) throw new UsageError(err.message)
+    if (err instanceof TypeError && String((err as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')) {
+      throw new UsageError(err.message.replace(/\. To specify a positional argument.*$/s, ''))
+    }
     throw err
   }
 }
@@ -91,12 +122,35 @@ function driverSpecifier(driver: string, cwd: string): string {
   return pathLike ? pathToFileURL(resolve(cwd, driver)).href : driver
 }
 
-async function demo(args: string[], io: CliIO): Promise<number> {
-  const { values, positionals } = parse(args, {})
-  if (values.help) return help(io)
-  const prompt = positionals.length > 0 ? positionals.join(' ') : undefined
-  io.out(await runDemo(prompt, { onStatus: (status) => io.out(`[status] ${status}`) }))
-  return 0
+async function demo(args: string[], io: CliIO, cwd: string): Promise<number> {
+  const env = io.env ?? {}
+  let options
+  try {
+    options = await parseDemoArgs(args, env, { cwd, ...(io.readStdin ? { readStdin: io.readStdin } : {}) })
+  } catch (err) {
+    if (err instanceof DemoUsageError) throw new UsageError(`demo: ${err.message}`)
+    throw err
+  }
+  if (options === 'help') {
+    io.out(DEMO_USAGE.trimEnd())
+    return 0
+  }
+  try {
+    return await runDemo(options, {
+      out: (text) => io.out(text),
+      err: (text) => io.err(text),
+      env,
+      ...(io.stdout ? { stdout: io.stdout } : {}),
+      ...(io.stdin ? { stdin: io.stdin } : {}),
+      ...(io.signals ? { signals: io.signals } : {}),
+    })
+  } catch (err) {
+    if (err instanceof DemoError) {
+      if (err.code === 2) throw new UsageError(`demo: ${err.message}`)
+      throw err
+    }
+    throw err
+  }
 }
 
 function diagram(args: string[], io: CliIO, cwd: string): number {
@@ -178,9 +232,16 @@ function help(io: CliIO): number {
 
 /**
  * Run the CLI on `argv` (the arguments after the program name) and return the exit code:
- * 0 success, 1 a failed check or an error, 2 a usage mistake (usage printed to stderr).
+ * 0 success, 1 a failed check or an error, 2 a usage mistake (one line on stderr), 130 a
+ * one-shot demo cancelled with Ctrl-C. Everything printed through `io` is escaped for the
+ * terminal (escapeTerminal), so no log, model or tool text can reach it raw.
  */
-export async function runCli(argv: readonly string[], io: CliIO = processIO): Promise<number> {
+export async function runCli(argv: readonly string[], given: CliIO = processIO): Promise<number> {
+  const io: CliIO = {
+    ...given,
+    out: (text) => given.out(escapeTerminal(text, { multiline: true })),
+    err: (text) => given.err(escapeTerminal(text, { multiline: true })),
+  }
   const cwd = io.cwd ?? process.cwd()
   const [command, ...rest] = argv
   try {
@@ -191,7 +252,7 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO): Pr
       case '--help':
         return help(io)
       case 'demo':
-        return await demo(rest, io)
+        return await demo(rest, io, cwd)
       case 'diagram':
         return diagram(rest, io, cwd)
       case 'replay':
@@ -201,13 +262,13 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO): Pr
       case 'conformance':
         return await conformance(rest, io, cwd)
       default:
-        throw new UsageError(`unknown command ${JSON.stringify(command)}`)
+        throw new UsageError(`unknown command ${JSON.stringify(command)} (the commands are demo, diagram, replay, view and conformance)`)
     }
   } catch (err) {
     if (err instanceof UsageError) {
-      io.err(`agentchart: ${err.message}`)
-      io.err('')
-      io.err(USAGE.trimEnd())
+      io.err(
+        `agentchart: ${err.message}; run "agentchart ${command && ['demo', 'diagram', 'replay', 'view', 'conformance'].includes(command) ? `${command} ` : ''}--help" for usage`,
+      )
       return 2
     }
     io.err(`agentchart ${command}: ${err instanceof Error ? err.message : String(err)}`)

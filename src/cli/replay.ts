@@ -6,6 +6,7 @@ import type { SessionEvent } from '../session/schemas.js'
 import { createSession } from '../session/session.js'
 import { checkSessionInvariants } from '../testing/invariants.js'
 import type { SessionInvariantViolation } from '../testing/invariants.js'
+import { escapeTerminal } from './escape.js'
 import { formatSessionTree } from './tree.js'
 
 /** A log the session refused, or text that is not a log at all. */
@@ -109,14 +110,14 @@ export async function replayFile(file: string): Promise<ReplayResult> {
   return replayEvents(raw)
 }
 
-/** The lines `agentchart replay` prints: the tree, each violation, then the summary (or the validation error). */
+/** The lines `agentchart replay` prints: the tree, each violation, then the summary (or the validation error); all escaped for the terminal. */
 export function formatReplay(result: ReplayResult): string[] {
   if (result.kind === 'invalid') {
     const where = [result.seq !== undefined ? ` at seq ${result.seq}` : '', result.path !== undefined ? ` (${result.path})` : ''].join('')
-    return [`invalid session log${where}: ${result.message}`]
+    return [escapeTerminal(`invalid session log${where}: ${result.message}`)]
   }
   const lines = result.tree === '' ? [] : [result.tree]
-  for (const v of result.violations) lines.push(`violation ${v.rule} at seq ${v.seq}: ${v.message}`)
+  for (const v of result.violations) lines.push(escapeTerminal(`violation ${v.rule} at seq ${v.seq}: ${v.message}`))
   const n = (count: number, what: string) => `${count} ${what}${count === 1 ? '' : 's'}`
   lines.push(`${n(result.events.length, 'event')}, ${n(result.turns, 'turn')}, ${n(result.violations.length, 'violation')}`)
   return lines

@@ -1,5 +1,6 @@
 // Render a session log as an indented turn/step tree for people to read.
 import type { ContentBlock, SessionEvent } from '../session/schemas.js'
+import { escapeTerminal } from './escape.js'
 
 const clip = (text: string, max = 80) => (text.length > max ? `${text.slice(0, max - 1)}…` : text)
 
@@ -22,12 +23,15 @@ function blocks(content: readonly ContentBlock[]): string {
     .join(' ')
 }
 
-/** One line per meaningful event, indented by the turn and step that enclose it; chunks are counted, not listed. */
+/**
+ * One line per meaningful event, indented by the turn and step that enclose it; chunks are counted, not listed.
+ * Every line is escaped (escapeTerminal): a stored log is foreign data and must not drive the terminal.
+ */
 export function formatSessionTree(events: readonly SessionEvent[]): string {
   const lines: string[] = []
   let depth = 0
   let chunks = 0
-  const put = (text: string) => lines.push(`${'  '.repeat(depth)}${text}`)
+  const put = (text: string) => lines.push(`${'  '.repeat(depth)}${escapeTerminal(text)}`)
   for (const e of events) {
     if (e.type !== 'assistant/chunk' && chunks > 0) {
       put(`· ${chunks} chunk${chunks === 1 ? '' : 's'} streamed`)

@@ -6,7 +6,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runDemo } from '../../src/cli/demo.js'
 import { machineDiagrams, writeMachineDiagrams } from '../../src/cli/diagram.js'
 import { runCli, USAGE, type CliIO } from '../../src/cli/main.js'
 import { formatReplay, parseSessionLog, replayFile, SessionLogSyntaxError } from '../../src/cli/replay.js'
@@ -48,32 +47,6 @@ async function realLog(): Promise<SessionEvent[]> {
   await agent.dispose()
   return JSON.parse(JSON.stringify(events)) as SessionEvent[]
 }
-
-describe('demo', () => {
-  it('runs a two-step tool turn whose answer reads the tool result', async () => {
-    const tree = await runDemo()
-    expect(tree).toContain('tool/call add')
-    expect(tree).toContain('tool/result #call-1: "5"')
-    expect(tree).toContain('step 2')
-    expect(tree).toContain('assistant: "2 + 3 = 5"')
-    expect(tree).toContain('turn 1 ended completed')
-  })
-
-  it('sends the given prompt and reports the status changes', async () => {
-    const statuses: string[] = []
-    const tree = await runDemo('add two and three', { onStatus: (s) => statuses.push(s) })
-    expect(tree).toContain('user: "add two and three"')
-    expect(statuses).toEqual(['running', 'idle'])
-  })
-
-  it('joins the words of the prompt on the command line', async () => {
-    const { io, out } = capture()
-    expect(await runCli(['demo', 'what', 'is', '2+3'], io)).toBe(0)
-    const printed = out.join('\n')
-    expect(printed).toContain('user: "what is 2+3"')
-    expect(printed).toContain('turn 1 ended completed')
-  })
-})
 
 describe('diagram', () => {
   it('renders the five machines as Mermaid state diagrams', () => {
@@ -198,7 +171,7 @@ describe('dispatch', () => {
     }
   })
 
-  it('answers an unknown command or option with the usage on stderr and exit 2', async () => {
+  it('answers an unknown command or option with one line on stderr and exit 2', async () => {
     for (const argv of [
       ['nope'],
       ['demo', '--nope'],
@@ -212,8 +185,18 @@ describe('dispatch', () => {
       const { io, out, err } = capture()
       expect(await runCli(argv, io), argv.join(' ')).toBe(2)
       expect(out).toEqual([])
-      expect(err[0]).toMatch(/^agentchart: /)
-      expect(err.join('\n')).toContain(USAGE.trimEnd())
+      expect(err, argv.join(' ')).toHaveLength(1)
+      expect(err[0]).toMatch(/^agentchart: .+; run "agentchart (\w+ )?--help" for usage$/)
+    }
+    const { io, err } = capture()
+    await runCli(['nope'], io)
+    expect(err[0]).toBe('agentchart: unknown command "nope" (the commands are demo, diagram, replay, view and conformance); run "agentchart --help" for usage')
+  })
+
+  it('--help lists every command with an example', () => {
+    for (const command of ['demo', 'diagram', 'replay', 'view', 'conformance generate', 'conformance run']) {
+      expect(USAGE).toContain(`  ${command}`)
+      expect(USAGE).toContain(`e.g. agentchart ${command.split(' ')[0]}`)
     }
   })
 
@@ -226,11 +209,17 @@ describe('dispatch', () => {
 })
 
 describe('the executable', () => {
-  it('runs `agentchart demo` from src/cli/index.ts', () => {
-    const stdout = execFileSync('npx', ['tsx', 'src/cli/index.ts', 'demo'], { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 })
-    expect(stdout).toContain('[status] running')
-    expect(stdout).toContain('tool/call add')
-    expect(stdout).toContain('turn 1 ended completed')
+  it('runs `agentchart demo` from src/cli/index.ts, offline, and answers from the files', () => {
+    const stdout = execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'demo'], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, OPENAI_API_KEY: '', DEEPSEEK_API_KEY: '' },
+    })
+    expect(stdout).toContain('turn 1')
+    expect(stdout).toContain('list_dir')
+    expect(stdout).toContain('This project uses npm.')
+    expect(stdout).toMatch(/turn 1 completed/)
   }, 60_000)
 
   it('starts with a shebang, and package.json names it as the agentchart bin', () => {

@@ -1,0 +1,313 @@
+// The demo's tools: list, read and search files under one directory, and
+// nothing else. Every path is resolved, followed through symlinks and checked
+// to stay inside the directory; a path that leaves it is an error result the
+// model can read, never an exception and never a read outside.
+import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises'
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { z } from 'zod/v4'
+import { defineTool, type ToolDefinition, type ToolResultValue } from '../../index.js'
+
+/** Limits that keep one call cheap and its result readable. */
+export interface WorkspaceLimits {
+  /** Characters of a file `read_file` returns at most (default 16,000). */
+  readChars: number
+  /** Matching lines `search` reports at most (default 60). */
+  searchMatches: number
+  /** Files `search` opens at most (default 3,000). */
+  searchFiles: number
+  /** Files larger than this are skipped by `search` (default 512 KiB). */
+  searchFileBytes: number
+}
+
+export const DEFAULT_LIMITS: WorkspaceLimits = { readChars: 16_000, searchMatches: 60, searchFiles: 3_000, searchFileBytes: 512 * 1024 }
+
+/** Matching lines `search` shows per file; the rest are counted. */
+const PER_FILE = 4
+
+/** Directories `search` never walks into: dependencies, VCS data and build output. */
+export const SKIPPED_DIRS: ReadonlySet<string> = new Set(['.git', 'node_modules', 'dist', 'coverage'])
+
+/** A path the tools refuse, with the reason the model reads. */
+export class OutsideWorkspaceError extends Error {
+  override readonly name = 'OutsideWorkspaceError'
+  readonly code = 'OUTSIDE_WORKSPACE'
+}
+
+/** A resolved path inside the workspace: its real absolute path and its path relative to the root ('.' for the root). */
+export interface WorkspacePath {
+  readonly absolute: string
+  readonly relative: string
+}
+
+/** The directory the tools are confined to, resolved once through its own symlinks. */
+export class Workspace {
+  private constructor(
+    readonly root: string,
+    readonly limits: WorkspaceLimits,
+  ) {}
+
+  /** Open a workspace over an existing directory (its real path is the boundary). */
+  static async open(dir: string, limits: Partial<WorkspaceLimits> = {}): Promise<Workspace> {
+    const root = await realpath(resolve(dir))
+    if (!(await stat(root)).isDirectory()) throw new Error(`${dir} is not a directory`)
+    return new Workspace(root, { ...DEFAULT_LIMITS, ...limits })
+  }
+
+  #inside(absolute: string): boolean {
+    const rel = relative(this.root, absolute)
+    return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel))
+  }
+
+  /**
+   * Resolve `path` (relative to the root, or absolute) to a real path inside the workspace.
+   * Why: `..`, an absolute path or a symlink must never reach a file outside the directory.
+   * Throws OutsideWorkspaceError for a path that leaves it, and the fs error (ENOENT…) for one that does not exist.
+   */
+  async resolve(path: string): Promise<WorkspacePath> {
+    if (path.includes('\0')) throw new OutsideWorkspaceError('refused: the path contains a NUL character')
+    const lexical = resolve(this.root, path === '' ? '.' : path)
+    if (!this.#inside(lexical)) throw new OutsideWorkspaceError(`refused: ${JSON.stringify(path)} is outside the working directory`)
+    let real: string
+    try {
+      real = await realpath(lexical)
+    } catch (error) {
+      // a missing file behind a symlink that leads outside is refused too, so nothing outside is even probed
+      if ((error as { code?: unknown }).code === 'ENOENT' && !this.#inside(await this.#realAncestor(lexical))) throw this.#symlinkOut(path)
+      throw error
+    }
+    if (!this.#inside(real)) throw this.#symlinkOut(path)
+    return { absolute: real, relative: relative(this.root, real) || '.' }
+  }
+
+  #symlinkOut(path: string): OutsideWorkspaceError {
+    return new OutsideWorkspaceError(`refused: ${JSON.stringify(path)} goes through a symlink that leads outside the working directory`)
+  }
+
+  /** The real path of the nearest existing ancestor of `absolute`. */
+  async #realAncestor(absolute: string): Promise<string> {
+    for (let dir = dirname(absolute); ; dir = dirname(dir)) {
+      try {
+        return await realpath(dir)
+      } catch {
+        if (dirname(dir) === dir) return dir
+      }
+    }
+  }
+}
+
+/** A tool failure as the model reads it (an error result, not a thrown exception). */
+function failure(error: unknown, path: string): ToolResultValue {
+  if (error instanceof OutsideWorkspaceError) return { content: error.message, isError: true, meta: { code: error.code } }
+  const code = (error as { code?: unknown })?.code
+  if (code === 'ENOENT') return { content: `no such file or directory: ${JSON.stringify(path)}`, isError: true, meta: { code } }
+  if (code === 'ENOTDIR') return { content: `not a directory: ${JSON.stringify(path)}`, isError: true, meta: { code } }
+  if (code === 'EISDIR') return { content: `${JSON.stringify(path)} is a directory: use list_dir`, isError: true, meta: { code } }
+  if (code === 'EACCES' || code === 'EPERM') return { content: `permission denied: ${JSON.stringify(path)}`, isError: true, meta: { code } }
+  return { content: `cannot read ${JSON.stringify(path)}: ${error instanceof Error ? error.message : String(error)}`, isError: true }
+}
+
+const formatBytes = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`)
+
+/** One line of a `list_dir` result: `dir   src/`, `file  package.json  (2.1 KiB)`, `link  docs -> (outside)`. */
+async function describeEntry(ws: Workspace, dir: string, name: string): Promise<string> {
+  const full = join(dir, name)
+  const info = await lstat(full)
+  if (info.isSymbolicLink()) {
+    try {
+      const target = await ws.resolve(relative(ws.root, full))
+      const isDir = (await stat(target.absolute)).isDirectory()
+      return `link  ${name}${isDir ? '/' : ''} -> ${target.relative}`
+    } catch (error) {
+      return `link  ${name} -> ${error instanceof OutsideWorkspaceError ? '(outside the working directory)' : '(broken)'}`
+    }
+  }
+  if (info.isDirectory()) return `dir   ${name}/`
+  if (info.isFile()) return `file  ${name}  (${formatBytes(info.size)})`
+  return `other ${name}`
+}
+
+const isBinary = (buffer: Buffer) => buffer.subarray(0, 8192).includes(0)
+
+/** Whether a signal has aborted; tools stop between files when it has. */
+function checkAborted(signal: AbortSignal): void {
+  if (signal.aborted) throw Object.assign(new Error('aborted'), { name: 'AbortError', code: 'ABORTED' })
+}
+
+/**
+ * The three tools over `ws`: `list_dir` and `read_file` run in the parallel lane, `search`
+ * (a walk of the whole tree) in the exclusive lane, so a step can show both.
+ * Why: the demo's agent needs real tools, and a newcomer must be able to trust them with a directory.
+ */
+export function workspaceTools(ws: Workspace): ToolDefinition<any>[] {
+  const listDir = defineTool({
+    name: 'list_dir',
+    description: `List the entries of a directory inside the working directory (${ws.root}). Paths are relative to it; "." is the root.`,
+    input: z.object({ path: z.string().default('.').describe('directory to list, relative to the working directory') }),
+    executionMode: 'parallel',
+    async execute({ path }, { signal }) {
+      try {
+        const target = await ws.resolve(path)
+        checkAborted(signal)
+        const names = (await readdir(target.absolute)).sort()
+        const lines = await Promise.all(names.map((name) => describeEntry(ws, target.absolute, name)))
+        const header = `${target.relative === '.' ? '.' : `${target.relative}/`} (${names.length} entr${names.length === 1 ? 'y' : 'ies'})`
+        return { content: [header, ...lines].join('\n'), meta: { entries: names.length } }
+      } catch (error) {
+        return failure(error, path)
+      }
+    },
+  })
+
+  const readFileTool = defineTool({
+    name: 'read_file',
+    description: `Read a text file inside the working directory (${ws.root}); long files are cut at ${ws.limits.readChars} characters unless maxChars asks for fewer.`,
+    input: z.object({
+      path: z.string().describe('file to read, relative to the working directory'),
+      maxChars: z.number().int().positive().optional().describe('return at most this many characters'),
+    }),
+    executionMode: 'parallel',
+    async execute({ path, maxChars }, { signal }) {
+      try {
+        const target = await ws.resolve(path)
+        checkAborted(signal)
+        const buffer = await readFile(target.absolute)
+        if (isBinary(buffer)) return { content: `${target.relative} is a binary file (${formatBytes(buffer.length)}); it was not read`, isError: true }
+        const text = buffer.toString('utf8')
+        const limit = Math.min(maxChars ?? ws.limits.readChars, ws.limits.readChars)
+        if (text.length <= limit) return { content: text, meta: { path: target.relative, chars: text.length } }
+        return {
+          content: `${text.slice(0, limit)}\n[truncated: showing ${limit} of ${text.length} characters]`,
+          meta: { path: target.relative, chars: text.length, shown: limit },
+        }
+      } catch (error) {
+        return failure(error, path)
+      }
+    },
+  })
+
+  const search = defineTool({
+    name: 'search',
+    description:
+      `Search the working directory (${ws.root}) for a word or phrase (case-insensitive, plain text): ` +
+      `file paths that contain it and lines that contain it. Skips ${[...SKIPPED_DIRS].join(', ')} and binary files.`,
+    input: z.object({
+      query: z.string().min(1).describe('text to look for'),
+      path: z.string().default('.').describe('directory to search in, relative to the working directory'),
+    }),
+    executionMode: 'exclusive',
+    async execute({ query, path }, { signal }) {
+      try {
+        const start = await ws.resolve(path)
+        const needle = query.toLowerCase()
+        const names: string[] = []
+        const lines: string[] = []
+        let files = 0
+        let total = 0
+        let withHits = 0
+        let skipped = 0
+        const visit = async (dir: string): Promise<void> => {
+          for (const name of (await readdir(dir)).sort()) {
+            checkAborted(signal)
+            const full = join(dir, name)
+            const rel = relative(ws.root, full)
+            const info = await lstat(full)
+            if (info.isSymbolicLink()) continue // never followed: a link may lead outside
+            if (info.isDirectory()) {
+              if (!SKIPPED_DIRS.has(name)) await visit(full)
+              continue
+            }
+            if (!info.isFile()) continue
+            if (rel.toLowerCase().includes(needle)) names.push(rel)
+            if (files >= ws.limits.searchFiles || info.size > ws.limits.searchFileBytes) {
+              skipped++
+              continue
+            }
+            files++
+            const buffer = await readFile(full)
+            if (isBinary(buffer)) continue
+            let hits = 0
+            buffer
+              .toString('utf8')
+              .split(/\r?\n/)
+              .forEach((line, i) => {
+                if (!line.toLowerCase().includes(needle)) return
+                hits++
+                // a few lines per file, so one chatty file does not hide the others
+                if (hits <= PER_FILE && lines.length < ws.limits.searchMatches) lines.push(`${rel}:${i + 1}: ${line.trim().slice(0, 200)}`)
+              })
+            if (hits > PER_FILE) lines.push(`${rel}: ${hits - PER_FILE} more matching line${hits - PER_FILE === 1 ? '' : 's'}`)
+            if (hits > 0) withHits++
+            total += hits
+          }
+        }
+        if ((await stat(start.absolute)).isDirectory()) await visit(start.absolute)
+        else throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' })
+        const out = [`${names.length} file name${names.length === 1 ? '' : 's'} containing ${JSON.stringify(query)}:`, ...names]
+        out.push(`${total} matching line${total === 1 ? '' : 's'} in ${withHits} of ${files} file${files === 1 ? '' : 's'} searched:`, ...lines)
+        if (skipped > 0) out.push(`[${skipped} large file${skipped === 1 ? '' : 's'} not searched]`)
+        return { content: out.join('\n'), meta: { names: names.length, lines: total, files } }
+      } catch (error) {
+        if ((error as { name?: unknown }).name === 'AbortError') throw error
+        return failure(error, path)
+      }
+    },
+  })
+
+  return [listDir, readFileTool, search]
+}
+
+// ---- reading the results back (the local model plans from them) ------------------
+
+/** One entry of a `list_dir` result. */
+export interface ListedEntry {
+  readonly kind: 'dir' | 'file' | 'link' | 'other'
+  readonly name: string
+}
+
+/** The entries of a `list_dir` result, in listed order (the inverse of describeEntry). */
+export function parseListing(content: string): ListedEntry[] {
+  const entries: ListedEntry[] = []
+  for (const line of content.split('\n').slice(1)) {
+    const m = /^(dir|file|link|other)\s+(.+?)(?:\/)?(?:\s{2}\(.*\)|\s->\s.*)?$/.exec(line)
+    if (m) entries.push({ kind: m[1] as ListedEntry['kind'], name: m[2] })
+  }
+  return entries
+}
+
+/** A `search` result: the matching file paths, the lines shown (`path`, 1-based `line`, `text`), and the counts. */
+export interface SearchFindings {
+  readonly names: string[]
+  readonly lines: Array<{ path: string; line: number; text: string }>
+  /** Matching lines in all, and files holding them (more than the lines shown). */
+  readonly total: number
+  readonly files: number
+  /** Matching lines not shown, by file. */
+  readonly hidden: ReadonlyMap<string, number>
+}
+
+/** Read a `search` result back into paths, lines and counts. */
+export function parseSearch(content: string): SearchFindings {
+  const names: string[] = []
+  const lines: SearchFindings['lines'] = []
+  const hidden = new Map<string, number>()
+  let total = 0
+  let files = 0
+  let section: 'names' | 'lines' | null = null
+  for (const line of content.split('\n')) {
+    const counts = /^(\d+) matching lines? in (\d+) of /.exec(line)
+    if (/^\d+ file names? containing /.test(line)) section = 'names'
+    else if (counts) {
+      section = 'lines'
+      total = Number(counts[1])
+      files = Number(counts[2])
+    } else if (line.startsWith('[')) section = null
+    else if (section === 'names') names.push(line)
+    else if (section === 'lines') {
+      const m = /^(.*?):(\d+): (.*)$/.exec(line)
+      const more = /^(.*): (\d+) more matching lines?$/.exec(line)
+      if (m) lines.push({ path: m[1], line: Number(m[2]), text: m[3] })
+      else if (more) hidden.set(more[1], Number(more[2]))
+    }
+  }
+  return { names, lines, total, files, hidden }
+}
