@@ -2,4 +2,15 @@
 // The `agentchart` executable (package.json "bin"): see src/cli/main.ts for the commands.
 import { runCli } from './main.js'
 
-process.exitCode = await runCli(process.argv.slice(2))
+// a reader that goes away (`agentchart demo | head`) ends the command quietly, not with an EPIPE stack trace
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error
+    process.exit(process.exitCode ?? 0)
+  })
+}
+
+const code = await runCli(process.argv.slice(2))
+process.exitCode = code
+// a finished command does not wait on a connection someone else holds open (a browser on the inspector bridge)
+setTimeout(() => process.exit(code), 1000).unref()

@@ -563,11 +563,11 @@ const overview: Plan = ({ seen }) => {
 const recap: Plan = ({ earlier }) => {
   const asked: string[] = []
   const read = new Set<string>()
-  let lastAsked: number | null = null
+  let unanswered: number[] = []
   for (const m of earlier) {
     if (m.role === 'user' && m.source.kind !== 'tool') {
       asked.push(`${asked.length + 1}. ${JSON.stringify(clip(textOf(m), 100))}`)
-      lastAsked = asked.length - 1
+      unanswered.push(asked.length - 1)
     } else if (m.role === 'assistant') {
       for (const c of toolCallsOf(m)) {
         if (c.name !== 'read_file') continue
@@ -579,9 +579,12 @@ const recap: Plan = ({ earlier }) => {
         }
       }
       const text = textOf(m)
-      if (isAnswer(m) && text && lastAsked !== null) {
-        asked[lastAsked] += `, and I answered ${JSON.stringify(clip(text.split('\n')[0], 90))}`
-        lastAsked = null
+      if (isAnswer(m) && text && unanswered.length > 0) {
+        // one reply answers the prompt and the steering that joined it
+        const [first, ...rest] = unanswered
+        asked[first] += `, and I answered ${JSON.stringify(clip(text.split('\n')[0], 90))}`
+        for (const i of rest) asked[i] += ' (answered in the same reply)'
+        unanswered = []
       }
     }
   }

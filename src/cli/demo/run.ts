@@ -102,7 +102,11 @@ function portIsFree(port: number): Promise<boolean> {
 
 interface Inspection {
   inspect: (event: unknown) => void
+  /** The Stately inspector bridge page. */
   url: string
+  /** The offline viewer (agentchart/viewer), once started; or why it did not start. */
+  viewerUrl?: string
+  viewerError?: string
   stop(): void
 }
 
@@ -212,6 +216,17 @@ export async function runDemo(options: DemoOptions, io: DemoIO): Promise<number>
     }
     tracker.attach(agent)
     cleanups.push(() => tracker.detach())
+    if (inspection) {
+      // the offline viewer beside the Stately inspector; a viewer that cannot start does not stop the demo
+      try {
+        const { serveViewer } = await import('../../viewer/index.js')
+        const viewer = await serveViewer(agent, { print: false, title: `agentchart demo · ${agent.id}` })
+        inspection.viewerUrl = viewer.url
+        cleanups.push(() => viewer.close())
+      } catch (error) {
+        inspection.viewerError = (error as Error).message
+      }
+    }
     return await drive(agent, { options, io, tty, interactive, tracker, model, workspace, logged, inspection })
   } finally {
     if (agent) await agent.dispose()
@@ -250,7 +265,7 @@ async function drive(agent: Agent, ctx: DriveContext): Promise<number> {
       dir: workspace.root,
       resumed,
       storedEvents: logged?.stored ?? 0,
-      ...(ctx.inspection ? { inspector: ctx.inspection.url } : {}),
+      ...(ctx.inspection ? { inspector: ctx.inspection.url, ...(ctx.inspection.viewerUrl ? { viewer: ctx.inspection.viewerUrl } : {}) } : {}),
     })
     tracker.subscribe((p) => {
       if (p.type === 'session-event') emit(p.event)
@@ -292,7 +307,12 @@ async function drive(agent: Agent, ctx: DriveContext): Promise<number> {
     if (exchange?.prompt) view.print(`${s.dim('  last asked:')} ${escapeTerminal(clipOne(exchange.prompt, 100))}`)
     if (exchange?.answer) view.print(`${s.dim('  last answer:')} ${escapeTerminal(clipOne(exchange.answer, 100))}`)
   }
-  if (ctx.inspection) view.print(`${s.dim('inspector')} open ${ctx.inspection.url} ${s.dim('(the Stately inspector, fed live over a local WebSocket)')}`)
+  if (ctx.inspection) {
+    const { url, viewerUrl, viewerError } = ctx.inspection
+    view.print(`${s.dim('inspector')} open ${url} ${s.dim('(the Stately inspector, fed live over a local WebSocket)')}`)
+    if (viewerUrl) view.print(`${s.dim('viewer   ')} open ${escapeTerminal(viewerUrl)} ${s.dim('(the offline viewer: statechart, timeline, log)')}`)
+    else view.print(`${s.dim('viewer   ')} ${s.yellow(`not started: ${escapeTerminal(viewerError ?? 'unknown reason')}`)}`)
+  }
   view.print('')
 
   let code: number

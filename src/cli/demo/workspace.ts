@@ -2,7 +2,7 @@
 // nothing else. Every path is resolved, followed through symlinks and checked
 // to stay inside the directory; a path that leaves it is an error result the
 // model can read, never an exception and never a read outside.
-import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises'
+import { lstat, readdir, readFile, readlink, realpath, stat } from 'node:fs/promises'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { z } from 'zod/v4'
 import { defineTool, type ToolDefinition, type ToolResultValue } from '../../index.js'
@@ -71,8 +71,9 @@ export class Workspace {
     try {
       real = await realpath(lexical)
     } catch (error) {
-      // a missing file behind a symlink that leads outside is refused too, so nothing outside is even probed
-      if ((error as { code?: unknown }).code === 'ENOENT' && !this.#inside(await this.#realAncestor(lexical))) throw this.#symlinkOut(path)
+      // a missing file behind a symlink that leads outside (or a dangling link to outside) is refused
+      // too, so whether something exists out there is never revealed
+      if ((error as { code?: unknown }).code === 'ENOENT' && (await this.#leadsOutside(lexical))) throw this.#symlinkOut(path)
       throw error
     }
     if (!this.#inside(real)) throw this.#symlinkOut(path)
@@ -83,14 +84,20 @@ export class Workspace {
     return new OutsideWorkspaceError(`refused: ${JSON.stringify(path)} goes through a symlink that leads outside the working directory`)
   }
 
-  /** The real path of the nearest existing ancestor of `absolute`. */
-  async #realAncestor(absolute: string): Promise<string> {
-    for (let dir = dirname(absolute); ; dir = dirname(dir)) {
+  /** For a path that does not exist: whether its nearest existing part is, or is a link to, somewhere outside. */
+  async #leadsOutside(absolute: string, depth = 0): Promise<boolean> {
+    if (depth > 40) return true // a chain of links this long is refused, as the OS would (ELOOP)
+    for (let p = absolute; ; p = dirname(p)) {
+      let info
       try {
-        return await realpath(dir)
+        info = await lstat(p)
       } catch {
-        if (dirname(dir) === dir) return dir
+        if (dirname(p) === p) return true
+        continue
       }
+      if (!info.isSymbolicLink()) return !this.#inside(await realpath(p))
+      const target = resolve(dirname(p), await readlink(p))
+      return !this.#inside(target) || (target !== p && (await this.#leadsOutside(target, depth + 1)))
     }
   }
 }
