@@ -58,6 +58,11 @@ export class Keyboard {
     this.stdin.resume()
   }
 
+  /** Act as if Ctrl-C was pressed (a SIGINT from outside the terminal). */
+  interruptKey(): void {
+    this.handlers.interrupt()
+  }
+
   /** Give the terminal back as it was. */
   stop(): void {
     this.stdin.off('keypress', this.#onKey)

@@ -167,7 +167,7 @@ export function failureLine(reason: Extract<TurnEndReason, { kind: 'error' }>, o
 
 /**
  * Run the demo and return the exit code: 0 done, 1 a failed turn or a setup failure, 2 a usage
- * mistake, 130 a one-shot run cancelled with Ctrl-C. Why: the newcomer's first two minutes
+ * mistake, 130 a one-shot run cancelled with Ctrl-C, 143 SIGTERM. Why: the newcomer's first two minutes
  * should show steps, parallel and exclusive tools, steering, cancellation and resume, for real.
  */
 export async function runDemo(options: DemoOptions, io: DemoIO): Promise<number> {
@@ -330,33 +330,34 @@ const clipOne = (text: string, max: number) => {
   return one.length > max ? `${one.slice(0, max - 1)}…` : one
 }
 
-/** Non-interactive: run one prompt to the end; Ctrl-C (SIGINT) cancels it, a second one stops waiting. */
+/** Non-interactive: run one prompt to the end; Ctrl-C (SIGINT) or SIGTERM cancels it, and the turn still closes. */
 async function oneShot(agent: Agent, ctx: DriveContext, prompt: string, view?: TreeView): Promise<number> {
   const { io } = ctx
-  let interrupts = 0
+  let signalled: 'SIGINT' | 'SIGTERM' | null = null
   let last: TurnEndReason | null = null
   const sub = agent.session.events$.subscribe((event) => {
     if (event.type === 'turn/end') last = event.data.reason
   })
-  let quit!: () => void
-  const quitting = new Promise<void>((resolve) => (quit = resolve))
-  const onSigint = () => {
-    interrupts++
-    if (interrupts === 1 && agent.status === 'running') {
-      view?.print(view.style.yellow('  ⏹ cancelling the turn (Ctrl-C again to quit at once)'))
-      agent.cancel({ kind: 'user' })
-    } else quit()
+  const stop = (signal: 'SIGINT' | 'SIGTERM') => () => {
+    if (signalled === null) view?.print(view.style.yellow('  ⏹ cancelling the turn'))
+    signalled ??= signal
+    agent.cancel({ kind: 'user' })
   }
+  const onSigint = stop('SIGINT')
+  const onSigterm = stop('SIGTERM')
   io.signals?.on('SIGINT', onSigint)
+  io.signals?.on('SIGTERM', onSigterm)
   try {
     agent.followup(prompt)
-    await Promise.race([agent.whenIdle(), quitting])
+    await agent.whenIdle()
   } finally {
     io.signals?.off('SIGINT', onSigint)
+    io.signals?.off('SIGTERM', onSigterm)
     sub.unsubscribe()
   }
+  if (signalled === 'SIGTERM') return 143
   const reason = last as TurnEndReason | null
-  if (reason === null) return interrupts > 0 ? 130 : 1
+  if (reason === null) return 1
   if (reason.kind === 'error') {
     io.err(`agentchart demo: ${failureLine(reason, ctx.options, io.env)}`)
     return 1
@@ -422,12 +423,19 @@ async function chat(agent: Agent, ctx: DriveContext, view: TreeView, prompt: str
       }
     }
   })
+  // signals from outside the terminal (kill -INT, kill -TERM): the same as the keys
+  const onSigint = () => keyboard.interruptKey()
+  const onSigterm = () => done(143)
+  io.signals?.on('SIGINT', onSigint)
+  io.signals?.on('SIGTERM', onSigterm)
   keyboard.start()
   try {
     if (prompt !== undefined) agent.followup(prompt)
     view.redraw()
     return await finished
   } finally {
+    io.signals?.off('SIGINT', onSigint)
+    io.signals?.off('SIGTERM', onSigterm)
     keyboard.stop()
     offStatus()
     sub.unsubscribe()

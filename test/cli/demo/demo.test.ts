@@ -1,7 +1,7 @@
 // `agentchart demo` as a command: the default run answers from this
 // repository offline, --json is one event a line, --log survives a restart,
 // and every mistake a newcomer can make is one clear line and a non-zero exit.
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { createServer as createNetServer } from 'node:net'
@@ -83,6 +83,33 @@ describe('the default run', () => {
     expect(other.out.join('\n')).toContain(`confined to ${dir}`)
     expect(other.out).toContain('      This project uses yarn.')
   })
+})
+
+describe('signals when not in a terminal', () => {
+  it('SIGINT cancels the running turn, which still closes balanced with its prefix kept, and exits 130', async () => {
+    const log = join(dir, 'sigint.jsonl')
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'demo', '--log', log], {
+      cwd: repoRoot,
+      env: { ...process.env, OPENAI_API_KEY: '', DEEPSEEK_API_KEY: '', AGENTCHART_DEMO_STREAM_DELAY_MS: '100' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+    await new Promise<void>((resolve) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += String(chunk)
+        // the answer's first line has streamed: interrupt the rest
+        if (stdout.includes('This project uses npm.')) resolve()
+      })
+    })
+    child.kill('SIGINT')
+    expect(await exited).toBe(130)
+    expect(stdout).toContain('⏹ cancelling the turn')
+    expect(stdout).toMatch(/turn 1 aborted \(user\)/)
+    const events = parseSessionLog(readFileSync(log, 'utf8')) as SessionEvent[]
+    expect(checkSessionInvariants(events)).toEqual([])
+    expect(events.findLast((e) => e.type === 'assistant/message')).toMatchObject({ data: { interrupted: true } })
+  }, 60_000)
 })
 
 describe('--json', () => {

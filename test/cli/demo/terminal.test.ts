@@ -27,7 +27,7 @@ class Terminal {
   readonly socket = `agentchart-test-${process.pid}-${++sessions}`
 
   constructor(args: string[], env: Record<string, string> = {}) {
-    const vars = { NO_COLOR: '1', OPENAI_API_KEY: '', DEEPSEEK_API_KEY: '', ...env }
+    const vars = { NO_COLOR: '1', OPENAI_API_KEY: '', DEEPSEEK_API_KEY: '', AGENTCHART_DEMO_THINK_MS: '0', ...env }
     const assignments = Object.entries(vars).map(([k, v]) => `${k}=${shellQuote(v)}`)
     const demo = ['env', ...assignments, shellQuote(process.execPath), '--import', 'tsx', 'src/cli/index.ts', 'demo', ...args.map(shellQuote)].join(' ')
     // the shell stays after the demo exits, so its exit code can be read from the screen
