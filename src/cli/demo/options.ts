@@ -11,7 +11,7 @@ export const DEFAULT_PROMPT = 'Read package.json and tell me which package manag
 export type ProviderName = 'local' | 'openai' | 'deepseek'
 
 /** Default model of each provider. */
-export const DEFAULT_MODELS: Record<Exclude<ProviderName, 'local'>, string> = { openai: 'gpt-4.1-mini', deepseek: 'deepseek-chat' }
+export const DEFAULT_MODELS: Record<Exclude<ProviderName, 'local'>, string> = { openai: 'gpt-4.1-mini', deepseek: 'deepseek-v4-flash' }
 /** The environment variable holding each provider's key. */
 export const KEY_VARIABLES: Record<Exclude<ProviderName, 'local'>, string> = { openai: 'OPENAI_API_KEY', deepseek: 'DEEPSEEK_API_KEY' }
 

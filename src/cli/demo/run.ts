@@ -63,14 +63,11 @@ async function buildModel(options: DemoOptions, interactive: boolean): Promise<M
     const chunkMs = options.pacing.chunkMs ?? (interactive ? 12 : 0)
     return localModel({ thinkMs, chunkMs })
   }
-  const { openaiModel } = await import('../../adapters/openai.js')
-  return openaiModel({
-    provider: options.provider,
-    model: options.model ?? DEFAULT_MODELS[options.provider],
-    ...(options.baseURL ? { baseURL: options.baseURL } : {}),
-    // a local OpenAI-compatible server may need no key; the SDK still wants one
-    ...(options.baseURL && !process.env[KEY_VARIABLES[options.provider]] ? { apiKey: 'none' } : {}),
-  })
+  const { deepseekModel, openaiModel } = await import('../../adapters/openai.js')
+  const model = options.model ?? DEFAULT_MODELS[options.provider]
+  const baseURL = options.baseURL ? { baseURL: options.baseURL } : {}
+  // DeepSeek through its own adapter: thinking with tools needs its reasoning sent back
+  return options.provider === 'deepseek' ? deepseekModel({ model, ...baseURL }) : openaiModel({ provider: 'openai', model, ...baseURL })
 }
 
 /** Slow down one tool's calls (a test knob); a steer typed meanwhile ends the wait, so a test can steer mid-tool without racing. */
@@ -334,10 +331,6 @@ const clipOne = (text: string, max: number) => {
 async function oneShot(agent: Agent, ctx: DriveContext, prompt: string, view?: TreeView): Promise<number> {
   const { io } = ctx
   let signalled: 'SIGINT' | 'SIGTERM' | null = null
-  let last: TurnEndReason | null = null
-  const sub = agent.session.events$.subscribe((event) => {
-    if (event.type === 'turn/end') last = event.data.reason
-  })
   const stop = (signal: 'SIGINT' | 'SIGTERM') => () => {
     if (signalled === null) view?.print(view.style.yellow('  ⏹ cancelling the turn'))
     signalled ??= signal
@@ -347,23 +340,30 @@ async function oneShot(agent: Agent, ctx: DriveContext, prompt: string, view?: T
   const onSigterm = stop('SIGTERM')
   io.signals?.on('SIGINT', onSigint)
   io.signals?.on('SIGTERM', onSigterm)
+  let result
   try {
-    agent.followup(prompt)
-    await agent.whenIdle()
+    result = await agent.run(prompt)
   } finally {
     io.signals?.off('SIGINT', onSigint)
     io.signals?.off('SIGTERM', onSigterm)
-    sub.unsubscribe()
   }
   if (signalled === 'SIGTERM') return 143
-  const reason = last as TurnEndReason | null
-  if (reason === null) return 1
-  if (reason.kind === 'error') {
-    io.err(`agentchart demo: ${failureLine(reason, ctx.options, io.env)}`)
-    return 1
+  const { end } = result
+  switch (end.kind) {
+    case 'completed':
+    case 'max-tokens':
+      return 0
+    case 'error':
+      io.err(`agentchart demo: ${failureLine(end, ctx.options, io.env)}`)
+      return 1
+    case 'aborted':
+    case 'discarded':
+      return signalled ? 130 : 1
+    default:
+      // blocked, or parked behind a turn that did not complete: the prompt got no answer
+      io.err(`agentchart demo: the prompt got no answer (the turn ended ${end.kind})`)
+      return 1
   }
-  if (reason.kind === 'aborted') return 130
-  return reason.kind === 'blocked' ? 1 : 0
 }
 
 /** Interactive: a chat. Enter steers a running turn or asks a follow-up; Ctrl-C cancels, then quits. */

@@ -233,7 +233,7 @@ describe('mistakes a newcomer can make: one line, non-zero exit', () => {
     expect(result.code).toBe(1)
     expect(result.err).toHaveLength(1)
     expect(result.err[0]).toMatch(
-      /^agentchart demo: openai refused the API key \(INVALID_CREDENTIAL \(HTTP 401\): .*Incorrect API key provided.*\); check OPENAI_API_KEY$/,
+      /^agentchart demo: openai refused the API key \((AUTH|INVALID_CREDENTIAL) \(HTTP 401\): .*Incorrect API key provided.*\); check OPENAI_API_KEY$/,
     )
   })
 
