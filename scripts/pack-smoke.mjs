@@ -3,7 +3,8 @@
 //   - zod 4 + openai: the README example, every subpath import, and a typecheck of a consumer
 //   - zod 3.25 (zod/v4): tools defined with zod/v4 run a turn; a consumer typechecks with skipLibCheck off
 //   - zod/mini without openai: tools defined with zod/mini run a turn; agentchart and
-//     agentchart/testing import fine, and the OpenAI adapter says what is missing
+//     agentchart/testing import fine, and the OpenAI adapter says what is missing;
+//     `agentchart demo` (the installed bin) answers offline
 // Installs prefer the local npm cache (the registry is used only for what the cache lacks).
 // Usage: node scripts/pack-smoke.mjs [--keep]   (--keep leaves the scratch directory)
 /* global process, console */
@@ -197,6 +198,13 @@ console.log('adapter ok')
   expect(!openaiInstalled, 'openai got installed without being asked for')
   expect(run('node', ['turn.mjs'], dir).includes('turn ok'), 'no turn')
   expect(run('node', ['adapter.mjs'], dir).includes('adapter ok'), 'adapter did not report MISSING_DEPENDENCY')
+  // the installed CLI: the demo runs offline on the built-in model (no openai, no key) and reads this project
+  const demo = execFileSync(join(dir, 'node_modules/.bin/agentchart'), ['demo', '--once'], {
+    cwd: dir,
+    encoding: 'utf8',
+    env: { ...process.env, OPENAI_API_KEY: '', DEEPSEEK_API_KEY: '' },
+  })
+  expect(demo.includes('This project uses npm.') && demo.includes('turn 1 completed'), `the installed demo did not answer:\n${demo}`)
 })
 
 if (!keep) rmSync(scratch, { recursive: true, force: true })
