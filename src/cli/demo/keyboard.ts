@@ -58,6 +58,12 @@ export class Keyboard {
     this.stdin.resume()
   }
 
+  /** Drop the typed text. */
+  clear(): void {
+    this.#buffer = ''
+    this.handlers.changed()
+  }
+
   /** Act as if Ctrl-C was pressed (a SIGINT from outside the terminal). */
   interruptKey(): void {
     this.handlers.interrupt()

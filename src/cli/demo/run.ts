@@ -224,7 +224,7 @@ export async function runDemo(options: DemoOptions, io: DemoIO): Promise<number>
         inspection.viewerError = (error as Error).message
       }
     }
-    return await drive(agent, { options, io, tty, interactive, tracker, model, workspace, logged, inspection })
+    return await drive(agent, { options, io, tty, interactive, tracker, model, workspace, logged, inspection, afterwards: [] })
   } finally {
     if (agent) await agent.dispose()
     for (const cleanup of cleanups.reverse()) await cleanup()
@@ -241,6 +241,8 @@ interface DriveContext {
   workspace: Workspace
   logged: LoggedSession | null
   inspection: Inspection | null
+  /** Lines for stderr, said after the tree is closed. */
+  afterwards: Array<() => void>
 }
 
 /** Send the prompt, draw the run, and handle the keyboard until the run is over; returns the exit code. */
@@ -319,6 +321,7 @@ async function drive(agent: Agent, ctx: DriveContext): Promise<number> {
     view.close()
   }
   view.print('', view.summary(tracker.totals()))
+  for (const say of ctx.afterwards) say()
   return code
 }
 
@@ -389,6 +392,8 @@ async function chat(agent: Agent, ctx: DriveContext, view: TreeView, prompt: str
         cancelling = true
         view.note(s.yellow('⏹ cancelling the turn… (Ctrl-C again quits)'))
         agent.cancel({ kind: 'user' })
+      } else if (agent.status !== 'running' && keyboard.buffer !== '') {
+        keyboard.clear() // like a shell: Ctrl-C on a half-typed line drops the line
       } else done(0)
     },
     end() {
@@ -418,7 +423,8 @@ async function chat(agent: Agent, ctx: DriveContext, view: TreeView, prompt: str
       const line = failureLine(reason, options, io.env)
       view.print(`  ${s.red(line)}`)
       if (FATAL_CODES.has(reason.error.code)) {
-        io.err(`agentchart demo: ${line}`)
+        // said on stderr once the live region is gone, so the two streams do not interleave on screen
+        ctx.afterwards.push(() => io.err(`agentchart demo: ${line}`))
         done(1)
       }
     }

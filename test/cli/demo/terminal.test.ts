@@ -6,6 +6,7 @@
 // releases, a slow stream) make each moment wait for the screen, not a clock.
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -191,6 +192,27 @@ describe.skipIf(!HAVE_TMUX)('the demo in a terminal (tmux)', () => {
       term.close()
     }
   }, 120_000)
+})
+
+describe.skipIf(!HAVE_TMUX)('a provider failure in the chat (tmux)', () => {
+  it('a rejected API key ends the chat with one line on stderr and exit 1', async () => {
+    const server = createHttpServer((_req, res) => {
+      res.writeHead(401, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } }))
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const { port } = server.address() as { port: number }
+    const term = new Terminal(['--provider', 'openai', '--base-url', `http://127.0.0.1:${port}/v1`], { OPENAI_API_KEY: 'sk-bad' })
+    try {
+      expect(await term.exitCode()).toBe(1)
+      const screen = term.screen()
+      expect(screen).toMatch(/turn 1 failed: (AUTH|INVALID_CREDENTIAL)/)
+      expect(screen).toMatch(/\nagentchart demo: openai refused the API key \((AUTH|INVALID_CREDENTIAL) \(HTTP 401\): .*\); check OPENAI_API_KEY\n\[exit 1\]/)
+    } finally {
+      term.close()
+      await new Promise((resolve) => server.close(resolve))
+    }
+  }, 60_000)
 })
 
 function freePort(): Promise<number> {
