@@ -38,7 +38,7 @@ Commands:
                                          e.g. agentchart conformance run suite/ --driver ./my-driver.mjs
 
 Options:
-  -h, --help                             show this text (after a command: that command's help)
+  -h, --help                             show this text (agentchart demo --help: the demo's options)
 `
 
 /** Where the CLI writes; the default is the process's stdout and stderr. */

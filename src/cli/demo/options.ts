@@ -80,7 +80,8 @@ Options:
   -l, --log <file.jsonl>     keep the session in a JSONL file; run again with it to continue
       --once                 answer the prompt and exit, even in a terminal
       --json                 print one JSON event per line instead of the tree (for scripts)
-      --inspect              watch the machines in the Stately inspector (prints the URL to open)
+      --inspect              watch the machines live: the Stately inspector and the offline viewer
+                             (prints the URLs to open)
       --inspect-port <n>     the inspector bridge's port (default 8080)
   -h, --help                 show this text
 
