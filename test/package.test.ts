@@ -50,9 +50,9 @@ describe('package', () => {
     expect(readFileSync(join(root, 'src/adapters/openai.ts'), 'utf8')).toMatch(/import\('openai'\)/)
   })
 
-  it('zod and openai are peers (openai optional); what the sources load is declared', () => {
-    expect(pkg.peerDependencies).toEqual({ zod: '^3.25.0 || ^4.0.0', openai: '^6.0.0 || ^7.0.0' })
-    expect(pkg.peerDependenciesMeta).toEqual({ openai: { optional: true } })
+  it('zod and openai are peers (openai optional, and @statelyai/inspect for `demo --inspect`); what the sources load is declared', () => {
+    expect(pkg.peerDependencies).toEqual({ zod: '^3.25.0 || ^4.0.0', openai: '^6.0.0 || ^7.0.0', '@statelyai/inspect': '^0.7.0' })
+    expect(pkg.peerDependenciesMeta).toEqual({ openai: { optional: true }, '@statelyai/inspect': { optional: true } })
     expect(Object.keys(pkg.dependencies).sort()).toEqual(['@xstate/graph', 'rxjs', 'xstate'])
     const loaded = new Set([...runtimePackages('src/index.ts'), ...runtimePackages('src/testing/index.ts'), ...runtimePackages('src/cli/index.ts')])
     const builtin = [...loaded].filter((p) => p.startsWith('node:'))
