@@ -6,8 +6,8 @@ import type { agentMachine } from './machines/agent.js'
 type AgentMachine = typeof agentMachine
 import type { ModelAdapter } from './adapters/types.js'
 import { AgentStateError, ConfigError, SessionAppendError } from './errors.js'
-import { applySplice, duplicatePending, hasPending, type InboxLists } from './machines/inbox.js'
-import type { ToolOutcome } from './machines/types.js'
+import { applySplice, duplicatePending, hasPending } from './machines/inbox.js'
+import type { InboxLists, ToolOutcome } from './machines/types.js'
 import { toInboxMessage } from './messages.js'
 import { Hooks, type HookLogger } from './runtime/hooks.js'
 import { canonical, Runtime } from './runtime/runtime.js'
@@ -25,6 +25,7 @@ import {
 import { OutputSchemas, seedConfig, type RequestConfigInput, type RequestOptions } from './request.js'
 import { LogIndex, type RunResult, type UsageTotals } from './results.js'
 import { RunTracker } from './runs.js'
+import { describeValue } from './session/lossless.js'
 import { repairClosers, openTurnOf } from './session/repair.js'
 import { createSession, type Session } from './session/session.js'
 import { toolSchemas, type ToolDefinition } from './tools/define.js'
@@ -46,7 +47,7 @@ export interface AgentOptions {
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void)
   /** Where contained listener failures are reported; defaults to console. */
   logger?: HookLogger
-  /** Advanced: a variant of the agent machine from `buildAgentMachine` (agentchart/machines). */
+  /** The agent machine to run: `agentMachine` from agentchart/machines with implementations swapped by `.provide()` (docs/machines.md). */
   machine?: AgentMachine
 }
 
@@ -84,7 +85,8 @@ export interface AgentHooks {
   'agent/session-start': (p: WithAgent<{ source: 'startup' | 'resume' }>) => void
   'session/event': (p: WithAgent<{ session: Session; event: SessionEvent }>) => void | Promise<void>
 }
-export type HookName = keyof AgentHooks
+/** Every name `agent.on()` accepts: the extension points and the notifications. */
+export type ListenerName = keyof AgentHooks
 
 export type PreStepDecision = { kind: 'reject' } | { kind: 'enter'; messages: readonly UserMessage[] }
 export type RequestErrorAction = { kind: 'retry' } | undefined
@@ -182,7 +184,7 @@ function replayInbox(session: Session): InboxLists {
 function positiveInt(name: string, value: unknown): number | undefined {
   if (value === undefined) return undefined
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-    throw new ConfigError(`${name} must be a positive safe integer, got ${String(value)}`, { path: name })
+    throw new ConfigError(`${name} must be a positive safe integer, got ${describeValue(value)}`, { path: name })
   }
   return value
 }
@@ -359,7 +361,7 @@ export class Agent {
   }
 
   /** Listen to an extension point or notification; returns a disposer. */
-  on<N extends HookName>(name: N, listener: AgentHooks[N]): () => void {
+  on<N extends ListenerName>(name: N, listener: AgentHooks[N]): () => void {
     if (typeof listener !== 'function') throw new ConfigError(`listener for ${name} must be a function`, { path: 'listener' })
     // session/event listeners are contained and logged like every notification (HK-3, SS-11)
     if (name === 'session/event' && !this.#unobserve) {

@@ -4,7 +4,7 @@ export type {
   AgentOptions,
   AgentStatus,
   AgentHooks,
-  HookName,
+  ListenerName,
   PreStepDecision,
   RequestErrorAction,
   PreExecuteDecision,

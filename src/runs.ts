@@ -1,7 +1,7 @@
 // agent.run(input): follow one queued prompt through the log until the turn
 // that claimed it ends, or until it is discarded or left parked, so every run
 // settles. The log observer is installed only while runs are pending.
-import type { InboxLists } from './machines/inbox.js'
+import type { InboxLists } from './machines/types.js'
 import type { OutputSchemas } from './request.js'
 import { zeroUsage, type LogIndex, type RunResult, type UnrunResult } from './results.js'
 import type { SessionEvent, SessionEventOf } from './session/schemas.js'

@@ -13,9 +13,11 @@
 //
 // Edges are labelled with the event type, followed by `[guarded]` when the
 // transition has a guard. `xstate.done.state.*` (an `onDone`) is drawn as
-// `done`. Transitions without a target run actions and stay in the same state;
-// a diagram has no good place for them, so they are listed in the README
-// (and as comments in the .mmd file) instead of drawn.
+// `done`. Two kinds of transitions have no good place in a diagram, so they
+// are listed in the README (and as comments in the .mmd file) instead of
+// drawn: those without a target (they run actions and stay in the same
+// state), and those a compound state takes into one of its own children
+// from whichever child is active (e.g. a refused append closing the turn).
 //
 // Each machine's diagram stops at the boundary of the next machine: inside
 // the agent, `running.turn` is one box that points at the turn diagram, and
@@ -71,14 +73,14 @@ const DIAGRAMS: readonly DiagramSpec[] = [
     file: 'turn',
     exportName: 'turnMachine',
     machine: turnMachine,
-    collapse: { stepping: 'step' },
+    collapse: { step: 'step' },
     summary: 'One turn: turn/start, the claim and agent/pre-step, zero or more steps, agent/turn-stopping, turn/end with its reason.',
   },
   {
     file: 'step',
     exportName: 'stepMachine',
     machine: stepMachine,
-    collapse: { requesting: 'attempt', tools: 'tool-batch' },
+    collapse: { attempt: 'attempt', toolBatch: 'tool-batch' },
     summary: 'One step: step/start and the entered messages, the model request (attempts), the tool calls, step/end.',
   },
   {
@@ -116,12 +118,14 @@ interface Edge {
   label: string
 }
 
-/** A transition that runs actions without leaving its state (not drawn). */
-export interface InPlaceTransition {
+/** A transition that is listed, not drawn: it stays in its state, or leads a compound state into its own child. */
+export interface UndrawnTransition {
   /** Dot-joined path of the state below the machine root, or `(any state)` for the root. */
   state: string
   /** The event type, or `always`. */
   label: string
+  /** For a transition into a child: the child's path below the machine root (several joined by `, `). */
+  target?: string
 }
 
 /** The diagram id of a node: its path below the root, joined with `_`. */
@@ -143,6 +147,12 @@ function parentOf(node: Node): Node | undefined {
   return (node as unknown as { parent?: Node }).parent
 }
 
+/** True when `node` lies inside `ancestor`. */
+function isWithin(node: Node, ancestor: Node): boolean {
+  for (let p = parentOf(node); p; p = parentOf(p)) if (p === ancestor) return true
+  return false
+}
+
 /** The innermost compound or parallel node that contains both (neither itself), where Mermaid must declare the edge. */
 function commonParent(a: Node, b: Node): Node {
   const ancestors = (n: Node): Node[] => {
@@ -157,7 +167,7 @@ function commonParent(a: Node, b: Node): Node {
 
 class Walker {
   readonly edges: Edge[] = []
-  readonly inPlace: InPlaceTransition[] = []
+  readonly undrawn: UndrawnTransition[] = []
   readonly #seen = new Set<string>()
 
   constructor(
@@ -189,12 +199,19 @@ class Walker {
     const events = [...node.transitions.keys()].sort()
     for (const eventType of events) for (const t of node.transitions.get(eventType) ?? []) candidates.push([eventType, t])
     const from = this.shown(node)
+    // a collapsed box's own undrawn transitions belong to the other machine's diagram
+    const lists = !insideBox && !(this.isCollapsed(node) && node.path.length > this.rootPath.length)
     for (const [eventType, t] of candidates) {
       const label = labelOf(eventType, t)
       const targets = t.target ?? []
       if (targets.length === 0) {
         // listed by event name alone: whether a guard picks among them does not change the state
-        if (!insideBox) this.#addInPlace(relPath(node, this.rootPath) || '(any state)', eventType)
+        if (lists) this.#addUndrawn(relPath(node, this.rootPath) || '(any state)', eventType)
+        continue
+      }
+      if (targets.every((target) => target !== node && isWithin(target, node))) {
+        const where = targets.map((target) => relPath(target, this.rootPath)).join(', ')
+        if (lists) this.#addUndrawn(relPath(node, this.rootPath) || '(any state)', label, where)
         continue
       }
       for (const target of targets) {
@@ -217,11 +234,11 @@ class Walker {
     this.edges.push(edge)
   }
 
-  #addInPlace(state: string, label: string): void {
-    const key = `${state}\u0000${label}`
+  #addUndrawn(state: string, label: string, target?: string): void {
+    const key = `${state}\u0000${label}\u0000${target ?? ''}`
     if (this.#seen.has(key)) return
     this.#seen.add(key)
-    this.inPlace.push({ state, label })
+    this.undrawn.push(target === undefined ? { state, label } : { state, label, target })
   }
 }
 
@@ -237,8 +254,8 @@ export interface MachineDiagram {
   readonly summary: string
   /** The Mermaid text, starting with `stateDiagram-v2`, without comments. */
   readonly mermaid: string
-  /** Transitions that stay in their state, which the diagram does not draw. */
-  readonly inPlace: readonly InPlaceTransition[]
+  /** Transitions the diagram lists instead of drawing. */
+  readonly undrawn: readonly UndrawnTransition[]
 }
 
 function quote(text: string): string {
@@ -298,7 +315,7 @@ function render(spec: DiagramSpec): MachineDiagram {
 
   put(0, 'stateDiagram-v2')
   emitChildren(root, 1)
-  return { name: spec.file, exportName: spec.exportName, summary: spec.summary, mermaid: `${lines.join('\n')}\n`, inPlace: walker.inPlace }
+  return { name: spec.file, exportName: spec.exportName, summary: spec.summary, mermaid: `${lines.join('\n')}\n`, undrawn: walker.undrawn }
 }
 
 /**
@@ -321,7 +338,9 @@ export function machineDiagrams(): Record<string, string> {
 /** The text of a diagram's `.mmd` file: comment lines naming its origin and the undrawn transitions, then the diagram. */
 export function diagramFile(diagram: MachineDiagram): string {
   const head = [`%% ${diagram.exportName}: generated by scripts/diagrams.ts from src/machines/. Do not edit by hand.`]
-  for (const { state, label } of diagram.inPlace) head.push(`%% in place (no state change): ${state}: ${label}`)
+  for (const { state, label, target } of diagram.undrawn) {
+    head.push(target === undefined ? `%% in place (no state change): ${state}: ${label}` : `%% from any state inside: ${state}: ${label} -> ${target}`)
+  }
   return `${head.join('\n')}\n${diagram.mermaid}`
 }
 
@@ -330,12 +349,18 @@ export function fencedDiagram(diagram: MachineDiagram): string {
   return `\`\`\`mermaid\n${diagram.mermaid.trimEnd()}\n\`\`\``
 }
 
-function inPlaceTable(rows: readonly InPlaceTransition[]): string {
+function inPlaceTable(rows: readonly UndrawnTransition[]): string {
   if (rows.length === 0) return '_None._\n'
   const byState = new Map<string, string[]>()
   for (const { state, label } of rows) byState.set(state, [...(byState.get(state) ?? []), label])
   const out = ['| state | events handled without leaving it |', '| --- | --- |']
   for (const [state, labels] of byState) out.push(`| \`${state}\` | ${labels.map((l) => `\`${l}\``).join(', ')} |`)
+  return `${out.join('\n')}\n`
+}
+
+function intoChildTable(rows: readonly UndrawnTransition[]): string {
+  const out = ['| state | event | leads (from whichever child is active) to |', '| --- | --- | --- |']
+  for (const { state, label, target } of rows) out.push(`| \`${state}\` | \`${label}\` | \`${target}\` |`)
   return `${out.join('\n')}\n`
 }
 
@@ -360,7 +385,9 @@ export function diagramReadme(diagrams: readonly MachineDiagram[] = renderMachin
     '- A box labelled "the X machine" is another machine drawn in its own diagram below.',
     '- Transitions with no target (they run actions, such as an inbox edit, and stay put) are not',
     '  drawn. Each diagram is followed by a table of them; `(any state)` means the machine handles',
-    '  the event at its root, whatever state it is in.',
+    '  the event at its root, whatever state it is in. Nor are the transitions a compound state',
+    '  takes into one of its own children from whichever child is active (a refused append that',
+    '  closes the turn, say); a second table lists those.',
     '',
   ]
   for (const diagram of diagrams) {
@@ -368,7 +395,10 @@ export function diagramReadme(diagrams: readonly MachineDiagram[] = renderMachin
     const title = full ? 'The whole composition' : `\`${diagram.exportName}\``
     readme.push(`## ${title}`, '', diagram.summary, '', `Source: [\`${diagram.name}.mmd\`](${diagram.name}.mmd).`, '')
     readme.push(fencedDiagram(diagram), '')
-    if (!full) readme.push('Handled in place:', '', inPlaceTable(diagram.inPlace))
+    if (full) continue
+    readme.push('Handled in place:', '', inPlaceTable(diagram.undrawn.filter((u) => u.target === undefined)))
+    const intoChild = diagram.undrawn.filter((u) => u.target !== undefined)
+    if (intoChild.length > 0) readme.push('Handled by a compound state for whichever of its children is active:', '', intoChildTable(intoChild))
   }
   return readme.join('\n')
 }

@@ -1,67 +1,97 @@
 // agent: the phases idle, running and maintenance (+ final disposed). Owns
-// the inbox, the wake latch and the cancellation cause; runs one turn at a
+// the inbox, the wake latch and the cancellation cause; runs one `turn` at a
 // time and goes straight on to the next while work is pending (PH-4).
-import { cancelIdle, cancelRunning, inboxOn, runningOn } from './active.js'
-import { hasPending } from './inbox.js'
-import { act, agentSetup, awaited, initialContext } from './setup.js'
-import { turnState } from './turn.js'
-import type { AgentContext } from './types.js'
+import { and, not } from 'xstate'
+import { runningOn } from './activity.js'
+import { attached } from './attachment.js'
+import { initialContext } from './context.js'
+import { action, actionOn, guard } from './draft.js'
+import { clearInbox, hasPending, inboxOn } from './inbox.js'
+import { turnSetup, turnState, type TurnImplementations } from './turn.js'
 
-const latchedWithWork = ({ context }: { context: AgentContext }) => context.latch && !context.disposing && hasPending(context)
+export const agentImplementations = {
+  actions: {
+    /** RS-4: a crash-truncated log gets its closers before this instance does anything else. */
+    appendRepairClosers: action((d) => {
+      for (const closer of d.get('instance').repair) {
+        const { type, data, intent } = closer
+        d.emit({ type: 'fx.append', eventType: type, data, ...intent })
+      }
+      d.set({ instance: { ...d.get('instance'), repair: [] } })
+      d.confirm()
+    }),
+    reportRepairFailure: actionOn(['append.failed'], (d, e) => d.notify('agent/error', { turn: d.get('turn'), step: 0, failure: e.failure })),
+    /** PH-2: a fresh signal and status running, confirmed before turn/start so a cancel from that listener opens no turn (TU-3). */
+    announceRunning: action((d) => {
+      d.set({ cancelCause: null, wakeLatched: false })
+      d.emit({ type: 'fx.signal' })
+      d.notify('agent/status', { status: 'running' })
+      d.confirm()
+    }),
+    announceIdle: action((d) => d.notify('agent/status', { status: 'idle' })),
+    /** PH-4: the next turn gets a fresh signal and a cleared wake latch. */
+    renewSignal: action((d) => {
+      d.set({ wakeLatched: false })
+      d.emit({ type: 'fx.signal' })
+    }),
+    clearCancelCause: action((d) => d.set({ cancelCause: null })),
+    dropWakeLatch: action((d) => d.set({ wakeLatched: false })),
+    /** CX-4: nothing to abort; without keepInbox parked items are discarded (disposal marks the agent). */
+    cancelWhileIdle: actionOn(['agent.cancel'], (d, e) => {
+      if (e.cause.kind === 'disposed') d.set({ disposing: true })
+      if (!e.keepInbox) clearInbox(d)
+    }),
+    /** MT-1: the job the API registered starts now, with its own signal. */
+    startJob: action((d) => {
+      d.set({ cancelCause: null })
+      d.emit({ type: 'fx.job', id: d.await() })
+    }),
+  },
+  guards: {
+    hasRepairClosers: guard((context) => context.instance.repair.length > 0),
+    isWakeLatched: guard((context) => context.wakeLatched),
+    /** CX-13 / MT-3: a latched wake replays at convergence if work is still pending (never while disposing). */
+    hasLatchedWork: guard((context) => context.wakeLatched && !context.disposing && hasPending(context)),
+    /** PH-4, Decision 5: after a completed or max-tokens turn, pending work opens the next turn at once. */
+    continuesToNextTurn: guard(
+      (context) =>
+        (context.endReason?.kind === 'completed' || context.endReason?.kind === 'max-tokens') &&
+        context.cancelCause === null &&
+        !context.disposing &&
+        hasPending(context),
+    ),
+  },
+}
 
-/** After a completed or max-tokens turn, pending work opens the next turn at once (PH-4, Decision 5). */
-const continues = ({ context }: { context: AgentContext }) =>
-  (context.end?.kind === 'completed' || context.end?.kind === 'max-tokens') && context.cause === null && !context.disposing && hasPending(context)
+export type AgentImplementations = typeof agentImplementations & TurnImplementations
 
-/** Build the agent machine around a turn; a variant turn is for experiments and for proving the conformance suite can fail. */
-export function buildAgentMachine(turn: typeof turnState = turnState) {
-  return agentSetup.createMachine({
-    id: 'agent',
-    context: ({ input }) => initialContext(input),
+/** The setup every machine's implementations are in: extend it, or `.provide()` on a machine to swap one. */
+export const agentSetup = turnSetup.extend(agentImplementations)
+
+const agentConfig = attached<AgentImplementations>()(
+  agentSetup.createStateConfig({
     initial: 'resuming',
     on: inboxOn,
     states: {
-      // RS-4: a crash-truncated log gets its closers before this instance does anything else
       resuming: {
-        always: [
-          {
-            guard: ({ context }) => context.instance.repair.length > 0,
-            target: 'repairing',
-          },
-          { target: 'idle' },
-        ],
+        always: [{ guard: 'hasRepairClosers', target: 'repairing' }, { target: 'idle' }],
       },
       repairing: {
-        entry: act((d) => {
-          for (const closer of d.get('instance').repair) {
-            const { type, data, intent } = closer
-            d.emit({ type: 'fx.append', eventType: type, data, ...intent })
-          }
-          d.set({ instance: { ...d.get('instance'), repair: [] } })
-          d.sync()
-        }),
+        entry: 'appendRepairClosers',
         on: {
-          sync: { guard: awaited, target: 'idle' },
-          fault: { target: 'idle', actions: act<'fault'>((d, e) => d.notify('agent/error', { turn: d.get('turn'), step: 0, error: e.error })) },
+          'appends.confirmed': { guard: 'isAwaited', target: 'idle' },
+          'append.failed': { target: 'idle', actions: ['restoreInbox', 'reportRepairFailure'] },
         },
       },
       idle: {
-        // CX-13 / MT-3: a latched wake replays at convergence if work is still pending
         always: [
-          { guard: latchedWithWork, target: 'running' },
-          { guard: ({ context }) => context.latch, actions: act((d) => d.set({ latch: false })) },
+          { guard: 'hasLatchedWork', target: 'running' },
+          { guard: 'isWakeLatched', actions: 'dropWakeLatch' },
         ],
         on: {
-          'inbox.committed': [
-            {
-              guard: ({ event, context }) => event.wakeup && !context.disposing,
-              target: 'running',
-              actions: act<'inbox.committed'>((d, e) => d.notify('agent/inbox/inserted', { message: e.message })),
-            },
-            { actions: act<'inbox.committed'>((d, e) => d.notify('agent/inbox/inserted', { message: e.message })) },
-          ],
-          // CX-4: nothing to abort; without keepInbox parked items are discarded
-          'agent.cancel': { actions: cancelIdle },
+          // PH-2: a waking send from idle runs; anything else an inbox request does bubbles to the root
+          'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), target: 'running', actions: 'insertSent' },
+          'agent.cancel': { actions: 'cancelWhileIdle' },
           'maintenance.start': { target: 'maintenance' },
           'agent.dispose': { target: 'disposed' },
         },
@@ -69,64 +99,48 @@ export function buildAgentMachine(turn: typeof turnState = turnState) {
       running: {
         initial: 'starting',
         on: runningOn,
-        exit: act((d) => {
-          d.notify('agent/status', { status: 'idle' })
-          d.set({ cause: null })
-        }),
+        exit: 'clearCancelCause',
         states: {
-          // PH-2: status flips before turn/start; TU-3: a cancel from that listener opens no turn
           starting: {
-            entry: act((d) => {
-              d.set({ cause: null, latch: false })
-              d.emit({ type: 'fx.signal' })
-              d.notify('agent/status', { status: 'running' })
-              d.sync()
-            }),
+            entry: 'announceRunning',
             on: {
-              sync: [
-                { guard: ({ context, event }) => awaited({ context, event }) && context.cause !== null, target: '#agent.idle' },
-                { guard: awaited, target: 'turn' },
+              'appends.confirmed': [
+                // TU-3: cancelled from the running-status listener: no turn/start
+                { guard: and(['isAwaited', 'isCancelled']), target: '#agent.idle', actions: 'announceIdle' },
+                { guard: 'isAwaited', target: 'turn' },
               ],
+              // IN-7: the waking send's splice was refused: back to idle as if it never came (no status change)
+              'append.failed': { guard: 'isAwaited', target: '#agent.idle', actions: 'restoreInbox' },
             },
           },
-          turn: { ...turn, onDone: 'next' },
-          next: {
-            always: [
-              {
-                guard: continues,
-                target: 'turn',
-                actions: act((d) => {
-                  d.set({ latch: false })
-                  d.emit({ type: 'fx.signal' })
-                }),
-              },
-              { target: '#agent.idle' },
+          turn: {
+            ...turnState,
+            onDone: [
+              { guard: 'continuesToNextTurn', target: 'turn', reenter: true, actions: 'renewSignal' },
+              { target: '#agent.idle', actions: 'announceIdle' },
             ],
           },
         },
       },
       maintenance: {
-        entry: act((d) => {
-          d.set({ cause: null })
-          d.emit({ type: 'fx.job', id: d.await() })
-        }),
-        exit: act((d) => d.set({ cause: null })),
+        entry: 'startJob',
+        exit: 'clearCancelCause',
         on: {
-          'job.settled': { guard: awaited, target: 'idle' },
+          'job.settled': { guard: 'isAwaited', target: 'idle' },
           // MT-5: abort the job; later wakes are forced into next-turn and latch
-          'agent.cancel': { actions: cancelRunning },
-          'inbox.committed': {
-            actions: act<'inbox.committed'>((d, e) => {
-              d.notify('agent/inbox/inserted', { message: e.message })
-              if (e.wakeup && !d.get('disposing')) d.set({ latch: true })
-            }),
-          },
+          'agent.cancel': { actions: 'cancelActivity' },
+          // MT-3: a waking send during maintenance latches
+          'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), actions: ['insertSent', 'latchWake'] },
         },
       },
       disposed: { type: 'final' },
     },
-  })
-}
+  }),
+)
 
 /** The agent: idle, running (one turn at a time), maintenance, disposed. */
-export const agentMachine = buildAgentMachine()
+export const agentMachine = agentSetup.createMachine({
+  id: 'agent',
+  context: ({ input }) => initialContext(input),
+  ...agentConfig,
+})

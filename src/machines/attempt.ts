@@ -1,48 +1,38 @@
 // attempt: one model request inside an open step. building (agent/request,
-// route check, header/context logging) -> dispatching (records in, cancel
-// re-checked) -> streaming -> done, or recovering
-// (agent/request-error) -> a retry is a new attempt of the same step (RQ-10).
-import { visiblePrefix } from '../adapters/assemble.js'
-import { LlmError } from '../adapters/failure.js'
-import { deepFreeze } from '../session/lossless.js'
-import type { ContentBlock, LlmFailure } from '../session/schemas.js'
-import { act, agentSetup, awaited, awaitedAndCancelled, initialContext, type Draft, type EventOf } from './setup.js'
-import type { PlannedCall } from './types.js'
-import { activeOn, cancelRunning } from './active.js'
-import { newBatch } from './batch.js'
+// route check) -> streaming (the header and route records are logged and the
+// model called) -> done, or recovering (agent/request-error) -> a retry
+// builds again: a new attempt of the same step (RQ-10).
+import { and, or } from 'xstate'
+import type { ContentBlock, ReasoningBlock, TextBlock } from '../session/schemas.js'
+import { activityOn } from './activity.js'
+import { attached } from './attachment.js'
+import { initialContext, newToolBatch } from './context.js'
+import { action, actionOn, guardOn, type Draft } from './draft.js'
+import { toolBatchSetup, type ToolBatchImplementations } from './tool-batch.js'
+import type { PlannedCall, TurnFailure } from './types.js'
 
 /** TL-1: an empty string is `{}`, valid JSON its value, anything else stays the raw text. */
 export function parseArguments(raw: string): unknown {
-  if (raw.trim() === '') return Object.freeze({})
+  if (raw.trim() === '') return {}
   try {
-    return deepFreeze(JSON.parse(raw))
+    return JSON.parse(raw) as unknown
   } catch {
     return raw
   }
 }
 
-function endAttempt(d: Draft, outcome: 'aborted' | 'error', failure?: { failure: LlmFailure; error: unknown }): void {
-  d.set({ stepOutcome: outcome })
-  if (failure) d.set({ failure: { ...failure, step: d.get('step') }, end: { kind: 'error', error: failure.failure } })
+/** CX-7: the non-empty text and reasoning blocks of a cancelled stream, or null when none shows non-whitespace text. */
+export function visiblePrefix(content: readonly ContentBlock[]): (TextBlock | ReasoningBlock)[] | null {
+  const out = content.filter((b): b is TextBlock | ReasoningBlock => (b.type === 'text' || b.type === 'reasoning') && b.text !== '')
+  return out.some((b) => /\S/.test(b.text)) ? out : null
 }
 
-const abortAttempt = act((d) => endAttempt(d, 'aborted'))
+const NO_ROUTE =
+  'the agent has no provider/model for this request: set `model` in createAgent options or return a config with provider and model from an agent/request listener'
 
-/** Log the header and route records the request needs; the request is sent once they are in (RQ-4, RQ-5). */
-function logRecords(d: Draft, e: EventOf<'request.prepared'>): void {
-  const request = d.get('request')
-  const first = request.requests === 0
-  if (first || e.headerKey !== request.headerKey) {
-    const reason = !first ? 'change' : request.priorHeader ? 'resume' : 'initial'
-    d.append('request/header', { header: e.header, reason })
-    d.setRequest({ headerKey: e.headerKey })
-  }
-  if (e.contextKey !== request.contextKey) {
-    d.append('request/context', e.context)
-    d.setRequest({ contextKey: e.contextKey })
-  }
-  d.setRequest({ requests: request.requests + 1, config: e.config, seedConfig: e.config })
-  d.sync()
+function endAttempt(d: Draft, outcome: 'aborted' | 'error', failure?: Omit<TurnFailure, 'step'>): void {
+  d.set({ stepOutcome: outcome })
+  if (failure) d.set({ failure: { failure: failure.failure, step: d.get('step') }, endReason: { kind: 'error', error: failure.failure } })
 }
 
 function modelSource(d: Draft, replayState: unknown) {
@@ -51,140 +41,143 @@ function modelSource(d: Draft, replayState: unknown) {
   return replayState === undefined ? source : { ...source, replayState: replayState as { response: unknown } }
 }
 
-/** The completion anchor: exactly one assistant/message citing this attempt's chunks (ST-7..ST-10). */
-function anchor(d: Draft, e: EventOf<'model.settled'>): void {
-  const { response } = e
-  const maxTokens = response.finish.kind === 'max-tokens'
-  const message = {
-    id: `${d.get('instance').id}-m${d.id()}`,
-    role: 'assistant' as const,
-    content: response.content,
-    source: modelSource(d, response.replayState),
-  }
-  const data = { turn: d.get('turn'), step: d.get('step'), message, ...(response.usage ? { usage: response.usage } : {}) }
-  d.append('assistant/message', data, { surfaceOp: 'append', sourceEventSeqs: e.chunkSeqs })
-  const calls: PlannedCall[] = maxTokens
-    ? []
-    : response.content
-        .filter((b): b is Extract<ContentBlock, { type: 'tool-call' }> => b.type === 'tool-call')
-        .map((b) => ({ callId: b.id, name: b.name, arguments: b.arguments, args: parseArguments(b.arguments) }))
-  d.set({ tools: newBatch(calls, d.get('instance').maxParallelToolCalls), stepOutcome: maxTokens ? 'max-tokens' : calls.length > 0 ? 'continue' : 'completed' })
+const messageId = (d: Draft) => `${d.get('instance').id}-m${d.id()}`
+
+export const attemptImplementations = {
+  actions: {
+    /** A new attempt: agent/request and the request's config, header and route record (RQ-1, RQ-2). */
+    buildRequest: action((d) => {
+      const request = d.get('request')
+      d.setRequest({ attempt: request.attempt + 1, config: null })
+      d.emit({ type: 'fx.prepare', id: d.await(), turn: d.get('turn'), step: d.get('step'), seed: request.seedConfig })
+    }),
+    /** RQ-3: no route, no request. */
+    failWithoutRoute: action((d) => endAttempt(d, 'error', { failure: { message: NO_ROUTE, code: 'NO_ADAPTER' } })),
+    /** Log the header and route records the request needs (RQ-4, RQ-5), then call the model. */
+    dispatchRequest: actionOn(['request.prepared'], (d, e) => {
+      const request = d.get('request')
+      const first = request.requests === 0
+      if (first || e.headerKey !== request.headerKey) {
+        const reason = !first ? 'change' : request.priorHeader ? 'resume' : 'initial'
+        d.append('request/header', { header: e.header, reason })
+        d.setRequest({ headerKey: e.headerKey })
+      }
+      if (e.contextKey !== request.contextKey) {
+        d.append('request/context', e.context)
+        d.setRequest({ contextKey: e.contextKey })
+      }
+      d.setRequest({ requests: request.requests + 1, config: e.config, seedConfig: e.config })
+      // a cancel from an observer of those records lands before the runtime starts the stream (CX-6)
+      d.emit({ type: 'fx.model', id: d.await(), turn: d.get('turn'), step: d.get('step'), config: e.config })
+    }),
+    /** The completion anchor: exactly one assistant/message citing this attempt's chunks (ST-7..ST-10). */
+    appendAnchor: actionOn(['model.settled'], (d, e) => {
+      const { response } = e
+      const maxTokens = response.finish.kind === 'max-tokens'
+      const message = { id: messageId(d), role: 'assistant' as const, content: response.content, source: modelSource(d, response.replayState) }
+      const data = { turn: d.get('turn'), step: d.get('step'), message, ...(response.usage ? { usage: response.usage } : {}) }
+      d.append('assistant/message', data, { surfaceOp: 'append', sourceEventSeqs: e.chunkSeqs })
+      const calls: PlannedCall[] = maxTokens
+        ? []
+        : response.content
+            .filter((b): b is Extract<ContentBlock, { type: 'tool-call' }> => b.type === 'tool-call')
+            .map((b) => ({ callId: b.id, name: b.name, arguments: b.arguments, args: parseArguments(b.arguments) }))
+      d.set({
+        toolBatch: newToolBatch(calls, d.get('instance').maxParallelToolCalls),
+        stepOutcome: maxTokens ? 'max-tokens' : calls.length > 0 ? 'continue' : 'completed',
+      })
+    }),
+    /** CX-7: a cancelled stream keeps its visible text as an interrupted prefix; tool calls are dropped. */
+    keepInterruptedPrefix: actionOn(['model.settled'], (d, e) => {
+      const visible = visiblePrefix(e.response.content)
+      if (visible) {
+        const message = { id: messageId(d), role: 'assistant' as const, content: visible, source: modelSource(d, undefined) }
+        const usage = e.response.usage ? { usage: e.response.usage } : {}
+        d.append(
+          'assistant/message',
+          { turn: d.get('turn'), step: d.get('step'), message, ...usage, interrupted: true },
+          { surfaceOp: 'append', sourceEventSeqs: e.chunkSeqs },
+        )
+      }
+      d.set({ stepOutcome: 'aborted' })
+    }),
+    /** RQ-9: the failure finish goes to recovery with its facts. */
+    recordRequestFailure: actionOn(['model.settled'], (d, e) => {
+      const finish = e.response.finish as Extract<typeof e.response.finish, { failure: unknown }>
+      d.setRequest({ failure: { failure: finish.failure, step: d.get('step') } })
+    }),
+    askRequestError: action((d) => {
+      const { failure, config } = d.get('request')
+      const payload = { turn: d.get('turn'), step: d.get('step'), ...(config ? { provider: config.provider } : {}), failure: failure!.failure }
+      d.hook('agent/request-error', payload, { abandonOnCancel: true })
+    }),
+    /** RQ-9: recovery gave up: the failure ends the turn `error`, verbatim. */
+    giveUpRequest: action((d) => endAttempt(d, 'error', d.get('request').failure!)),
+    /** A listener or the stream outside the adapter failed: the turn ends `error` without recovery (RQ-7, RQ-13, HK-5). */
+    failAttempt: actionOn(['hook.failed', 'model.failed'], (d, e) => endAttempt(d, 'error', e)),
+    abortAttempt: action((d) => endAttempt(d, 'aborted')),
+  },
+  guards: {
+    lacksRoute: guardOn(['request.prepared'], (_context, e) => !e.config.provider || !e.config.model),
+    /** The stream was cut by the turn's cancellation (RQ-8). */
+    isCancelledStream: guardOn(['model.settled'], (_context, e) => e.cancelled),
+    /** Only a terminal error or aborted finish is a request failure (RQ-7). */
+    isFailedFinish: guardOn(['model.settled'], (_context, e) => e.response.finish.kind === 'error' || e.response.finish.kind === 'aborted'),
+    isRetry: guardOn(['hook.done'], (_context, e) => (e.value as { kind?: unknown } | undefined)?.kind === 'retry'),
+  },
 }
 
-/** CX-7: a cancelled stream keeps its visible text as an interrupted prefix; tool calls are dropped. */
-function interrupt(d: Draft, e: EventOf<'model.settled'>): void {
-  const visible = visiblePrefix(e.response.content)
-  if (visible) {
-    const message = { id: `${d.get('instance').id}-m${d.id()}`, role: 'assistant' as const, content: visible, source: modelSource(d, undefined) }
-    const usage = e.response.usage ? { usage: e.response.usage } : {}
-    d.append(
-      'assistant/message',
-      { turn: d.get('turn'), step: d.get('step'), message, ...usage, interrupted: true },
-      { surfaceOp: 'append', sourceEventSeqs: e.chunkSeqs },
-    )
-  }
-  d.set({ stepOutcome: 'aborted' })
-}
+export type AttemptImplementations = typeof attemptImplementations & ToolBatchImplementations
+export const attemptSetup = toolBatchSetup.extend(attemptImplementations)
 
-const failedFinish = ({ event }: { event: { type: string } }) => {
-  const e = event as EventOf<'model.settled'>
-  return e.response.finish.kind === 'error' || e.response.finish.kind === 'aborted'
-}
-
-export const attemptState = agentSetup.createStateConfig({
-  initial: 'building',
-  states: {
-    building: {
-      entry: act((d) => {
-        const request = d.get('request')
-        d.setRequest({ attempt: request.attempt + 1, config: null })
-        d.emit({ type: 'fx.prepare', id: d.await(), turn: d.get('turn'), step: d.get('step'), seed: request.seedConfig })
-      }),
-      on: {
-        // a cancel wins over the pending agent/request; its late answer is dropped by its id
-        'agent.cancel': { target: 'done', actions: [cancelRunning, abortAttempt] },
-        'request.prepared': [
-          {
-            // RQ-3: no route, no request
-            guard: (a) => awaited(a) && (!a.event.config.provider || !a.event.config.model),
-            target: 'done',
-            actions: act<'request.prepared'>((d) => {
-              const message =
-                'the agent has no provider/model for this request: set `model` in createAgent options or return a config with provider and model from an agent/request listener'
-              endAttempt(d, 'error', { failure: { message, code: 'NO_ADAPTER' }, error: new Error(message) })
-            }),
-          },
-          { guard: awaited, target: 'dispatching', actions: act<'request.prepared'>(logRecords) },
-        ],
-        'hook.failed': {
-          guard: awaited,
-          target: 'done',
-          actions: act<'hook.failed'>((d, e) => endAttempt(d, 'error', e)),
+export const attemptState = attached<AttemptImplementations>()(
+  attemptSetup.createStateConfig({
+    initial: 'building',
+    states: {
+      building: {
+        entry: 'buildRequest',
+        on: {
+          // a cancel wins over the pending agent/request; its late answer is dropped by its id
+          'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
+          'request.prepared': [
+            { guard: and(['isAwaited', 'lacksRoute']), target: 'done', actions: 'failWithoutRoute' },
+            { guard: 'isAwaited', target: 'streaming', actions: 'dispatchRequest' },
+          ],
+          'hook.failed': { guard: 'isAwaited', target: 'done', actions: 'failAttempt' },
         },
       },
-    },
-    // CX-6: a cancel from an observer of those records lands before the model is called
-    dispatching: {
-      on: {
-        sync: [
-          { guard: awaitedAndCancelled, target: 'done', actions: abortAttempt },
-          {
-            guard: awaited,
-            target: 'streaming',
-            actions: act((d) => d.emit({ type: 'fx.model', id: d.await(), turn: d.get('turn'), step: d.get('step'), config: d.get('request').config! })),
-          },
-        ],
-        fault: { target: 'done', actions: act<'fault'>((d, e) => endAttempt(d, 'error', e)) },
+      streaming: {
+        on: {
+          'model.settled': [
+            { guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), target: 'done', actions: 'keepInterruptedPrefix' },
+            { guard: and(['isAwaited', 'isFailedFinish']), target: 'recovering', actions: 'recordRequestFailure' },
+            { guard: 'isAwaited', target: 'done', actions: 'appendAnchor' },
+          ],
+          'model.failed': { guard: 'isAwaited', target: 'done', actions: 'failAttempt' },
+        },
       },
-    },
-    streaming: {
-      on: {
-        'model.settled': [
-          {
-            guard: (a) => awaited(a) && (a.context.cause !== null || a.event.cancelled),
-            target: 'done',
-            actions: act<'model.settled'>(interrupt),
-          },
-          {
-            guard: (a) => awaited(a) && failedFinish(a),
-            target: 'recovering',
-            actions: act<'model.settled'>((d, e) => {
-              const finish = e.response.finish as { failure: LlmFailure }
-              // RQ-9: agent/error reports an error carrying the same facts; turn/end keeps the facts verbatim
-              d.setRequest({ failure: { failure: finish.failure, error: new LlmError(finish.failure), step: d.get('step') } })
-            }),
-          },
-          { guard: awaited, target: 'done', actions: act<'model.settled'>(anchor) },
-        ],
-        'model.faulted': { guard: awaited, target: 'done', actions: act<'model.faulted'>((d, e) => endAttempt(d, 'error', e)) },
+      recovering: {
+        entry: 'askRequestError',
+        on: {
+          // RQ-12 / CX-8: cancellation beats retry, and no interrupted prefix is written
+          'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
+          'hook.done': [
+            // RQ-10: a retry is a new attempt in the same step
+            { guard: and(['isAwaited', 'isRetry']), target: 'building' },
+            { guard: 'isAwaited', target: 'done', actions: 'giveUpRequest' },
+          ],
+          'hook.failed': { guard: 'isAwaited', target: 'done', actions: 'failAttempt' },
+        },
       },
+      done: { type: 'final' },
     },
-    recovering: {
-      entry: act((d) => {
-        const { failure, config } = d.get('request')
-        d.hook('agent/request-error', { turn: d.get('turn'), step: d.get('step'), provider: config?.provider, failure: failure!.failure }, undefined)
-      }),
-      on: {
-        // RQ-12 / CX-8: cancellation beats retry, and no interrupted prefix is written
-        'agent.cancel': { target: 'done', actions: [cancelRunning, abortAttempt] },
-        'hook.done': [
-          {
-            guard: (a) => awaited(a) && a.event.value !== undefined && (a.event.value as { kind?: unknown })?.kind === 'retry',
-            target: 'building',
-          },
-          { guard: awaited, target: 'done', actions: act((d) => endAttempt(d, 'error', d.get('request').failure!)) },
-        ],
-        'hook.failed': { guard: awaited, target: 'done', actions: act<'hook.failed'>((d, e) => endAttempt(d, 'error', e)) },
-      },
-    },
-    done: { type: 'final' },
-  },
-})
+  }),
+)
 
 /** The attempt on its own: one request of an already open step (for graph walks and diagrams). */
-export const attemptMachine = agentSetup.createMachine({
+export const attemptMachine = attemptSetup.createMachine({
   id: 'attempt',
   context: ({ input }) => ({ ...initialContext(input), turn: 1, step: 1 }),
-  on: activeOn,
   ...attemptState,
+  on: activityOn,
 })

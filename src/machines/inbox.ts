@@ -1,14 +1,14 @@
-// The inbox as a pure projection of `agent/inbox/spliced` events (IN-2..IN-14):
-// the machines, the public view and resume all fold splices with these.
+// The inbox, in one place: the pure projection of `agent/inbox/spliced`
+// events (IN-2..IN-14) that the machines, the public view and resume all
+// fold with; the draft steps that claim, insert and discard; and the named
+// implementations of the inbox requests every machine accepts in every phase.
 import type { EventData, InboxTarget, UserMessage } from '../session/schemas.js'
-import type { AgentEvent } from './types.js'
+import { actionOn, baseSetup, guardOn, type Draft } from './draft.js'
+import type { AgentEvent, CallerUndo, InboxLists } from './types.js'
 
 export type SpliceData = EventData<'agent/inbox/spliced'>
 
-export interface InboxLists {
-  readonly nextTurn: readonly UserMessage[]
-  readonly nextStep: readonly UserMessage[]
-}
+// ---- the projection ----------------------------------------------------------
 
 /** Array.prototype.splice's start normalization (IN-3). */
 export function normalizeStart(start: unknown, length: number): number {
@@ -60,6 +60,7 @@ export function duplicatedBy(lists: InboxLists, event: AgentEvent): string | nul
   }
 }
 
+/** The text of the ALREADY_PENDING refusal. */
 export const alreadyPending = (id: string) => `message ${JSON.stringify(id)} is already pending (IN-6)`
 
 /** The list a target names. */
@@ -91,3 +92,141 @@ export function findPending(lists: InboxLists, id: string): { target: InboxTarge
 export function hasPending(lists: InboxLists): boolean {
   return lists.nextTurn.length > 0 || lists.nextStep.length > 0
 }
+
+// ---- draft steps ---------------------------------------------------------------
+
+const listKey = (target: InboxTarget) => (target === 'next-turn' ? 'nextTurn' : 'nextStep')
+
+/** What an API request may change beside the lists, as it was before the request (restored if its splice is refused). */
+const undoOf = (d: Draft): CallerUndo => ({ wakeLatched: d.get('wakeLatched') })
+
+/** Splice the next-step list (and at a turn boundary the first prompt) into the proposal batch (IN-9). */
+export function claimInbox(d: Draft, turnBoundary: boolean): void {
+  const batch: UserMessage[] = []
+  const nextStep = d.get('nextStep')
+  if (nextStep.length > 0) {
+    d.append('agent/inbox/spliced', { target: 'next-step', start: 0, removedCount: nextStep.length, inserted: [] })
+    batch.push(...nextStep)
+    d.set({ nextStep: [] })
+  }
+  const nextTurn = d.get('nextTurn')
+  if (turnBoundary && nextTurn.length > 0) {
+    d.append('agent/inbox/spliced', { target: 'next-turn', start: 0, removedCount: 1, inserted: [] })
+    batch.push(nextTurn[0])
+    d.set({ nextTurn: nextTurn.slice(1) })
+  }
+  const turn = d.get('turn')
+  for (const message of batch) d.notify('agent/inbox/claimed', { message, turn })
+  d.set({ proposal: { batch, entering: [] } })
+}
+
+/** Insert messages at the end of a list as one splice, then announce them (TL-12 tool contexts). */
+export function insertInbox(d: Draft, target: InboxTarget, messages: readonly UserMessage[]): void {
+  if (messages.length === 0) return
+  const key = listKey(target)
+  const list = d.get(key)
+  d.append('agent/inbox/spliced', { target, start: list.length, inserted: [...messages] })
+  d.set({ [key]: [...list, ...messages] })
+  for (const message of messages) d.notify('agent/inbox/inserted', { message })
+}
+
+/** Durably discard one whole list as a canceled splice, then announce each message (IN-4). */
+function discardList(d: Draft, target: InboxTarget, caller: CallerUndo): void {
+  const key = listKey(target)
+  const list = d.get(key)
+  if (list.length === 0) return
+  d.append('agent/inbox/spliced', { target, start: 0, removedCount: list.length, inserted: [], outcome: 'canceled' }, { caller })
+  d.set({ [key]: [] })
+  for (const message of list) d.notify('agent/inbox/discarded', { message })
+}
+
+/** An API caller's clear: both lists, next-step first (IN-5), and the wake latch with them (CX-3). */
+export function clearInbox(d: Draft): void {
+  const caller = undoOf(d)
+  discardList(d, 'next-step', caller)
+  discardList(d, 'next-turn', caller)
+  d.set({ wakeLatched: false })
+}
+
+// ---- named implementations -------------------------------------------------------
+
+const REQUESTS = ['inbox.send', 'inbox.replace', 'inbox.splice'] as const
+
+export const inboxImplementations = {
+  actions: {
+    /** IN-6: refuse a request that would leave an id pending twice; nothing is appended. */
+    rejectDuplicate: actionOn(REQUESTS, (d, e) => {
+      d.emit({ type: 'fx.reject', code: 'ALREADY_PENDING', message: alreadyPending(duplicatedBy(d.context, e) ?? '') })
+    }),
+    /** IN-1: insert at the end of the target; once the activity is cancelled a waking send waits in next-turn (CX-12, MT-5). */
+    insertSent: actionOn(['inbox.send'], (d, e) => {
+      const target: InboxTarget = e.wakeup && d.get('cancelCause') !== null ? 'next-turn' : e.target
+      const key = listKey(target)
+      const list = d.get(key)
+      d.append('agent/inbox/spliced', { target, start: list.length, inserted: [e.message] }, { caller: undoOf(d) })
+      d.set({ [key]: [...list, e.message] })
+      d.notify('agent/inbox/inserted', { message: e.message })
+    }),
+    /** A waking send the current activity cannot deliver is replayed when it converges (CX-12, MT-3). */
+    latchWake: actionOn(['inbox.send'], (d) => d.set({ wakeLatched: true })),
+    /** IN-5: remove one pending message as a canceled splice. */
+    removePending: actionOn(['inbox.remove'], (d, e) => {
+      const found = findPending(d.context, e.id)
+      if (!found) return
+      const key = listKey(found.target)
+      const list = d.get(key)
+      d.append('agent/inbox/spliced', { target: found.target, start: found.index, removedCount: 1, inserted: [], outcome: 'canceled' }, { caller: undoOf(d) })
+      d.set({ [key]: list.filter((_, i) => i !== found.index) })
+      d.notify('agent/inbox/discarded', { message: list[found.index] })
+    }),
+    /** IN-4: replace in place with one canceled splice, then discarded(old) and inserted(new). */
+    replacePending: actionOn(['inbox.replace'], (d, e) => {
+      const found = findPending(d.context, e.id)
+      if (!found) return
+      const key = listKey(found.target)
+      const list = d.get(key)
+      const splice: SpliceData = { target: found.target, start: found.index, removedCount: 1, inserted: [e.message], outcome: 'canceled' }
+      d.append('agent/inbox/spliced', splice, { caller: undoOf(d) })
+      d.set({ [key]: list.map((m, i) => (i === found.index ? e.message : m)) })
+      d.notify('agent/inbox/discarded', { message: list[found.index] })
+      d.notify('agent/inbox/inserted', { message: e.message })
+    }),
+    /** IN-3: an Array-style splice of one list; removals are canceled, nothing wakes. */
+    splicePending: actionOn(['inbox.splice'], (d, e) => {
+      const lists: InboxLists = d.context
+      const splice = spliceOf(lists, e.target, e.start, e.deleteCount, e.messages)
+      if (!splice) return
+      const removed = listOf(lists, e.target).slice(splice.start, splice.start + (splice.removedCount ?? 0))
+      d.append('agent/inbox/spliced', splice, { caller: undoOf(d) })
+      d.set(applySplice(lists, splice))
+      for (const message of removed) d.notify('agent/inbox/discarded', { message })
+      for (const message of splice.inserted) d.notify('agent/inbox/inserted', { message })
+    }),
+    /** IN-5: discard everything pending, next-step first. */
+    clearPending: actionOn(['inbox.clear'], (d) => clearInbox(d)),
+    /** A refused append: the lists become what the log projects, and a refused API request's latch change is undone (IN-7). */
+    restoreInbox: actionOn(['append.failed'], (d, e) => {
+      d.set({ nextTurn: e.lists.nextTurn, nextStep: e.lists.nextStep })
+      if (e.caller) d.set({ wakeLatched: e.caller.wakeLatched })
+    }),
+  },
+  guards: {
+    isDuplicate: guardOn(REQUESTS, (context, e) => duplicatedBy(context, e) !== null),
+    /** A send that wakes, unless the agent is being disposed (CX-15). */
+    isWakingSend: guardOn(['inbox.send'], (context, e) => e.wakeup && !context.disposing),
+    /** The refused append was the activity's own: an API caller's refused request only restores the inbox (it bubbles up here). */
+    isActivityFailure: guardOn(['append.failed'], (_context, e) => e.caller === undefined),
+  },
+}
+
+export const inboxSetup = baseSetup.extend(inboxImplementations)
+
+/** Inbox requests, valid in every phase but `disposed`; a refused append restores the lists. */
+export const inboxOn = {
+  'inbox.send': [{ guard: 'isDuplicate', actions: 'rejectDuplicate' }, { actions: 'insertSent' }],
+  'inbox.remove': { actions: 'removePending' },
+  'inbox.replace': [{ guard: 'isDuplicate', actions: 'rejectDuplicate' }, { actions: 'replacePending' }],
+  'inbox.splice': [{ guard: 'isDuplicate', actions: 'rejectDuplicate' }, { actions: 'splicePending' }],
+  'inbox.clear': { actions: 'clearPending' },
+  'append.failed': { actions: 'restoreInbox' },
+} as const

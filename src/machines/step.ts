@@ -1,89 +1,82 @@
-// step: opening (step/start, then each entered user/message) -> requesting
-// (attempts) -> tools -> closing (step/end). Every exit after step/start
-// writes step/end (ST-4); the outcome tells the turn what comes next.
-import { activeOn } from './active.js'
-import { attemptState } from './attempt.js'
-import { act, agentSetup, awaited, awaitedAndCancelled, initialContext, type Draft } from './setup.js'
+// step: step/start and each entered user/message, then the model request
+// (`attempt`, with its retries) and the tool calls (`toolBatch`), then
+// step/end as it closes. Every exit after step/start writes step/end (ST-4);
+// the outcome tells the turn what comes next.
+import { standaloneOn } from './activity.js'
+import { attached } from './attachment.js'
+import { attemptSetup, attemptState, type AttemptImplementations } from './attempt.js'
+import { initialContext, newToolBatch } from './context.js'
+import { action, actionOn, guard, guardOn } from './draft.js'
 import { toolBatchState } from './tool-batch.js'
-import { newBatch } from './batch.js'
 
-const outcomeIs =
-  (...outcomes: string[]) =>
-  ({ context }: { context: { stepOutcome: string | null } }) =>
-    context.stepOutcome !== null && outcomes.includes(context.stepOutcome)
-
-function faultOutcome(d: Draft, e: { failure: { message: string; code: string }; error: unknown }): void {
-  d.set({ stepOutcome: 'error', failure: { failure: e.failure, error: e.error, step: d.get('step') }, end: { kind: 'error', error: e.failure } })
+export const stepImplementations = {
+  actions: {
+    /** step/start, then each entered message as user/message in decision order (ST-3). */
+    openStep: action((d) => {
+      const turn = d.get('turn')
+      const step = d.get('step') + 1
+      d.set({ step, stepOutcome: null, toolBatch: newToolBatch([], d.get('instance').maxParallelToolCalls) })
+      d.setRequest({ attempt: 0, failure: null })
+      d.append('step/start', { turn, step })
+      for (const message of d.get('proposal').entering) d.append('user/message', message, { surfaceOp: 'append' })
+      d.set({ proposal: { batch: [], entering: [] } })
+    }),
+    /** step/end; the turn reads what kind of step it was, and max-tokens stays for the turn (TU-12). */
+    closeStep: action((d) => {
+      d.append('step/end', { turn: d.get('turn'), step: d.get('step') })
+      const outcome = d.get('stepOutcome')
+      d.set({
+        lastStep: outcome === 'completed' || outcome === 'max-tokens' ? 'terminal' : 'continue',
+        maxTokensSeen: d.get('maxTokensSeen') || outcome === 'max-tokens',
+      })
+    }),
+    /** A refused append inside the step ends it `error` (its step/end still comes). */
+    failStep: actionOn(['append.failed'], (d, e) => {
+      d.set({ stepOutcome: 'error', failure: { failure: e.failure, step: d.get('step') }, endReason: { kind: 'error', error: e.failure } })
+    }),
+    /** TU-14: a refused step/start leaves no step events at all. */
+    failUnopenedStep: actionOn(['append.failed'], (d, e) => {
+      const step = d.get('step')
+      d.set({ stepOutcome: 'error', failure: { failure: e.failure, step }, endReason: { kind: 'error', error: e.failure }, step: step - 1 })
+    }),
+  },
+  guards: {
+    /** The anchor asked for tools (ST-10). */
+    hasToolCalls: guard((context) => context.stepOutcome === 'continue'),
+    isStepStartFailure: guardOn(['append.failed'], (_context, e) => e.eventType === 'step/start'),
+  },
 }
 
-export const stepState = agentSetup.createStateConfig({
-  initial: 'opening',
-  states: {
-    opening: {
-      entry: act((d) => {
-        const turn = d.get('turn')
-        const step = d.get('step') + 1
-        d.set({ step, stepOutcome: null, tools: newBatch([], d.get('instance').maxParallelToolCalls) })
-        d.setRequest({ attempt: 0, failure: null })
-        d.append('step/start', { turn, step })
-        // ST-3: the enter decision is authoritative, in decision order
-        for (const message of d.get('proposal').entering) d.append('user/message', message, { surfaceOp: 'append' })
-        d.set({ proposal: { batch: [], entering: [] } })
-        d.sync()
-      }),
-      on: {
-        sync: [
-          // CX-6: cancelled from a step/start observer: close the step before any request
-          { guard: awaitedAndCancelled, target: 'closing', actions: act((d) => d.set({ stepOutcome: 'aborted' })) },
-          { guard: awaited, target: 'requesting' },
-        ],
-        fault: [
-          {
-            // TU-14: a refused step/start leaves no step events at all
-            guard: ({ event }) => event.eventType === 'step/start',
-            target: 'unopened',
-            actions: act<'fault'>((d, e) => {
-              faultOutcome(d, e)
-              d.set({ step: d.get('step') - 1 })
-            }),
-          },
-          { target: 'closing', actions: act<'fault'>(faultOutcome) },
-        ],
+export type StepImplementations = typeof stepImplementations & AttemptImplementations
+export const stepSetup = attemptSetup.extend(stepImplementations)
+
+export const stepState = attached<StepImplementations>()(
+  stepSetup.createStateConfig({
+    entry: 'openStep',
+    initial: 'attempt',
+    on: {
+      'append.failed': [
+        { guard: 'isStepStartFailure', target: '.unopened', actions: ['restoreInbox', 'failUnopenedStep'] },
+        // ST-4: anything else of the step's own refused: close it with step/end, the turn ends error
+        { guard: 'isActivityFailure', target: '.closed', actions: ['restoreInbox', 'failStep'] },
+      ],
+    },
+    states: {
+      attempt: {
+        ...attemptState,
+        onDone: [{ guard: 'hasToolCalls', target: 'toolBatch' }, { target: 'closed' }],
       },
+      toolBatch: { ...toolBatchState, onDone: 'closed' },
+      closed: { type: 'final', entry: 'closeStep' },
+      unopened: { type: 'final' },
     },
-    requesting: {
-      ...attemptState,
-      onDone: [{ guard: outcomeIs('continue'), target: 'tools' }, { target: 'closing' }],
-    },
-    tools: { ...toolBatchState, onDone: 'closing' },
-    closing: {
-      entry: act((d) => {
-        d.append('step/end', { turn: d.get('turn'), step: d.get('step') })
-        const outcome = d.get('stepOutcome')
-        d.set({
-          lastStep: outcome === 'completed' || outcome === 'max-tokens' ? 'terminal' : 'continue',
-          sticky: d.get('sticky') || outcome === 'max-tokens',
-        })
-        d.sync()
-      }),
-      on: {
-        sync: { guard: awaited, target: 'done' },
-        fault: [
-          // ST-4: an earlier append of this macrostep was refused (e.g. the anchor), so step/end was never tried: write it now
-          { guard: ({ event }) => event.eventType !== 'step/end', target: 'closing', reenter: true, actions: act<'fault'>(faultOutcome) },
-          { target: 'done', actions: act<'fault'>(faultOutcome) },
-        ],
-      },
-    },
-    unopened: { type: 'final' },
-    done: { type: 'final' },
-  },
-})
+  }),
+)
 
 /** The step on its own: one entered proposal of an open turn. */
-export const stepMachine = agentSetup.createMachine({
+export const stepMachine = stepSetup.createMachine({
   id: 'step',
   context: ({ input }) => ({ ...initialContext(input), turn: 1 }),
-  on: activeOn,
   ...stepState,
+  on: standaloneOn(stepState.on),
 })

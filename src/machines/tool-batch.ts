@@ -4,11 +4,15 @@
 // calls share a rolling pool bounded by the cap. `commit` runs post-execute
 // and appends tool/result strictly in model order. Cancellation drains what
 // started and writes synthetic pairs for the rest (TL-14, TL-15).
+import { and, not, or } from 'xstate'
 import type { UserMessage } from '../session/schemas.js'
-import { activeOn } from './active.js'
-import { act, agentSetup, initialContext, insert, type Draft, type EventOf } from './setup.js'
-import type { AgentContext, PlannedCall, ToolBatchContext, ToolOutcome, TurnFailure } from './types.js'
-export { newBatch } from './batch.js'
+import { activitySetup, standaloneOn } from './activity.js'
+import type { activityImplementations } from './activity.js'
+import { attached } from './attachment.js'
+import { initialContext } from './context.js'
+import { action, actionOn, guard, guardOn, type Draft } from './draft.js'
+import { insertInbox, type inboxImplementations } from './inbox.js'
+import type { PlannedCall, ToolBatchContext, ToolOutcome } from './types.js'
 
 export const ABORTED_BEFORE_DISPATCH: ToolOutcome = {
   isError: true,
@@ -26,13 +30,14 @@ export function errorOutcome(message: string, error?: { name: string; code: stri
   return { isError: true, content: `Error: ${message}`, ...(error ? { error } : {}) }
 }
 
-const batch = (d: Draft) => d.get('tools')
-const update = (d: Draft, patch: Partial<ToolBatchContext>) => d.set({ tools: { ...d.get('tools'), ...patch } })
+// ---- draft steps -----------------------------------------------------------------
+
+const batchOf = (d: Draft) => d.get('toolBatch')
 const setAt = <T>(list: readonly T[], i: number, value: T): T[] => list.map((v, j) => (j === i ? value : v))
 
 function settle(d: Draft, i: number, outcome: ToolOutcome, skipPost = false): void {
-  const b = batch(d)
-  update(d, { outcomes: setAt(b.outcomes, i, outcome), skipPost: setAt(b.skipPost, i, skipPost) })
+  const b = batchOf(d)
+  d.setToolBatch({ outcomes: setAt(b.outcomes, i, outcome), skipPost: setAt(b.skipPost, i, skipPost) })
 }
 
 const executionOf = (d: Draft, call: PlannedCall) => ({
@@ -91,285 +96,261 @@ function applyPost(outcome: ToolOutcome, decision: unknown): ToolOutcome {
   return { ...rest, ...(replaced !== undefined ? { content: replaced } : {}), ...(contexts.length > 0 ? { additionalContexts: contexts } : {}) }
 }
 
-// ---- guards ------------------------------------------------------------------
-
-type Args = { context: AgentContext; event: { type: string } }
-const eventId = (event: { type: string }) => (event as { id?: number }).id
-const isPre = ({ context, event }: Args) => eventId(event) === context.tools.preId
-const isPost = ({ context, event }: Args) => eventId(event) === context.tools.postId
-const isClassified = ({ context, event }: Args) => eventId(event) === context.tools.classifyId
-/** No new call starts once the turn is cancelled or the scheduler failed (TL-14, TL-17). */
-const halted = ({ context }: Args) => context.cause !== null || context.tools.failure !== null
-const allStarted = ({ context }: Args) => context.tools.nextStart >= context.tools.calls.length
-/** Every earlier call has committed: a barrier may start, or a new pool open. */
-const drained = ({ context }: Args) => context.tools.nextCommit >= context.tools.nextStart && context.tools.inFlight === 0
-/** Room for one more parallel call in the open pool (TL-4). */
-const poolRoom = ({ context }: Args) => context.tools.pool && context.tools.inFlight < context.tools.cap
-/** The commit lane has a settled result to post-execute or commit before anything new starts. */
-const commitBusy = ({ context }: Args) => {
-  const b = context.tools
-  return b.postId !== 0 || (b.nextCommit < b.calls.length && b.outcomes[b.nextCommit] !== null)
-}
-const classifiedAs =
-  (mode: 'parallel' | 'exclusive') =>
-  ({ event }: Args) =>
-    (event as EventOf<'tool.classified'>).mode === mode
-
-// ---- the dispatch lane ---------------------------------------------------------
-
-/** Log the call and run its pre-execute; bodies overlap, pre-execute runs one call at a time (TL-6, TL-7). */
-const startCall = act((d) => {
-  const b = batch(d)
-  const i = b.nextStart
-  const call = b.calls[i]
-  logCall(d, call)
-  const preId = d.id()
-  update(d, { started: setAt(b.started, i, true), inFlight: b.inFlight + 1, preId })
-  d.emit({ type: 'fx.hook', id: preId, name: 'tools/pre-execute', payload: executionOf(d, call), fallback: { kind: 'allow' } })
-})
-
 /** The call's pre-stage ended without a body: it no longer holds a pool slot. */
 function endWithoutBody(d: Draft, outcome: ToolOutcome, skipPost = false): void {
-  const b = batch(d)
+  const b = batchOf(d)
   settle(d, b.nextStart, outcome, skipPost)
-  update(d, { inFlight: batch(d).inFlight - 1, nextStart: b.nextStart + 1, preId: 0 })
+  d.setToolBatch({ inFlight: batchOf(d).inFlight - 1, nextStart: b.nextStart + 1, preId: 0 })
 }
 
-const dispatch = {
-  initial: 'next',
-  states: {
-    next: {
-      always: [
-        { guard: (a: Args) => allStarted(a) || halted(a), target: 'finished' },
-        // wait for room as if the call were parallel-safe, and for settled results to commit first;
-        // the call is classified right before it would start (TL-5, TL-6)
-        { guard: (a: Args) => !commitBusy(a) && (drained(a) || poolRoom(a)), target: 'classifying' },
-      ],
-    },
-    classifying: {
-      entry: act((d) => {
-        const b = batch(d)
-        const classifyId = d.id()
-        update(d, { classifyId })
-        d.emit({ type: 'fx.classify', id: classifyId, call: b.calls[b.nextStart] })
-      }),
-      on: {
-        'tool.classified': [
-          { guard: (a: Args) => isClassified(a) && halted(a), target: 'finished' },
-          {
-            // a new group: read the cap now (TL-4)
-            guard: (a: Args) => isClassified(a) && drained(a),
-            target: 'preExecuting',
-            actions: act<'tool.classified'>((d, e) => update(d, { pool: e.mode === 'parallel', cap: d.get('instance').maxParallelToolCalls })),
-          },
-          { guard: (a: Args) => isClassified(a) && classifiedAs('parallel')(a) && poolRoom(a), target: 'preExecuting' },
-          // no longer parallel-safe: the pool stops filling, drains, and this call is the next barrier
-          { guard: isClassified, target: 'barrier', actions: act((d) => update(d, { pool: false })) },
-        ],
-      },
-    },
-    barrier: {
-      always: [
-        { guard: halted, target: 'finished' },
-        { guard: drained, target: 'preExecuting' },
-      ],
-    },
-    preExecuting: {
-      entry: startCall,
-      on: {
-        'hook.done': [
-          {
-            // TL-17: after a scheduler failure a pending call does not reach its body
-            guard: (a: Args) => isPre(a) && a.context.tools.failure !== null,
-            target: 'next',
-            actions: act((d) => endWithoutBody(d, ABORTED_BEFORE_DISPATCH, true)),
-          },
-          {
-            // TL-16: cancelled while pre-execute ran: no body, but the pipeline still runs
-            guard: (a: Args) => isPre(a) && a.context.cause !== null,
-            target: 'next',
-            actions: act((d) => endWithoutBody(d, ABORTED_BEFORE_DISPATCH)),
-          },
-          {
-            guard: (a: Args) => isPre(a) && ((a.event as EventOf<'hook.done'>).value as { kind?: string })?.kind === 'deny',
-            target: 'next',
-            actions: act<'hook.done'>((d, e) => {
-              const reason = String((e.value as { reason?: unknown }).reason ?? 'denied')
-              endWithoutBody(d, errorOutcome(reason, { name: 'ToolDeniedError', code: 'DENIED' }))
-            }),
-          },
-          {
-            guard: isPre,
-            target: 'next',
-            actions: act((d) => {
-              const b = batch(d)
-              const i = b.nextStart
-              const bodyId = d.id()
-              update(d, { bodyIds: setAt(b.bodyIds, i, bodyId), nextStart: i + 1, preId: 0 })
-              d.emit({ type: 'fx.tool', id: bodyId, turn: d.get('turn'), step: d.get('step'), call: b.calls[i] })
-            }),
-          },
-        ],
-        // a throwing pre-execute is that call's error result and skips post-execute (TL-10, HK-9)
-        'hook.failed': {
-          guard: isPre,
-          target: 'next',
-          actions: act<'hook.failed'>((d, e) => endWithoutBody(d, errorOutcome(e.failure.message), true)),
-        },
-      },
-    },
-    finished: { type: 'final' as const },
+// ---- guards' reads -------------------------------------------------------------------
+
+const halted = (context: { cancelCause: unknown; toolBatch: ToolBatchContext }) => context.cancelCause !== null || context.toolBatch.failure !== null
+const drained = (b: ToolBatchContext) => b.nextCommit >= b.nextStart && b.inFlight === 0
+const poolRoom = (b: ToolBatchContext) => b.pool && b.inFlight < b.cap
+const committable = (b: ToolBatchContext) => b.nextCommit < b.calls.length && b.outcomes[b.nextCommit] !== null
+
+// ---- named implementations ---------------------------------------------------------
+
+export const toolBatchImplementations = {
+  actions: {
+    /** Ask whether the next call may join a parallel pool, right before it would start (TL-2, TL-5). */
+    classifyNextCall: action((d) => {
+      const b = batchOf(d)
+      const classifyId = d.id()
+      d.setToolBatch({ classifyId })
+      d.emit({ type: 'fx.classify', id: classifyId, call: b.calls[b.nextStart] })
+    }),
+    /** A new group starts: a pool if the call is parallel-safe, else a barrier; the cap is read now (TL-4). */
+    openGroup: actionOn(['tool.classified'], (d, e) => d.setToolBatch({ pool: e.mode === 'parallel', cap: d.get('instance').maxParallelToolCalls })),
+    /** No longer parallel-safe: the pool stops filling, drains, and this call is the next barrier (TL-5). */
+    closePool: action((d) => d.setToolBatch({ pool: false })),
+    /** Log the call and run its pre-execute; bodies overlap, pre-execute runs one call at a time (TL-6, TL-7). */
+    startCall: action((d) => {
+      const b = batchOf(d)
+      const i = b.nextStart
+      const call = b.calls[i]
+      logCall(d, call)
+      const preId = d.id()
+      d.setToolBatch({ started: setAt(b.started, i, true), inFlight: b.inFlight + 1, preId })
+      d.emit({ type: 'fx.hook', id: preId, name: 'tools/pre-execute', payload: executionOf(d, call), fallback: { kind: 'allow' } })
+    }),
+    /** TL-17: after a scheduler failure a pending call does not reach its body. */
+    skipBodyAfterFailure: action((d) => endWithoutBody(d, ABORTED_BEFORE_DISPATCH, true)),
+    /** TL-16: cancelled while pre-execute ran: no body, but the pipeline still runs. */
+    skipBodyAfterCancel: action((d) => endWithoutBody(d, ABORTED_BEFORE_DISPATCH)),
+    /** A denial is the call's error result (TL-9, TL-10). */
+    denyCall: actionOn(['hook.done'], (d, e) => {
+      // the runtime lets a deny through only with a string reason, or none
+      const reason = (e.value as { reason?: string }).reason ?? 'denied'
+      endWithoutBody(d, errorOutcome(reason, { name: 'ToolDeniedError', code: 'DENIED' }))
+    }),
+    /** A throwing pre-execute is that call's error result and skips post-execute (TL-10, HK-9). */
+    failPreExecute: actionOn(['hook.failed'], (d, e) => endWithoutBody(d, errorOutcome(e.failure.message), true)),
+    /** Run the body; the next call may start while it runs. */
+    startBody: action((d) => {
+      const b = batchOf(d)
+      const i = b.nextStart
+      const bodyId = d.id()
+      d.setToolBatch({ bodyIds: setAt(b.bodyIds, i, bodyId), nextStart: i + 1, preId: 0 })
+      d.emit({ type: 'fx.tool', id: bodyId, turn: d.get('turn'), step: d.get('step'), call: b.calls[i] })
+    }),
+    /** TL-14: a call that never started and never will gets a synthetic pair. */
+    commitSkippedCall: action((d) => {
+      const b = batchOf(d)
+      const call = b.calls[b.nextCommit]
+      logCall(d, call)
+      logResult(d, call, ABORTED_BEFORE_DISPATCH)
+      d.setToolBatch({ nextCommit: b.nextCommit + 1 })
+    }),
+    askPostExecute: action((d) => {
+      const b = batchOf(d)
+      const i = b.nextCommit
+      const postId = d.id()
+      d.setToolBatch({ postId })
+      d.emit({
+        type: 'fx.hook',
+        id: postId,
+        name: 'tools/post-execute',
+        payload: { ...executionOf(d, b.calls[i]), outcome: b.outcomes[i] },
+        fallback: { kind: 'accept' },
+      })
+    }),
+    applyPostExecute: actionOn(['hook.done'], (d, e) => {
+      const b = batchOf(d)
+      settle(d, b.nextCommit, applyPost(b.outcomes[b.nextCommit]!, e.value))
+    }),
+    /** A throwing post-execute is the call's error result (HK-9). */
+    failPostExecute: actionOn(['hook.failed'], (d, e) => settle(d, batchOf(d).nextCommit, errorOutcome(e.failure.message))),
+    /** tools/result, then tool/result; its contexts wait in next-step for the next step (TL-10, TL-12, TL-13). */
+    commitResult: action((d) => {
+      const b = batchOf(d)
+      const i = b.nextCommit
+      const call = b.calls[i]
+      const outcome = b.outcomes[i]!
+      d.notify('tools/result', { ...executionOf(d, call), outcome })
+      logResult(d, call, outcome)
+      insertInbox(d, 'next-step', outcome.additionalContexts ?? [])
+      const concludes = outcome.concludesTurn === true && !outcome.isError
+      d.setToolBatch({ nextCommit: i + 1, postId: 0, concluded: batchOf(d).concluded || concludes })
+    }),
+    /** A body settled; after the abort a success is recorded as aborted, its own error stays (TL-15). */
+    settleToolBody: actionOn(['tool.settled'], (d, e) => {
+      const b = batchOf(d)
+      const i = b.bodyIds.indexOf(e.id)
+      if (i < 0 || b.outcomes[i] !== null) return
+      const outcome =
+        d.get('cancelCause') !== null && !e.outcome.isError
+          ? { ...ABORTED_WHILE_RUNNING, ...(e.outcome.additionalContexts ? { additionalContexts: e.outcome.additionalContexts } : {}) }
+          : e.outcome
+      settle(d, i, outcome)
+      d.setToolBatch({ inFlight: batchOf(d).inFlight - 1 })
+    }),
+    /** TL-17: a refused append inside the batch is a scheduler failure: nothing new starts, what runs is drained. */
+    recordSchedulerFailure: actionOn(['append.failed'], (d, e) => {
+      if (batchOf(d).failure === null) d.setToolBatch({ failure: { failure: e.failure, step: d.get('step') } })
+    }),
+    /** While draining, a settled body only frees its slot. */
+    countDrainedBody: actionOn(['tool.settled'], (d, e) => {
+      const b = batchOf(d)
+      if (b.bodyIds.includes(e.id)) d.setToolBatch({ inFlight: b.inFlight - 1 })
+    }),
+    /** The step's outcome once both lanes are done and every started body has settled. */
+    finishToolBatch: action((d) => {
+      const b = batchOf(d)
+      if (b.failure) d.set({ stepOutcome: 'error', failure: b.failure, endReason: { kind: 'error', error: b.failure.failure } })
+      else if (d.get('cancelCause') !== null) d.set({ stepOutcome: 'aborted' })
+      else d.set({ stepOutcome: b.concluded ? 'completed' : 'continue' })
+    }),
+  },
+  guards: {
+    isPreExecuteAnswer: guardOn(['hook.done', 'hook.failed'], (context, e) => e.id === context.toolBatch.preId),
+    isPostExecuteAnswer: guardOn(['hook.done', 'hook.failed'], (context, e) => e.id === context.toolBatch.postId),
+    isClassification: guardOn(['tool.classified'], (context, e) => e.id === context.toolBatch.classifyId),
+    isClassifiedParallel: guardOn(['tool.classified'], (_context, e) => e.mode === 'parallel'),
+    isDenied: guardOn(['hook.done'], (_context, e) => (e.value as { kind?: string } | undefined)?.kind === 'deny'),
+    /** No new call starts once the turn is cancelled or the scheduler failed (TL-14, TL-17). */
+    isHalted: guard(halted),
+    hasSchedulerFailure: guard((context) => context.toolBatch.failure !== null),
+    allCallsStarted: guard((context) => context.toolBatch.nextStart >= context.toolBatch.calls.length),
+    /** Every earlier call has committed: a barrier may start, or a new pool open. */
+    isDrained: guard((context) => drained(context.toolBatch)),
+    /** Room for one more parallel call in the open pool (TL-4). */
+    hasPoolRoom: guard((context) => poolRoom(context.toolBatch)),
+    /** The commit lane has a settled result to post-execute or commit before anything new starts. */
+    isCommitBusy: guard((context) => context.toolBatch.postId !== 0 || committable(context.toolBatch)),
+    /** The next call in model order has settled. */
+    isCommittable: guard((context) => committable(context.toolBatch)),
+    skipsPostExecute: guard((context) => context.toolBatch.skipPost[context.toolBatch.nextCommit]),
+    allCommitted: guard((context) => context.toolBatch.nextCommit >= context.toolBatch.calls.length),
+    /** The next call in model order never started and never will (TL-14). */
+    isSkippable: guard((context) => {
+      const b = context.toolBatch
+      return context.cancelCause !== null && b.failure === null && b.nextCommit < b.calls.length && !b.started[b.nextCommit]
+    }),
+    noBodiesInFlight: guard((context) => context.toolBatch.inFlight === 0),
   },
 }
 
-// ---- the commit lane -----------------------------------------------------------
+export type ToolBatchImplementations = typeof toolBatchImplementations & typeof activityImplementations & typeof inboxImplementations
+export const toolBatchSetup = activitySetup.extend(toolBatchImplementations)
 
-const committable = ({ context }: Args) => {
-  const b = context.tools
-  return b.nextCommit < b.calls.length && b.outcomes[b.nextCommit] !== null
-}
-/** The next call in model order never started and never will: it gets a synthetic pair (TL-14). */
-const skippable = (a: Args) => {
-  const b = a.context.tools
-  return halted(a) && b.failure === null && b.nextCommit < b.calls.length && !b.started[b.nextCommit] && a.context.cause !== null
-}
-
-const commit = {
-  initial: 'waiting',
-  states: {
-    waiting: {
-      always: [
-        { guard: ({ context }: Args) => context.tools.nextCommit >= context.tools.calls.length, target: 'finished' },
-        // TL-17: after a scheduler failure nothing more is committed; only the drain remains
-        { guard: ({ context }: Args) => context.tools.failure !== null, target: 'finished' },
-        {
-          guard: skippable,
-          target: 'waiting',
-          reenter: true,
-          actions: act((d) => {
-            const b = batch(d)
-            const call = b.calls[b.nextCommit]
-            logCall(d, call)
-            logResult(d, call, ABORTED_BEFORE_DISPATCH)
-            update(d, { nextCommit: b.nextCommit + 1 })
-          }),
-        },
-        { guard: (a: Args) => committable(a) && a.context.tools.skipPost[a.context.tools.nextCommit], target: 'committing' },
-        { guard: committable, target: 'postExecuting' },
-      ],
+export const toolBatchState = attached<ToolBatchImplementations>()(
+  toolBatchSetup.createStateConfig({
+    initial: 'running',
+    on: {
+      // TL-17: a refused append inside the batch is a scheduler failure: stop, drain, end the turn error
+      'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
     },
-    postExecuting: {
-      entry: act((d) => {
-        const b = batch(d)
-        const i = b.nextCommit
-        const postId = d.id()
-        update(d, { postId })
-        d.emit({
-          type: 'fx.hook',
-          id: postId,
-          name: 'tools/post-execute',
-          payload: { ...executionOf(d, b.calls[i]), outcome: b.outcomes[i] },
-          fallback: { kind: 'accept' },
-        })
-      }),
-      on: {
-        'hook.done': {
-          guard: isPost,
-          target: 'committing',
-          actions: act<'hook.done'>((d, e) => {
-            const b = batch(d)
-            settle(d, b.nextCommit, applyPost(b.outcomes[b.nextCommit]!, e.value))
-          }),
+    states: {
+      running: {
+        type: 'parallel',
+        states: {
+          dispatch: {
+            initial: 'next',
+            states: {
+              next: {
+                always: [
+                  { guard: or(['allCallsStarted', 'isHalted']), target: 'finished' },
+                  // wait for room as if the call were parallel-safe, and for settled results to commit first;
+                  // the call is classified right before it would start (TL-5, TL-6)
+                  { guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom'])]), target: 'classifying' },
+                ],
+              },
+              classifying: {
+                entry: 'classifyNextCall',
+                on: {
+                  'tool.classified': [
+                    { guard: and(['isClassification', 'isHalted']), target: 'finished' },
+                    { guard: and(['isClassification', 'isDrained']), target: 'preExecuting', actions: 'openGroup' },
+                    { guard: and(['isClassification', 'isClassifiedParallel', 'hasPoolRoom']), target: 'preExecuting' },
+                    { guard: 'isClassification', target: 'barrier', actions: 'closePool' },
+                  ],
+                },
+              },
+              barrier: {
+                always: [
+                  { guard: 'isHalted', target: 'finished' },
+                  { guard: 'isDrained', target: 'preExecuting' },
+                ],
+              },
+              preExecuting: {
+                entry: 'startCall',
+                on: {
+                  'hook.done': [
+                    { guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), target: 'next', actions: 'skipBodyAfterFailure' },
+                    { guard: and(['isPreExecuteAnswer', 'isCancelled']), target: 'next', actions: 'skipBodyAfterCancel' },
+                    { guard: and(['isPreExecuteAnswer', 'isDenied']), target: 'next', actions: 'denyCall' },
+                    { guard: 'isPreExecuteAnswer', target: 'next', actions: 'startBody' },
+                  ],
+                  'hook.failed': { guard: 'isPreExecuteAnswer', target: 'next', actions: 'failPreExecute' },
+                },
+              },
+              finished: { type: 'final' },
+            },
+          },
+          commit: {
+            initial: 'waiting',
+            states: {
+              waiting: {
+                always: [
+                  { guard: 'allCommitted', target: 'finished' },
+                  // TL-17: after a scheduler failure nothing more is committed; only the drain remains
+                  { guard: 'hasSchedulerFailure', target: 'finished' },
+                  { guard: 'isSkippable', target: 'waiting', reenter: true, actions: 'commitSkippedCall' },
+                  { guard: and(['isCommittable', 'skipsPostExecute']), target: 'committing' },
+                  { guard: 'isCommittable', target: 'postExecuting' },
+                ],
+              },
+              postExecuting: {
+                entry: 'askPostExecute',
+                on: {
+                  'hook.done': { guard: 'isPostExecuteAnswer', target: 'committing', actions: 'applyPostExecute' },
+                  'hook.failed': { guard: 'isPostExecuteAnswer', target: 'committing', actions: 'failPostExecute' },
+                },
+              },
+              committing: { entry: 'commitResult', always: 'waiting' },
+              finished: { type: 'final' },
+            },
+          },
         },
-        'hook.failed': {
-          guard: isPost,
-          target: 'committing',
-          actions: act<'hook.failed'>((d, e) => settle(d, batch(d).nextCommit, errorOutcome(e.failure.message))),
-        },
+        on: { 'tool.settled': { actions: 'settleToolBody' } },
+        onDone: 'draining',
       },
-    },
-    committing: {
-      entry: act((d) => {
-        const b = batch(d)
-        const i = b.nextCommit
-        const call = b.calls[i]
-        const outcome = b.outcomes[i]!
-        d.notify('tools/result', { ...executionOf(d, call), outcome })
-        logResult(d, call, outcome)
-        // TL-12: contexts wait in next-step and are entered after this step closes
-        insert(d, 'next-step', outcome.additionalContexts ?? [])
-        const concludes = outcome.concludesTurn === true && !outcome.isError
-        update(d, { nextCommit: i + 1, postId: 0, concluded: batch(d).concluded || concludes })
-      }),
-      always: 'waiting',
-    },
-    finished: { type: 'final' as const },
-  },
-}
-
-/** The step's outcome once both lanes are done and every started body has settled. */
-function finishBatch(d: Draft): void {
-  const b = batch(d)
-  if (b.failure) {
-    d.set({ stepOutcome: 'error', failure: b.failure, end: { kind: 'error', error: b.failure.failure } })
-  } else if (d.get('cause') !== null) {
-    d.set({ stepOutcome: 'aborted' })
-  } else {
-    d.set({ stepOutcome: b.concluded ? 'completed' : 'continue' })
-  }
-}
-
-export const toolBatchState = agentSetup.createStateConfig({
-  initial: 'running',
-  states: {
-    running: {
-      type: 'parallel',
-      states: { dispatch, commit },
-      on: {
-        'tool.settled': {
-          actions: act<'tool.settled'>((d, e) => {
-            const b = batch(d)
-            const i = b.bodyIds.indexOf(e.id)
-            if (i < 0 || b.outcomes[i] !== null) return
-            // TL-15: a body that succeeds after the abort is recorded as aborted; its own error stays
-            const outcome =
-              d.get('cause') !== null && !e.outcome.isError
-                ? { ...ABORTED_WHILE_RUNNING, ...(e.outcome.additionalContexts ? { additionalContexts: e.outcome.additionalContexts } : {}) }
-                : e.outcome
-            settle(d, i, outcome)
-            update(d, { inFlight: batch(d).inFlight - 1 })
-          }),
-        },
-        // TL-17: a failed append inside the batch is a scheduler failure: stop, drain, end the turn error
-        fault: {
-          actions: act<'fault'>((d, e) => {
-            if (batch(d).failure === null) update(d, { failure: { failure: e.failure, error: e.error, step: d.get('step') } })
-          }),
-        },
+      // no turn/end before every started body has settled (TL-15, TL-17); no pre-execute can be pending here
+      draining: {
+        always: { guard: 'noBodiesInFlight', target: 'done', actions: 'finishToolBatch' },
+        on: { 'tool.settled': { actions: 'countDrainedBody' } },
       },
-      onDone: 'draining',
+      done: { type: 'final' },
     },
-    // no turn/end before every started body has settled (TL-15, TL-17)
-    draining: {
-      // both lanes are final, so no pre-execute is pending: only bodies can still be running
-      always: { guard: ({ context }) => context.tools.inFlight === 0, target: 'done', actions: act(finishBatch) },
-      on: {
-        'tool.settled': {
-          actions: act<'tool.settled'>((d, e) => {
-            const b = batch(d)
-            if (b.bodyIds.includes(e.id)) update(d, { inFlight: b.inFlight - 1 })
-          }),
-        },
-      },
-    },
-    done: { type: 'final' },
-  },
-})
+  }),
+)
 
-/** The tool batch on its own: the calls of one step, planned in context (`tools`). */
-export const toolBatchMachine = agentSetup.createMachine({
+/** The tool batch on its own: the calls of one step, planned in context (`toolBatch`). */
+export const toolBatchMachine = toolBatchSetup.createMachine({
   id: 'toolBatch',
   context: ({ input }) => ({ ...initialContext(input), turn: 1, step: 1 }),
-  on: activeOn,
   ...toolBatchState,
+  on: standaloneOn(toolBatchState.on),
 })

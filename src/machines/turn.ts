@@ -1,151 +1,204 @@
-// turn: opening (turn/start) -> claiming + proposing (agent/pre-step) ->
-// stepping -> settling -> stopping (agent/turn-stopping, then re-check) ->
-// closing (turn/end with its reason). Zero-step exits: blocked, completed.
-import type { UserMessage } from '../session/schemas.js'
-import { activeOn, cancelRunning } from './active.js'
-import { abortedEnd, act, agentSetup, awaited, cancelled, claim, fail, initialContext, standingEnd, type Draft, type EventOf } from './setup.js'
-import { stepState } from './step.js'
+// turn: turn/start (`opening`), then proposals (claim the inbox, then
+// agent/pre-step), each entered one a `step`; after a step that ran tools,
+// `continuing` to the next proposal; after a terminal step with nothing
+// pending, `stopping` (agent/turn-stopping, then re-check); `closing` appends
+// turn/end with its reason. Zero-step exits: blocked, completed.
+import { and, not, or } from 'xstate'
+import type { TurnEndReason, UserMessage } from '../session/schemas.js'
+import { standaloneOn } from './activity.js'
+import { attached } from './attachment.js'
+import { initialContext } from './context.js'
+import { action, actionOn, guard, guardOn, type Draft } from './draft.js'
+import { claimInbox } from './inbox.js'
+import { stepSetup, stepState, type StepImplementations } from './step.js'
 
 type Decision = { kind: 'reject' } | { kind: 'enter'; messages: readonly UserMessage[] }
-const decisionOf = (event: { type: string }) => (event as EventOf<'hook.done'>).value as Decision
 
-const enteredEmpty = (event: { type: string }) => {
-  const decision = decisionOf(event)
-  return decision.kind === 'enter' && decision.messages.length === 0
+/** The reason a turn ends with when nothing went wrong: max-tokens is sticky (TU-12). */
+const standingReason = (d: Draft): TurnEndReason => (d.get('maxTokensSeen') ? { kind: 'max-tokens' } : { kind: 'completed' })
+
+export const turnImplementations = {
+  actions: {
+    /** TU-1: the next turn number, a clean slate, and turn/start. */
+    openTurn: action((d) => {
+      const turn = d.get('turn') + 1
+      d.set({ turn, step: 0, maxTokensSeen: false, lastStep: 'none', endReason: null, failure: null, stepOutcome: null })
+      d.append('turn/start', { turn })
+    }),
+    /**
+     * Wait until the appends so far are in the log before claiming: a listener that cancels on turn/start or on
+     * an event of the step that just closed is heard first, so its discards come before the claim (CX-6, IN-10).
+     */
+    confirmAppends: action((d) => d.confirm()),
+    /** IN-9, IN-10: the claim runs synchronously right after turn/start or the previous step/end. */
+    claimProposal: action((d) => claimInbox(d, d.get('step') === 0)),
+    /** ST-2: agent/pre-step decides about the claimed batch (default: enter it). */
+    askPreStep: action((d) => {
+      const batch = d.get('proposal').batch
+      const payload = { messages: batch, turn: d.get('turn'), step: d.get('step') + 1 }
+      d.hook('agent/pre-step', payload, { fallback: { kind: 'enter', messages: batch }, abandonOnCancel: true })
+    }),
+    /** ST-3: the enter decision is authoritative (a decision that is not `enter` enters nothing). */
+    enterProposal: actionOn(['hook.done'], (d, e) => {
+      const decision = e.value as Decision
+      d.set({ proposal: { batch: d.get('proposal').batch, entering: decision.kind === 'enter' ? decision.messages : [] } })
+    }),
+    askTurnStopping: action((d) => d.hook('agent/turn-stopping', { turn: d.get('turn') }, { abandonOnCancel: true })),
+    endBlocked: action((d) => d.set({ endReason: { kind: 'blocked' } })),
+    endWithStandingReason: action((d) => d.set({ endReason: standingReason(d) })),
+    endAborted: action((d) => d.set({ endReason: { kind: 'aborted', reason: d.get('cancelCause') ?? { kind: 'user' } } })),
+    /** HK-4: a throwing pre-step ends the turn before its step opens (Decision 7: agent/error names that step). */
+    failProposal: actionOn(['hook.failed'], (d, e) => {
+      d.set({ failure: { failure: e.failure, step: d.get('step') + 1 }, endReason: { kind: 'error', error: e.failure } })
+    }),
+    /** HK-5: a throwing turn-stopping listener ends the turn `error`. */
+    failTurnStopping: actionOn(['hook.failed'], (d, e) => {
+      d.set({ failure: { failure: e.failure, step: d.get('step') }, endReason: { kind: 'error', error: e.failure } })
+    }),
+    /** A refused append of this turn ends it `error` (TU-14), unless a cancel came first: cancellation never ends in error (CX-5). */
+    failTurn: actionOn(['append.failed'], (d, e) => {
+      if (d.get('cancelCause') !== null) return
+      d.set({ failure: { failure: e.failure, step: d.get('step') }, endReason: { kind: 'error', error: e.failure } })
+    }),
+    /** ST-4: the refused append came before this turn's step/end in the same macrostep, so step/end was skipped: write it. */
+    appendOwedStepEnd: actionOn(['append.failed'], (d, e) => {
+      if (e.skipped.includes('step/end')) d.append('step/end', { turn: d.get('turn'), step: d.get('step') })
+    }),
+    /** PH-8 then TU-15: agent/error comes before the turn/end{error} it explains; turn/end waits for its confirmation. */
+    closeTurn: action((d) => {
+      const endReason = d.get('endReason') ?? standingReason(d)
+      const failure = d.get('failure')
+      if (endReason.kind === 'error' && failure) d.notify('agent/error', { turn: d.get('turn'), step: failure.step, failure: failure.failure })
+      d.set({ endReason })
+      d.append('turn/end', { turn: d.get('turn'), reason: endReason })
+      d.confirm()
+    }),
+    /** TU-4: turn/start was refused: nothing was claimed, agent/error reports it, and no turn/end follows. */
+    reportTurnStartFailure: actionOn(['append.failed'], (d, e) => {
+      d.notify('agent/error', { turn: d.get('turn'), step: 0, failure: e.failure })
+      d.set({ turn: d.get('turn') - 1, endReason: null })
+    }),
+    /** TU-15: a refused turn/end is reported, not retried; the driver still goes idle. */
+    reportTurnEndFailure: actionOn(['append.failed'], (d, e) => {
+      d.notify('agent/error', { turn: d.get('turn'), step: d.get('step'), failure: e.failure })
+      d.set({ endReason: null })
+    }),
+  },
+  guards: {
+    isRejected: guardOn(['hook.done'], (_context, e) => (e.value as Decision).kind === 'reject'),
+    /** TU-7, TU-8: the decision entered nothing. */
+    isEmptyEntry: guardOn(['hook.done'], (_context, e) => {
+      const decision = e.value as Decision
+      return decision.kind === 'enter' && decision.messages.length === 0
+    }),
+    /** TU-9: the last step ran tools without concluding, so the next step is entered even with nothing new. */
+    followsToolStep: guard((context) => context.lastStep === 'continue'),
+    isStepAborted: guard((context) => context.stepOutcome === 'aborted'),
+    isStepFailed: guard((context) => context.stepOutcome === 'error'),
+    /** TU-9: the step ran tools without concluding the turn. */
+    stepContinues: guard((context) => context.stepOutcome === 'continue'),
+    /** TU-10, IN-12: input is waiting for the next step boundary. */
+    hasStepInput: guard((context) => context.nextStep.length > 0),
+    isTurnStartFailure: guardOn(['append.failed'], (_context, e) => e.eventType === 'turn/start'),
+    isTurnEndFailure: guardOn(['append.failed'], (_context, e) => e.eventType === 'turn/end'),
+  },
 }
 
-const endAborted = act((d) => d.set({ end: abortedEnd(d) }))
+export type TurnImplementations = typeof turnImplementations & StepImplementations
+export const turnSetup = stepSetup.extend(turnImplementations)
 
-const hookFailure = (d: Draft, e: EventOf<'hook.failed'>, step: number) => fail(d, { failure: e.failure, error: e.error, step })
-
-export const turnState = agentSetup.createStateConfig({
-  initial: 'opening',
-  states: {
-    opening: {
-      entry: act((d) => {
-        const turn = d.get('turn') + 1
-        d.set({ turn, step: 0, sticky: false, lastStep: 'none', end: null, failure: null, stepOutcome: null })
-        d.append('turn/start', { turn })
-        d.sync()
-      }),
-      on: {
-        sync: { guard: awaited, target: 'claiming' },
-        // TU-4: nothing claimed, no turn/end; agent/error reports it and the driver goes idle
-        fault: {
-          target: 'done',
-          actions: act<'fault'>((d, e) => {
-            d.notify('agent/error', { turn: d.get('turn'), step: 0, error: e.error })
-            d.set({ turn: d.get('turn') - 1, end: null })
-          }),
-        },
-      },
-    },
-    // IN-10: the claim runs synchronously right after turn/start or the previous step/end
-    claiming: {
-      entry: act((d) => claim(d, d.get('step') === 0)),
-      // CX-6 / CX-9: cancelled before the proposal (e.g. from a turn/start observer): no pre-step runs
-      always: [{ guard: cancelled, target: 'closing', actions: endAborted }, { target: 'proposing' }],
-    },
-    proposing: {
-      entry: act((d) => {
-        const batch = d.get('proposal').batch
-        const payload = { messages: batch, turn: d.get('turn'), step: d.get('step') + 1 }
-        d.hook('agent/pre-step', payload, { kind: 'enter', messages: batch })
-      }),
-      on: {
-        // CX-16 / ST-4: a cancel wins over the pending decision; a late decision is dropped by its id
-        'agent.cancel': { target: 'closing', actions: [cancelRunning, endAborted] },
-        'hook.done': [
-          {
-            guard: (a) => awaited(a) && decisionOf(a.event).kind === 'reject',
-            target: 'closing',
-            actions: act((d) => d.set({ end: { kind: 'blocked' } })),
-          },
-          {
-            // TU-7 (zero steps) and TU-8 (after a terminal step): close with the standing outcome
-            guard: (a) => awaited(a) && enteredEmpty(a.event) && a.context.lastStep !== 'continue',
-            target: 'closing',
-            actions: act((d) => d.set({ end: standingEnd(d) })),
-          },
-          {
-            guard: awaited,
-            target: 'stepping',
-            actions: act<'hook.done'>((d, e) =>
-              d.set({ proposal: { batch: d.get('proposal').batch, entering: (e.value as { messages: readonly UserMessage[] }).messages } }),
-            ),
-          },
-        ],
-        // HK-4: no step, the claimed batch is lost
-        'hook.failed': {
-          guard: awaited,
-          target: 'closing',
-          actions: act<'hook.failed'>((d, e) => hookFailure(d, e, d.get('step') + 1)),
-        },
-      },
-    },
-    stepping: { ...stepState, onDone: 'settling' },
-    settling: {
-      always: [
-        {
-          guard: ({ context }) => context.stepOutcome === 'aborted' || context.cause !== null,
-          target: 'closing',
-          actions: endAborted,
-        },
-        { guard: ({ context }) => context.stepOutcome === 'error', target: 'closing' },
-        // TU-9 / TU-10: tools ran, or input is waiting: another proposal in this turn
-        {
-          guard: ({ context }) => context.stepOutcome === 'continue' || context.nextStep.length > 0,
-          target: 'claiming',
-        },
-        { target: 'stopping' },
+export const turnState = attached<TurnImplementations>()(
+  turnSetup.createStateConfig({
+    entry: 'openTurn',
+    initial: 'opening',
+    on: {
+      'append.failed': [
+        // TU-4: the claim and the pre-step after a refused turn/start never happened
+        { guard: 'isTurnStartFailure', target: '.done', actions: ['restoreInbox', 'reportTurnStartFailure'] },
+        // TU-14: anything else of the turn's own refused ends it error (a refused API request bubbles up to the inbox)
+        { guard: 'isActivityFailure', target: '.closing', actions: ['restoreInbox', 'failTurn', 'appendOwedStepEnd'] },
       ],
     },
-    stopping: {
-      entry: act((d) => d.hook('agent/turn-stopping', { turn: d.get('turn') }, undefined)),
-      on: {
-        // CX-6: cancelled during turn-stopping: the turn ends aborted and no further step runs
-        'agent.cancel': { target: 'closing', actions: [cancelRunning, endAborted] },
-        'hook.done': [
-          { guard: (a) => awaited(a) && a.context.nextStep.length > 0, target: 'claiming' },
-          { guard: awaited, target: 'closing', actions: act((d) => d.set({ end: standingEnd(d) })) },
+    states: {
+      opening: {
+        entry: 'confirmAppends',
+        on: {
+          'appends.confirmed': [
+            // CX-9: cancelled from a turn/start observer: the claim still runs, then no pre-step
+            { guard: and(['isAwaited', 'isCancelled']), target: 'closing', actions: ['claimProposal', 'endAborted'] },
+            { guard: 'isAwaited', target: 'proposing' },
+          ],
+        },
+      },
+      proposing: {
+        entry: ['claimProposal', 'askPreStep'],
+        on: {
+          // CX-16 / ST-4: a cancel wins over the pending decision; a late decision is dropped by its id
+          'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
+          'hook.done': [
+            { guard: and(['isAwaited', 'isRejected']), target: 'closing', actions: 'endBlocked' },
+            // TU-7 (zero steps) and TU-8 (after a terminal step): close with the standing outcome
+            { guard: and(['isAwaited', 'isEmptyEntry', not('followsToolStep')]), target: 'closing', actions: 'endWithStandingReason' },
+            { guard: 'isAwaited', target: 'step', actions: 'enterProposal' },
+          ],
+          // HK-4: no step, the claimed batch is lost
+          'hook.failed': { guard: 'isAwaited', target: 'closing', actions: 'failProposal' },
+        },
+      },
+      step: {
+        ...stepState,
+        onDone: [
+          { guard: or(['isStepAborted', 'isCancelled']), target: 'closing', actions: 'endAborted' },
+          { guard: 'isStepFailed', target: 'closing' },
+          // TU-9 / TU-10: tools ran, or input is waiting: another proposal in this turn
+          { guard: or(['stepContinues', 'hasStepInput']), target: 'continuing' },
+          { target: 'stopping' },
         ],
-        'hook.failed': {
-          guard: awaited,
-          target: 'closing',
-          actions: act<'hook.failed'>((d, e) => hookFailure(d, e, d.get('step'))),
+      },
+      continuing: {
+        entry: 'confirmAppends',
+        on: {
+          'appends.confirmed': [
+            // cancelled from an observer of the step's last events: no further proposal
+            { guard: and(['isAwaited', 'isCancelled']), target: 'closing', actions: 'endAborted' },
+            { guard: 'isAwaited', target: 'proposing' },
+          ],
         },
       },
-    },
-    closing: {
-      entry: act((d) => {
-        const end = d.get('end') ?? standingEnd(d)
-        const failure = d.get('failure')
-        // PH-8: agent/error comes before the turn/end{error} it explains
-        if (end.kind === 'error' && failure) d.notify('agent/error', { turn: d.get('turn'), step: failure.step, error: failure.error })
-        d.set({ end })
-        d.append('turn/end', { turn: d.get('turn'), reason: end })
-        d.sync()
-      }),
-      on: {
-        sync: { guard: awaited, target: 'done' },
-        // TU-15: a refused turn/end is reported, not retried; the driver still goes idle
-        fault: {
-          target: 'done',
-          actions: act<'fault'>((d, e) => {
-            d.notify('agent/error', { turn: d.get('turn'), step: d.get('step'), error: e.error })
-            d.set({ end: null })
-          }),
+      stopping: {
+        entry: 'askTurnStopping',
+        on: {
+          // CX-6: cancelled during turn-stopping: the turn ends aborted and no further step runs
+          'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
+          'hook.done': [
+            { guard: and(['isAwaited', 'hasStepInput']), target: 'proposing' },
+            { guard: 'isAwaited', target: 'closing', actions: 'endWithStandingReason' },
+          ],
+          'hook.failed': { guard: 'isAwaited', target: 'closing', actions: 'failTurnStopping' },
         },
       },
+      closing: {
+        entry: 'closeTurn',
+        on: {
+          'appends.confirmed': { guard: 'isAwaited', target: 'done' },
+          'append.failed': [
+            { guard: and(['isAwaited', 'isTurnEndFailure']), target: 'done', actions: ['restoreInbox', 'reportTurnEndFailure'] },
+            // an earlier append of this macrostep was refused (turn/end with it): write them again
+            { guard: 'isAwaited', target: 'closing', reenter: true, actions: ['restoreInbox', 'failTurn', 'appendOwedStepEnd'] },
+            // a failure of an earlier macrostep (its turn/end is not the one refused)
+            { actions: 'restoreInbox' },
+          ],
+        },
+      },
+      done: { type: 'final' },
     },
-    done: { type: 'final' },
-  },
-})
+  }),
+)
 
 /** The turn on its own: from turn/start to turn/end over whatever the inbox holds. */
-export const turnMachine = agentSetup.createMachine({
+export const turnMachine = turnSetup.createMachine({
   id: 'turn',
-  context: ({ input }) => initialContext(input),
-  on: activeOn,
+  context: ({ input }) => ({ ...initialContext(input) }),
   ...turnState,
+  on: standaloneOn(turnState.on),
 })

@@ -1,14 +1,19 @@
 // The vocabulary shared by every machine: context, the events the outside
 // world sends in, and the effects the machines emit for the runtime to perform.
-import type { AssembledResponse } from '../adapters/assemble.js'
+// Context and effects hold only JSON values: a snapshot can be stored, sent
+// or compared as text, and thrown values stay with the runtime.
 import type {
   AgentCancelCause,
+  ContentBlock,
+  FinishReason,
   InboxTarget,
   LlmCallConfig,
   LlmFailure,
   RequestHeader,
   SessionEventType,
+  StreamChunk,
   SurfaceOp,
+  TokenUsage,
   ToolCallBlock,
   TurnEndReason,
   UserMessage,
@@ -17,11 +22,9 @@ import type {
 /** The outcome of one step as the turn reads it. */
 export type StepOutcome = 'completed' | 'max-tokens' | 'continue' | 'aborted' | 'error'
 
-/** A failure on its way to `turn/end{error}`: the normalized facts and the thrown value verbatim. */
+/** A failure on its way to `turn/end{error}`: its facts, and the step agent/error reports (Decision 7). */
 export interface TurnFailure {
   failure: LlmFailure
-  error: unknown
-  /** The step agent/error reports (the proposed one when it had not opened, Decision 7). */
   step: number
 }
 
@@ -29,7 +32,9 @@ export interface TurnFailure {
 export interface PlannedCall {
   callId: string
   name: string
+  /** The raw text the model sent, as logged in `tool/call`. */
   arguments: string
+  /** The parsed value (JSON), or the raw text when it is not JSON. */
   args: unknown
 }
 
@@ -41,6 +46,21 @@ export interface ToolOutcome {
   meta?: unknown
   additionalContexts?: UserMessage[]
   concludesTurn?: boolean
+}
+
+/** The two pending lists: a projection of the log's `agent/inbox/spliced` events. */
+export interface InboxLists {
+  readonly nextTurn: readonly UserMessage[]
+  readonly nextStep: readonly UserMessage[]
+}
+
+/** What one attempt's stream assembled into (the runtime's assembler builds it). Absent facts are absent keys. */
+export interface AssembledResponse {
+  content: ContentBlock[]
+  finish: FinishReason
+  usage?: TokenUsage
+  replayState?: NonNullable<Extract<StreamChunk, { type: 'finish' }>['replayState']>
+  toolCalls: ToolCallBlock[]
 }
 
 /** What this instance was created with: fixed for its life but the repair closers, appended once. */
@@ -66,7 +86,7 @@ export interface RequestContext {
   /** Attempts in the current step (a retry is a new attempt, RQ-10). */
   attempt: number
   config: LlmCallConfig | null
-  /** The failure recovery is deciding about. */
+  /** The failure request recovery is deciding about. */
   failure: TurnFailure | null
 }
 
@@ -79,29 +99,33 @@ export interface AgentContext {
   instance: InstanceContext
   request: RequestContext
 
-  // inbox projection (IN-*) and the activity's flags
+  // the inbox projection (IN-*) and the activity's flags
   nextTurn: readonly UserMessage[]
   nextStep: readonly UserMessage[]
-  latch: boolean
-  cause: AgentCancelCause | null
+  /** A waking send arrived that the current activity cannot deliver; replayed at convergence (CX-12, CX-13, MT-3). */
+  wakeLatched: boolean
+  /** Why the live activity was cancelled; the first cause wins (CX-2). */
+  cancelCause: AgentCancelCause | null
   disposing: boolean
 
-  // turn
+  // the turn
   turn: number
   step: number
-  sticky: boolean
+  /** Some step of this turn ended `max-tokens`: the turn ends `max-tokens` when it would otherwise complete (TU-12). */
+  maxTokensSeen: boolean
   lastStep: 'none' | 'terminal' | 'continue'
   /** The claimed batch of the current proposal, and the messages its decision entered. */
   proposal: { batch: readonly UserMessage[]; entering: readonly UserMessage[] }
-  end: TurnEndReason | null
+  /** How the turn ends, once known. */
+  endReason: TurnEndReason | null
   failure: TurnFailure | null
   stepOutcome: StepOutcome | null
 
-  /** Async effects each get a fresh id (`next`); the result awaited is `waiting`; late results of older ids are dropped. */
+  /** Async effects each get a fresh id (`next`); the answer awaited is `waiting`; late answers of older ids are dropped. */
   ids: { next: number; waiting: number }
 
   /** The tool batch of the current step. */
-  tools: ToolBatchContext
+  toolBatch: ToolBatchContext
 }
 
 /** Book-keeping of one step's tool batch: two lanes over the same calls. */
@@ -129,6 +153,13 @@ export interface ToolBatchContext {
   failure: TurnFailure | null
 }
 
+/** A repair closer: a session event appended before anything else when the log ends inside a turn (RS-4). */
+export interface RepairAppend {
+  type: SessionEventType
+  data: unknown
+  intent?: { surfaceOp?: SurfaceOp; sourceEventSeqs?: readonly number[]; time?: number }
+}
+
 export interface AgentInput {
   seedConfig: LlmCallConfig
   priorHeader?: boolean
@@ -143,14 +174,20 @@ export interface AgentInput {
   /** Entered messages, for walking the step machine on its own. */
   entering?: readonly UserMessage[]
   /** Closers for a crash-truncated log, appended before anything else (RS-4). */
-  repair?: readonly { type: SessionEventType; data: unknown; intent?: { surfaceOp?: SurfaceOp; sourceEventSeqs?: readonly number[]; time?: number } }[]
+  repair?: readonly RepairAppend[]
+  /** Distinguishes this instance in generated message ids (default `i0`). */
+  instance?: string
 }
 
 // ---- events in ------------------------------------------------------------
 
+/** What an inbox request of the public API changed beside the lists, so a refused splice can be undone (IN-7). */
+export interface CallerUndo {
+  wakeLatched: boolean
+}
+
 export type AgentEvent =
   | { type: 'inbox.send'; message: UserMessage; target: InboxTarget; wakeup: boolean }
-  | { type: 'inbox.committed'; message: UserMessage; target: InboxTarget; wakeup: boolean }
   | { type: 'inbox.remove'; id: string }
   | { type: 'inbox.replace'; id: string; message: UserMessage }
   | { type: 'inbox.clear' }
@@ -159,11 +196,25 @@ export type AgentEvent =
   | { type: 'agent.dispose' }
   | { type: 'maintenance.start' }
   | { type: 'job.settled'; id: number }
-  | { type: 'sync'; id: number }
-  | { type: 'fault'; eventType: SessionEventType; failure: LlmFailure; error: unknown }
-  | { type: 'inbox.restore'; nextTurn: readonly UserMessage[]; nextStep: readonly UserMessage[] }
+  /** Every append emitted before `fx.confirm{id}` is in the log. */
+  | { type: 'appends.confirmed'; id: number }
+  /**
+   * An append was refused. The runtime performed nothing after it in that macrostep (`skipped` names the
+   * appends it left out) and sends this at the macrostep's end; `id` is the `fx.confirm` it answers instead,
+   * if that macrostep asked for one. `lists` is the inbox as the log now projects it.
+   */
+  | {
+      type: 'append.failed'
+      id?: number
+      eventType: SessionEventType
+      failure: LlmFailure
+      skipped: readonly SessionEventType[]
+      lists: InboxLists
+      /** Set when the refused append was an API caller's inbox request (the caller gets the error). */
+      caller?: CallerUndo
+    }
   | { type: 'hook.done'; id: number; value: unknown }
-  | { type: 'hook.failed'; id: number; failure: LlmFailure; error: unknown }
+  | { type: 'hook.failed'; id: number; failure: LlmFailure }
   | {
       type: 'request.prepared'
       id: number
@@ -174,7 +225,8 @@ export type AgentEvent =
       contextKey: string
     }
   | { type: 'model.settled'; id: number; chunkSeqs: readonly number[]; response: AssembledResponse; cancelled: boolean }
-  | { type: 'model.faulted'; id: number; failure: LlmFailure; error: unknown }
+  /** The stream failed outside the adapter (a refused chunk append, middleware); not offered to recovery (RQ-7). */
+  | { type: 'model.failed'; id: number; failure: LlmFailure }
   | { type: 'tool.settled'; id: number; outcome: ToolOutcome }
   | { type: 'tool.classified'; id: number; mode: 'parallel' | 'exclusive' }
 
@@ -191,22 +243,30 @@ export interface AppendEffect {
   key?: string
   /** An explicit time instead of the clock (repair closers). */
   time?: number
+  /** An inbox request of the public API: a refusal is thrown to that caller (IN-7) and handed back in `append.failed`. */
+  caller?: CallerUndo
 }
 
+/** The extension points the machines wait on (the waterfall and serial ones of BEHAVIOURS 1.6). */
 export type HookName = 'agent/pre-step' | 'agent/request' | 'agent/request-error' | 'agent/turn-stopping' | 'tools/pre-execute' | 'tools/post-execute'
 
 export type NotificationName = 'agent/status' | 'agent/inbox/inserted' | 'agent/inbox/discarded' | 'agent/inbox/claimed' | 'agent/error' | 'tools/result'
 
 export type Effect =
   | AppendEffect
+  /** Fire a live notification. For `agent/error` the payload carries `failure`; the runtime hands listeners the error itself. */
   | { type: 'fx.notify'; name: NotificationName; payload: Record<string, unknown> }
-  /** Answer `reply` (default `sync{id}`) once the effects before it are done; `onFault` (default `fault`) if an append among them failed. */
-  | { type: 'fx.sync'; id: number; reply?: AgentEvent; onFault?: AgentEvent }
-  /** Run an extension point; answers hook.done / hook.failed (a cancel is the machine's to handle meanwhile). */
-  | { type: 'fx.hook'; id: number; name: HookName; payload: Record<string, unknown>; fallback: unknown }
-  /** Run `agent/request` and prepare the request; answers request.prepared / hook.failed. */
+  /** Answer `appends.confirmed{id}` once the appends before it are in the log (`append.failed{id}` if one was refused). */
+  | { type: 'fx.confirm'; id: number }
+  /**
+   * Run an extension point; answers hook.done / hook.failed. `fallback` is the default decision (absent: undefined).
+   * `abandonOnCancel`: the machine stops waiting when the activity is cancelled, so the runtime does not start it
+   * once the signal has aborted.
+   */
+  | { type: 'fx.hook'; id: number; name: HookName; payload: Record<string, unknown>; fallback?: unknown; abandonOnCancel?: true }
+  /** Run `agent/request` and prepare the request; answers request.prepared / hook.failed. Abandoned on cancel. */
   | { type: 'fx.prepare'; id: number; turn: number; step: number; seed: LlmCallConfig }
-  /** Stream the model; answers model.settled / model.faulted. */
+  /** Stream the model; answers model.settled (also when cancelled) / model.failed. */
   | { type: 'fx.model'; id: number; turn: number; step: number; config: LlmCallConfig }
   /** Classify a call right before it would start (TL-2, TL-5); answers tool.classified. */
   | { type: 'fx.classify'; id: number; call: PlannedCall }
@@ -220,5 +280,3 @@ export type Effect =
   | { type: 'fx.job'; id: number }
   /** Refuse an inbox request (e.g. duplicate id); the API throws it. */
   | { type: 'fx.reject'; code: string; message: string }
-
-export type { ToolCallBlock }

@@ -6,19 +6,22 @@
 export type WaterfallListener<P = any, R = any> = (payload: P, next: () => Promise<R>) => R | Promise<R>
 /** A serial or notification listener. */
 export type Listener<P = any> = (payload: P) => unknown
+/** What `on()` stores: any of the above, typed per name by the public API. */
+type AnyListener = (payload: unknown, next?: () => Promise<unknown>) => unknown
 
 export interface HookLogger {
   error(message: string, error: unknown): void
 }
 
 export class Hooks {
-  readonly #listeners = new Map<string, Function[]>()
+  readonly #listeners = new Map<string, AnyListener[]>()
   constructor(readonly logger: HookLogger) {}
 
   /** Register a listener; the returned disposer removes exactly this registration. */
-  on(name: string, listener: Function): () => void {
+  on(name: string, listener: (...args: never[]) => unknown): () => void {
     const list = this.#listeners.get(name) ?? []
-    const entry = (...args: unknown[]) => listener(...args)
+    const call = listener as AnyListener
+    const entry: AnyListener = (payload, next) => call(payload, next)
     list.push(entry)
     this.#listeners.set(name, list)
     return () => {
@@ -39,8 +42,8 @@ export class Hooks {
 
   /** Run a waterfall: the first listener's return value is authoritative (HK-1). */
   async waterfall<R>(name: string, payload: unknown, fallback: () => R | Promise<R>): Promise<R> {
-    const chain = [...(this.#listeners.get(name) ?? [])] as WaterfallListener[]
-    const run = async (i: number): Promise<R> => (i >= chain.length ? fallback() : chain[i](payload, () => run(i + 1)))
+    const chain = [...(this.#listeners.get(name) ?? [])] as WaterfallListener<unknown, R>[]
+    const run = async (i: number): Promise<R> => await (i >= chain.length ? fallback() : chain[i](payload, () => run(i + 1)))
     return run(0)
   }
 

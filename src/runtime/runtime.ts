@@ -5,14 +5,14 @@
 import { setMaxListeners } from 'node:events'
 import { createActor, type Actor, type InspectionEvent, type Observer } from 'xstate'
 import { StreamAssembler, normalizeStream } from '../adapters/assemble.js'
-import { toLlmFailure } from '../adapters/failure.js'
+import { LlmError, toLlmFailure } from '../adapters/failure.js'
 import type { ModelAdapter, ModelRequest } from '../adapters/types.js'
 import { InboxError } from '../errors.js'
 import { agentMachine } from '../machines/agent.js'
-import { alreadyPending, applySplice, duplicatedBy, type InboxLists } from '../machines/inbox.js'
-import type { AgentEvent, AgentInput, AppendEffect, Effect, HookName } from '../machines/types.js'
+import { alreadyPending, applySplice, duplicatedBy } from '../machines/inbox.js'
+import type { AgentEvent, AgentInput, AppendEffect, Effect, HookName, InboxLists } from '../machines/types.js'
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
-import { UserMessageSchema, type LlmCallConfig, type RequestHeader, type SessionEvent, type SessionEventType, type ToolSchema } from '../session/schemas.js'
+import { UserMessageSchema, type LlmCallConfig, type LlmFailure, type RequestHeader, type SessionEvent, type SessionEventType, type ToolSchema } from '../session/schemas.js'
 import type { Session } from '../session/session.js'
 import { checkArguments, classify, describeInvalidArgs, toOutcome, type ToolDefinition } from '../tools/define.js'
 import { errorOutcome } from '../machines/tool-batch.js'
@@ -41,7 +41,7 @@ export interface RuntimeOptions {
   /** The public handle, handed to hooks and tools as `agent`. */
   agent: unknown
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void)
-  /** A variant of the agent machine (built with buildAgentMachine); defaults to agentMachine. */
+  /** The agent machine, or a variant of it made with `agentMachine.provide()`; defaults to agentMachine. */
   machine?: typeof agentMachine
 }
 
@@ -49,12 +49,12 @@ const ABORT = Symbol('abort')
 
 /** Sort object keys so equal headers and route records serialize equally. */
 export function canonical(value: unknown): string {
-  return JSON.stringify(value, (_k, v) =>
+  return JSON.stringify(value, (_k, v: unknown) =>
     v && typeof v === 'object' && !Array.isArray(v)
       ? Object.fromEntries(
           Object.keys(v)
             .sort()
-            .map((k) => [k, v[k]]),
+            .map((k) => [k, (v as Record<string, unknown>)[k]]),
         )
       : v,
   )
@@ -78,15 +78,33 @@ function checkHookResult(name: HookName, value: unknown): unknown {
       return { kind: 'enter', messages: (value as { messages: unknown[] }).messages.map((m, i) => deepFreeze(toFrozenJson(m, `messages[${i}]`))) }
     }
     case 'tools/pre-execute':
-    case 'tools/post-execute':
+    case 'tools/post-execute': {
       if (value !== undefined && (value === null || typeof value !== 'object' || typeof (value as { kind?: unknown }).kind !== 'string')) {
         throw new TypeError(`${name} must return a decision object with a kind`)
       }
+      const reason = (value as { kind?: unknown; reason?: unknown } | undefined)?.reason
+      if (name === 'tools/pre-execute' && (value as { kind?: unknown } | undefined)?.kind === 'deny' && reason !== undefined && typeof reason !== 'string') {
+        throw new TypeError('tools/pre-execute must give a deny a string reason')
+      }
       return value
+    }
     default:
       return value
   }
 }
+
+/** What one macrostep's effects came to: the first refused append, and what was left out after it. */
+interface Batch {
+  failed: { effect: AppendEffect; error: unknown } | null
+  /** Appends performed nothing for after the failure (the machine may owe some again). */
+  skipped: SessionEventType[]
+  /** The `fx.confirm` that the failure answers instead of `appends.confirmed`. */
+  confirm: number | undefined
+  /** Async effects never started; each is answered as failed after the failure event. */
+  unstarted: Effect[]
+}
+
+const freshBatch = (): Batch => ({ failed: null, skipped: [], confirm: undefined, unstarted: [] })
 
 export class Runtime {
   readonly actor: Actor<typeof agentMachine>
@@ -98,7 +116,9 @@ export class Runtime {
   pendingJob: ((signal: AbortSignal) => Promise<unknown>) | null = null
   jobPromise: Promise<unknown> | null = null
   readonly #keys = new Map<string, number>()
-  #fault: { eventType: SessionEventType; error: unknown } | null = null
+  #batch: Batch = freshBatch()
+  /** The thrown value behind each failure the machine holds as facts, so listeners get the error itself (PH-8). */
+  readonly #thrown = new WeakMap<LlmFailure, unknown>()
   #depth = 0
   #rejection: Error | null = null
   /** True while the macrostep of the caller's own `dispatch` event runs: only its refusals are the caller's to throw. */
@@ -132,8 +152,8 @@ export class Runtime {
     })
     this.actor.subscribe({
       next: (snapshot) => {
-        // end of a macrostep: an append failure with no sync after it is reported now
-        if (this.#fault) this.#reportFault({ type: 'fault' } as AgentEvent)
+        // the end of a macrostep: a refused append is reported now, with everything it left out
+        if (this.#batch.failed) this.#reportFailure()
         // events queued by listeners come after this: their refusals are not the dispatching caller's
         this.#own = false
         if (snapshot.value === 'idle' || snapshot.status !== 'active') this.#releaseIdle()
@@ -159,7 +179,7 @@ export class Runtime {
     } finally {
       this.#own = false
     }
-    const error = this.#rejection
+    const error = this.#rejection as Error | null
     this.#rejection = null
     if (error) throw error
   }
@@ -198,25 +218,50 @@ export class Runtime {
     else this.hooks.logger.error('agentchart refused a queued inbox request', error)
   }
 
-  #reportFault(onFault: AgentEvent): void {
-    const fault = this.#fault!
-    this.#fault = null
-    const failure = toLlmFailure(fault.error)
-    if (onFault.type === 'inbox.restore') this.#refuse(fault.error instanceof Error ? fault.error : new Error(String(fault.error)))
-    this.#send({ ...onFault, eventType: fault.eventType, failure, error: fault.error } as AgentEvent)
+  /** The facts of a thrown value, remembered with it so the edge can hand listeners the value itself. */
+  #failureOf(error: unknown): LlmFailure {
+    const failure = toLlmFailure(error)
+    this.#thrown.set(failure, error)
+    return failure
+  }
+
+  /** The error a listener gets for a failure: what was thrown, or an LlmError carrying the facts (RQ-9). */
+  #errorOf(failure: LlmFailure): unknown {
+    return this.#thrown.has(failure) ? this.#thrown.get(failure) : new LlmError(failure)
+  }
+
+  /** One `append.failed` for the macrostep, then a failed answer for each async effect it left unstarted. */
+  #reportFailure(): void {
+    const { failed, skipped, confirm, unstarted } = this.#batch
+    this.#batch = freshBatch()
+    const { effect, error } = failed!
+    const failure = this.#failureOf(error)
+    if (effect.caller) this.#refuse(error instanceof Error ? error : new Error(String(error)))
+    this.#send({
+      type: 'append.failed',
+      ...(confirm !== undefined ? { id: confirm } : {}),
+      eventType: effect.eventType,
+      failure,
+      skipped,
+      lists: this.lists,
+      ...(effect.caller ? { caller: effect.caller } : {}),
+    })
+    for (const unstartedEffect of unstarted) this.#send(this.#unstartedAnswer(unstartedEffect, failure))
   }
 
   #perform(effect: Effect): void {
+    const batch = this.#batch
     switch (effect.type) {
       case 'fx.append':
-        if (!this.#fault) this.#append(effect)
+        if (batch.failed) batch.skipped.push(effect.eventType)
+        else this.#append(effect)
         return
       case 'fx.notify':
-        if (!this.#fault) this.hooks.emit(effect.name, { ...effect.payload, agent: this.options.agent })
+        if (!batch.failed) this.#notify(effect.name, effect.payload)
         return
-      case 'fx.sync':
-        if (this.#fault) this.#reportFault(effect.onFault ?? ({ type: 'fault' } as AgentEvent))
-        else this.#send(effect.reply ?? { type: 'sync', id: effect.id })
+      case 'fx.confirm':
+        if (batch.failed) batch.confirm = effect.id
+        else this.#send({ type: 'appends.confirmed', id: effect.id })
         return
       case 'fx.reject':
         this.#refuse(new InboxError(effect.code, effect.message))
@@ -232,43 +277,67 @@ export class Runtime {
         this.#keys.clear()
         return
       case 'fx.job':
+        // MT-1: the job starts synchronously
         return this.#startJob(effect.id)
     }
-    // everything below starts async work: never after a failed append of the same macrostep;
-    // the skipped effect is answered as failed so the machine's book-keeping closes
-    if (this.#fault) {
-      const error = this.#fault.error
-      this.#reportFault({ type: 'fault' } as AgentEvent)
-      return this.#send(this.#skipped(effect, error))
+    // everything below reaches outside: never after a refused append of the same macrostep
+    if (batch.failed) {
+      batch.unstarted.push(effect)
+      return
     }
-    switch (effect.type) {
-      case 'fx.classify':
-        return this.#send({ type: 'tool.classified', id: effect.id, mode: classify(this.#tool(effect.call.name), effect.call.args) })
-      case 'fx.hook':
-        return this.#runHook(effect.id, effect.name, effect.payload, effect.fallback)
-      case 'fx.prepare':
-        return this.#prepare(effect.id, effect.turn, effect.step, effect.seed)
-      case 'fx.model':
-        void this.#stream(effect.id, effect.turn, effect.step, effect.config)
-        return
-      case 'fx.tool':
-        void this.#runTool(effect.id, effect.call.callId, effect.call.name, effect.call.args)
-        return
+    if (effect.type === 'fx.classify') {
+      // a pure decision of the tool's classifier, answered at once (TL-2)
+      const call = effect.call
+      return this.#send({ type: 'tool.classified', id: effect.id, mode: classify(this.#tool(call.name), deepFreeze(call.args)) })
     }
+    this.#start(effect)
   }
 
-  #skipped(effect: Effect, error: unknown): AgentEvent {
-    const failure = toLlmFailure(error)
+  /**
+   * The one place external work starts: hooks, the request, the model, tool bodies. Always a microtask
+   * after the macrostep that asked, so listener cancels queued behind it are seen first (PH-2, CX-6);
+   * work the machine abandons on cancel does not start once the turn's signal has aborted.
+   */
+  #start(effect: Extract<Effect, { type: 'fx.hook' | 'fx.prepare' | 'fx.model' | 'fx.tool' }>): void {
+    const signal = this.#controller.signal
+    queueMicrotask(() => {
+      const abandoned = effect.type === 'fx.prepare' || (effect.type === 'fx.hook' && effect.abandonOnCancel === true)
+      if (abandoned && signal.aborted) return
+      switch (effect.type) {
+        case 'fx.hook':
+          return this.#runHook(signal, effect.id, effect.name, effect.payload, effect.fallback)
+        case 'fx.prepare':
+          return this.#prepare(signal, effect.id, effect.turn, effect.step, effect.seed)
+        case 'fx.model':
+          return void this.#stream(signal, effect.id, effect.turn, effect.step, effect.config)
+        case 'fx.tool':
+          return void this.#runTool(signal, effect.id, effect.call.callId, effect.call.name, effect.call.args)
+      }
+    })
+  }
+
+  /** How an async effect that never started is answered, so the machine's book-keeping closes. */
+  #unstartedAnswer(effect: Effect, failure: LlmFailure): AgentEvent {
     switch (effect.type) {
       case 'fx.tool':
         return { type: 'tool.settled', id: effect.id, outcome: errorOutcome(failure.message) }
       case 'fx.model':
-        return { type: 'model.faulted', id: effect.id, failure, error }
+        return { type: 'model.failed', id: effect.id, failure }
       case 'fx.classify':
         return { type: 'tool.classified', id: effect.id, mode: 'exclusive' }
       default:
-        return { type: 'hook.failed', id: (effect as { id: number }).id, failure, error }
+        return { type: 'hook.failed', id: (effect as { id: number }).id, failure }
     }
+  }
+
+  /** A live notification; for agent/error the machine's facts become the error itself at this edge. */
+  #notify(name: string, payload: Record<string, unknown>): void {
+    const { agent } = this.options
+    if (name === 'agent/error') {
+      const { failure, ...rest } = payload as { failure: LlmFailure }
+      return this.hooks.emit(name, { ...rest, error: this.#errorOf(failure), agent })
+    }
+    this.hooks.emit(name, { ...payload, agent })
   }
 
   #tool(name: string): ToolDefinition | undefined {
@@ -293,24 +362,19 @@ export class Runtime {
       if (effect.key) this.#keys.set(effect.key, event.seq)
       if (event.type === 'agent/inbox/spliced') this.lists = applySplice(this.lists, event.data)
     } catch (error) {
-      this.#fault = { eventType: effect.eventType, error }
+      this.#batch.failed = { effect, error }
     }
   }
 
-  /** Run a hook-like effect and answer with its result or its failure. A cancel meanwhile is the machine's
-   *  to handle: it stops waiting at once, and this late answer is dropped by its id. */
+  /** Run work that answers with one event; a throw is answered as hook.failed. */
   #settle(id: number, work: () => Promise<AgentEvent>): void {
-    // always at least one microtask later: a waking send's first async wait comes after the claim (PH-2)
-    Promise.resolve()
-      .then(work)
-      .then(
-        (event) => this.#send(event),
-        (error) => this.#send({ type: 'hook.failed', id, failure: toLlmFailure(error), error }),
-      )
+    work().then(
+      (event) => this.#send(event),
+      (error) => this.#send({ type: 'hook.failed', id, failure: this.#failureOf(error) }),
+    )
   }
 
-  #runHook(id: number, name: HookName, payload: Record<string, unknown>, fallback: unknown): void {
-    const signal = this.#controller.signal
+  #runHook(signal: AbortSignal, id: number, name: HookName, payload: Record<string, unknown>, fallback: unknown): void {
     const full = { ...payload, signal, agent: this.options.agent }
     this.#settle(id, async () => {
       const value = name === 'agent/turn-stopping' ? await this.hooks.serial(name, full) : await this.hooks.waterfall(name, full, () => fallback)
@@ -320,8 +384,7 @@ export class Runtime {
   }
 
   /** agent/request, then the frozen config, header and route record of the request (RQ-1, RQ-2). */
-  #prepare(id: number, turn: number, step: number, seed: LlmCallConfig): void {
-    const signal = this.#controller.signal
+  #prepare(signal: AbortSignal, id: number, turn: number, step: number, seed: LlmCallConfig): void {
     const frozenSeed = deepFreeze(toFrozenJson(seed, 'config'))
     this.#settle(id, async () => {
       const value = await this.hooks.waterfall('agent/request', { turn, step, signal, agent: this.options.agent }, () => frozenSeed)
@@ -339,9 +402,8 @@ export class Runtime {
   }
 
   /** The hot path: each chunk is appended directly, the machine hears only the outcome (DESIGN rule 1). */
-  async #stream(id: number, turn: number, step: number, config: LlmCallConfig): Promise<void> {
+  async #stream(signal: AbortSignal, id: number, turn: number, step: number, config: LlmCallConfig): Promise<void> {
     const { session, model, systemPrompt, toolSchemas } = this.options
-    const signal = this.#controller.signal
     const chunkSeqs: number[] = []
     const assembler = new StreamAssembler()
     let cancelled = signal.aborted
@@ -385,7 +447,7 @@ export class Runtime {
       }
     } catch (error) {
       if (!signal.aborted) {
-        this.#send({ type: 'model.faulted', id, failure: toLlmFailure(error), error })
+        this.#send({ type: 'model.failed', id, failure: this.#failureOf(error) })
         return
       }
       cancelled = true
@@ -393,8 +455,7 @@ export class Runtime {
     this.#send({ type: 'model.settled', id, chunkSeqs, response: assembler.result(), cancelled })
   }
 
-  async #runTool(id: number, callId: string, name: string, args: unknown): Promise<void> {
-    const signal = this.#controller.signal
+  async #runTool(signal: AbortSignal, id: number, callId: string, name: string, args: unknown): Promise<void> {
     const tool = this.#tool(name)
     let outcome
     if (!tool) {
@@ -416,7 +477,7 @@ export class Runtime {
           const coded = error as { code?: unknown; name?: unknown; message?: unknown }
           outcome = errorOutcome(
             error instanceof Error ? error.message : String(coded?.message ?? error),
-            typeof coded?.code === 'string' ? { name: String(coded.name ?? 'Error'), code: coded.code } : undefined,
+            typeof coded?.code === 'string' ? { name: typeof coded.name === 'string' ? coded.name : 'Error', code: coded.code } : undefined,
           )
         }
       }
@@ -433,6 +494,7 @@ export class Runtime {
     try {
       promise = Promise.resolve(job ? job(controller.signal) : undefined)
     } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- MT-2: the job's own rejection, whatever it threw
       promise = Promise.reject(error)
     }
     this.jobPromise = promise

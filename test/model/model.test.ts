@@ -3,7 +3,7 @@
 // is replayed on the real runtime through the reference driver, which must
 // log exactly the expected log; a broken variant of the machine fails.
 import { describe, expect, it, beforeAll } from 'vitest'
-import { buildAgentMachine, turnState } from '../../src/machines/index.js'
+import { agentMachine } from '../../src/machines/index.js'
 import {
   buildSuite,
   compareLog,
@@ -23,19 +23,13 @@ import {
 const explorations = new Map<string, Exploration>()
 
 beforeAll(() => {
-  for (const walk of walks()) explorations.set(walk.name, explore(walk.name, walk))
+  // one walk serves every test below; it also checks that every snapshot and effect it reaches is JSON data
+  for (const walk of walks()) explorations.set(walk.name, explore(walk.name, { ...walk, checkData: true }))
   console.log(`transition coverage of the generated paths:\n${formatCoverage([...explorations.values()].map(coverageOf))}`)
 }, 240_000)
 
-/** The turn with one deliberate bug: a rejected proposal opens a step anyway. */
-function stepAfterReject(): typeof turnState {
-  const proposing = turnState.states.proposing
-  const onDone = proposing.on['hook.done'] as Array<Record<string, unknown>>
-  const rejects = (t: Record<string, unknown>) => /reject/.test(String(t.guard))
-  expect(onDone.filter(rejects)).toHaveLength(1)
-  const broken = onDone.map((t) => (rejects(t) ? { ...t, target: 'stepping', actions: [] } : t))
-  return { ...turnState, states: { ...turnState.states, proposing: { ...proposing, on: { ...proposing.on, 'hook.done': broken } } } } as typeof turnState
-}
+/** The agent with one deliberate bug, made with one line: a rejected proposal opens a step anyway. */
+const stepAfterReject = agentMachine.provide({ guards: { isRejected: () => false } })
 
 describe('model-based tests', () => {
   it('every machine has every transition covered, or a listed reason why it cannot be', () => {
@@ -54,6 +48,15 @@ describe('model-based tests', () => {
     for (const exploration of explorations.values()) {
       expect(exploration.scenarios.length).toBeGreaterThan(50)
       expect(exploration.violations, exploration.machine).toEqual([])
+    }
+  })
+
+  it('every snapshot and effect the walk reaches is JSON data: it comes back unchanged from JSON.stringify/parse', () => {
+    for (const exploration of explorations.values()) {
+      const data = exploration.data!
+      expect(data.divergent, exploration.machine).toEqual([])
+      expect(data.snapshots).toBeGreaterThan(exploration.states)
+      expect(data.effects).toBeGreaterThan(exploration.states)
     }
   })
 
@@ -81,7 +84,7 @@ describe('model-based tests', () => {
 
   it('the generated suite can fail: a turn that opens a step after a reject is caught', async () => {
     const { suite } = buildSuite(240, explorations.get('agent')!)
-    const broken = createAgentchartDriver({ machine: buildAgentMachine(stepAfterReject()) })
+    const broken = createAgentchartDriver({ machine: stepAfterReject })
     const report = await runSuite(suite, broken)
     const failed = report.results.filter((r) => !r.passed)
     // the failing scenarios are exactly those where a proposal was rejected

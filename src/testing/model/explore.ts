@@ -1,8 +1,10 @@
-// Generate scenarios from a machine's graph: @xstate/graph finds the shortest
-// input path to every abstract state of the harness; each path is completed
+// Generate scenarios from a machine's graph: @xstate/graph explores the
+// harness breadth first, which gives the shortest input path to every
+// abstract state; each path is completed
 // to rest with default answers, its trace checked, and the transitions it
 // took counted for coverage.
-import { getShortestPaths } from '@xstate/graph'
+import { isDeepStrictEqual } from 'node:util'
+import { getAdjacencyMap } from '@xstate/graph'
 import type { AnyStateMachine } from 'xstate'
 import { repairClosers } from '../../session/repair.js'
 import type { SessionEvent } from '../../session/schemas.js'
@@ -17,6 +19,12 @@ import { scriptInput } from './script.js'
 export interface WalkEvent extends TraceEvent {
   seq: number
   time: number
+}
+
+/** One abstract state of a walk (the first concrete state that reached it) and where each input leads from it. */
+interface AdjacencyNode {
+  state: HarnessState
+  transitions: Record<string, { state: HarnessState }>
 }
 
 /**
@@ -46,46 +54,61 @@ export interface Exploration {
   transitions: Map<string, { source: string; event: string; guarded: boolean; target: string }>
   covered: Set<string>
   violations: Array<{ scenario: string; rule: string; seq: number; message: string }>
+  /** With `checkData`: how many snapshots and effect batches were checked, and the first few that are not JSON data. */
+  data?: { snapshots: number; effects: number; divergent: string[] }
 }
 
-/** The default answer to the oldest pending effect, or null when nothing is pending. */
-function defaultAnswer(state: HarnessState): WalkInput | null {
-  const p = state.pending[0]
-  if (!p) return null
-  switch (p.kind) {
-    case 'hook':
-      switch (p.name) {
-        case 'agent/pre-step':
-          return { type: 'pre-step', decision: 'default' }
-        case 'agent/request-error':
-          return { type: 'request-error', decision: 'give-up' }
-        case 'agent/turn-stopping':
-          return { type: 'turn-stopping', decision: 'none' }
-        case 'tools/pre-execute':
-          return { type: 'tool-pre', callId: String(p.payload.callId), decision: 'allow' }
-        default:
-          return { type: 'tool-post', callId: String(p.payload.callId), decision: 'accept' }
-      }
-    case 'prepare':
-      return { type: 'request', decision: 'default' }
-    case 'model':
-      return { type: 'model', response: 'text' }
-    case 'tool':
-      return { type: 'tool', callId: p.call.callId, outcome: 'ok' }
-    case 'job':
-      return { type: 'job-done' }
+/** Why a value does not come back unchanged from JSON.stringify/parse, or null when it does. */
+export function jsonDivergence(value: unknown): string | null {
+  let text: string | undefined
+  try {
+    text = JSON.stringify(value)
+  } catch (error) {
+    return `JSON.stringify throws: ${(error as Error).message}`
   }
+  if (text === undefined) return 'JSON.stringify gives nothing'
+  return isDeepStrictEqual(JSON.parse(text), value) ? null : `differs after a round trip: ${text.slice(0, 200)}`
+}
+
+/**
+ * The same verdict as `jsonDivergence`, found by walking the value: only plain objects and arrays
+ * (dense, not cyclic), strings, booleans, null and finite numbers other than -0 come back unchanged.
+ * Objects already found to be data are skipped, since snapshots share most of their structure.
+ */
+function dataDivergence(value: unknown, known: WeakSet<object>, path = '', depth = 0): string | null {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return null
+  if (typeof value === 'number') return Number.isFinite(value) && !Object.is(value, -0) ? null : `${path || '(root)'}: ${String(value)}`
+  if (typeof value !== 'object') return `${path || '(root)'}: a ${typeof value}`
+  if (known.has(value)) return null
+  if (depth > 200) return `${path}: nested too deep (a cycle?)`
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      if (!(i in value)) return `${path}[${i}]: a hole`
+      const why = dataDivergence(value[i], known, `${path}[${i}]`, depth + 1)
+      if (why) return why
+    }
+  } else {
+    const proto: unknown = Object.getPrototypeOf(value)
+    if (proto !== Object.prototype) return `${path || '(root)'}: not a plain object`
+    for (const key of Reflect.ownKeys(value)) {
+      if (typeof key === 'symbol') return `${path}: a symbol key`
+      const why = dataDivergence((value as Record<string, unknown>)[key], known, `${path}.${key}`, depth + 1)
+      if (why) return why
+    }
+  }
+  known.add(value)
+  return null
+}
+
+/** A persisted snapshot as data: XState's own `output` and `error` keys are undefined while the actor runs. */
+function snapshotData(snapshot: unknown): unknown {
+  const { output, error, ...rest } = snapshot as Record<string, unknown>
+  return { ...rest, ...(output !== undefined ? { output } : {}), ...(error !== undefined ? { error } : {}) }
 }
 
 /** Drive a state to rest with default answers (bounded). */
 export function complete(harness: Harness, state: HarnessState, limit = 200): HarnessState {
-  let current = state
-  for (let i = 0; i < limit; i++) {
-    const answer = defaultAnswer(current)
-    if (!answer) return current
-    current = harness.apply(current, answer) ?? current
-  }
-  throw new Error(`scenario did not come to rest within ${limit} default answers: ${JSON.stringify(current.inputs)}`)
+  return harness.complete(state, limit)
 }
 
 /** Replay inputs from the start; also returns the transitions taken on the way. */
@@ -106,50 +129,69 @@ export function traceOf(trace: readonly TraceEvent[]): WalkEvent[] {
 }
 
 /** Walk one machine under several budgets: shortest paths to every abstract state, each completed into a scenario. */
-export function explore(name: string, options: { machine: AnyStateMachine; input: Record<string, unknown>; profiles: Budget[]; limit?: number }): Exploration {
+export function explore(
+  name: string,
+  options: { machine: AnyStateMachine; input: Record<string, unknown>; profiles: Budget[]; limit?: number; checkData?: boolean },
+): Exploration {
   const transitions = allTransitions(options.machine)
   const covered = new Set<string>()
   const scenarios: GeneratedScenario[] = []
   const violations: Exploration['violations'] = []
   const seen = new Set<string>()
   let states = 0
+  const data = { snapshots: 0, effects: 0, divergent: [] as string[] }
+  const known = new WeakSet<object>()
+  const diverged = (what: string, value: unknown, check: (value: unknown) => string | null = (v) => dataDivergence(v, known)) => {
+    const why = check(value)
+    if (why !== null && data.divergent.length < 10) data.divergent.push(`${what}: ${why}`)
+  }
+  const observe = options.checkData
+    ? {
+        snapshot: (snapshot: unknown) => {
+          data.snapshots++
+          diverged('snapshot', snapshotData(snapshot))
+        },
+        effects: (effects: readonly unknown[]) => {
+          data.effects++
+          diverged('effects', effects)
+        },
+      }
+    : undefined
   for (const budget of options.profiles) {
     // a seeded walk starts where an agent over that stored log would: after its end-seed, with its repair closers
     const seed = budget.seed ? [...budget.seed, { seq: budget.seed.length, time: 0, type: 'session/end-seed', data: {} }] : []
     const fromSeed = budget.seed ? seededInput(seed as SessionEvent[]) : {}
-    const harness = createHarness({ machine: options.machine, input: { ...options.input, ...fromSeed, ...budget.input }, budget })
+    const harness = createHarness({ machine: options.machine, input: { ...options.input, ...fromSeed, ...budget.input }, budget, observe })
     // a walk that starts from another input, or with a listener cancel armed before the machine starts, is for
     // coverage only; store failures armed before the start are replayable (a driver arms them on the session)
     const replayable = !budget.input && (budget.prelude ?? []).every((p) => p.type === 'fail-next')
     const faults = (budget.prelude ?? []).filter((p) => p.type === 'fail-next').map((p) => scriptInput(p) as FailAppend)
-    const paths = getShortestPaths(
-      harness.logic as any,
-      {
-        events: (state: HarnessState) => harness.choices(state) as any,
-        serializeState: (state: HarnessState) => harness.abstract(state),
-        serializeEvent: (event: any) => JSON.stringify(event),
-        limit: options.limit ?? 50_000,
-      } as any,
-    )
-    states += paths.length
+    // breadth first: the first state reached with each abstract key is the end of a shortest path to it
+    const adjacency = getAdjacencyMap(harness.logic, {
+      events: (state: HarnessState) => harness.choices(state),
+      serializeState: (state: HarnessState) => harness.abstract(state),
+      serializeEvent: (event) => JSON.stringify(event),
+      limit: options.limit ?? 50_000,
+    }) as unknown as Record<string, AdjacencyNode>
+    const nodes = Object.values(adjacency)
+    states += nodes.length
     // edge cover: every state's shortest path, plus each input from it that takes a transition not yet taken
     const ends: HarnessState[] = []
-    for (const path of paths) {
-      const end = path.state as HarnessState
-      ends.push(end)
-      end.takenAll.forEach((t) => covered.add(t))
+    for (const node of nodes) {
+      ends.push(node.state)
+      node.state.takenAll.forEach((t) => covered.add(t))
     }
-    for (const path of paths) {
-      for (const input of harness.choices(path.state as HarnessState)) {
-        const next = harness.apply(path.state as HarnessState, input)
-        if (next && next.taken.some((t) => !covered.has(t))) {
+    for (const node of nodes) {
+      for (const { state: next } of Object.values(node.transitions)) {
+        if (next.taken.some((t) => !covered.has(t))) {
           next.taken.forEach((t) => covered.add(t))
           ends.push(next)
         }
       }
     }
     for (const end of ends) {
-      const state = complete(harness, end)
+      const state = harness.complete(end)
+      if (options.checkData) diverged('end state', snapshotData(state.machine), jsonDivergence)
       // the same inputs from another starting point (a seed, another input) are another scenario
       const key = JSON.stringify([budget.seed ?? null, budget.input ?? null, state.inputs])
       if (seen.has(key)) continue
@@ -159,7 +201,8 @@ export function explore(name: string, options: { machine: AnyStateMachine; input
       const events = traceOf([...seed, ...state.trace])
       // a refused boundary append leaves the log unbalanced on purpose (TU-15, ST-4 with a failing store)
       const brokenBoundary = state.inputs.some((i) => i.type === 'fail-next' && ['step/end', 'turn/end'].includes(i.eventType))
-      const excused = (rule: string) => brokenBoundary && ['balanced', 'turn-enclosure', 'turn-closes-once', 'event-enclosure'].includes(rule)
+      const excused = (rule: string) =>
+        brokenBoundary && ['balanced', 'turn-enclosure', 'turn-closes-once', 'event-enclosure', 'retry-stays-in-step'].includes(rule)
       // a part machine's trace is a fragment of a log: only the agent's traces are whole logs
       const checks = name === 'agent' && !budget.input ? [...checkSessionInvariants(events), ...checkLifecycleInvariants(events)] : []
       for (const v of checks) {
@@ -180,7 +223,7 @@ export function explore(name: string, options: { machine: AnyStateMachine; input
       })
     }
   }
-  return { machine: name, states, scenarios, transitions, covered, violations }
+  return { machine: name, states, scenarios, transitions, covered, violations, ...(options.checkData ? { data } : {}) }
 }
 
 /** What createAgent derives from a stored log: the next turn number and the repair closers. */

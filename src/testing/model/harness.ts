@@ -3,9 +3,10 @@
 // are answered at once) and leaves every async effect pending until a
 // scenario input answers it. As an ActorLogic it can be walked by @xstate/graph.
 import { createActor, type ActorLogic, type AnyStateMachine, type InspectionEvent } from 'xstate'
-import { z } from 'zod'
+import { z } from 'zod/v4'
 import { StreamAssembler } from '../../adapters/assemble.js'
-import type { AgentEvent, Effect, PlannedCall } from '../../machines/types.js'
+import { applySplice } from '../../machines/inbox.js'
+import type { AgentEvent, AppendEffect, Effect, InboxLists, PlannedCall } from '../../machines/types.js'
 import type { LlmCallConfig, SessionEventType, StreamChunk, UserMessage } from '../../session/schemas.js'
 import { defineTool, toolSchemas } from '../../tools/define.js'
 import { errorResponse, maxTokensResponse, textResponse, toolCallResponse } from '../responses.js'
@@ -33,7 +34,10 @@ const HEADER_TOOLS = toolSchemas(scenarioTools(async () => ''))
 export { scenarioMessage }
 
 /** What the runtime reports for a listener that threw `Error('scripted failure')`. */
-const listenerThrew = (id: number): AgentEvent => ({ type: 'hook.failed', id, failure: SCENARIO_FAILURE, error: new Error(SCENARIO_FAILURE.message) })
+const listenerThrew = (id: number): AgentEvent => ({ type: 'hook.failed', id, failure: SCENARIO_FAILURE })
+
+/** What the runtime reports for the scripted store's refusal. */
+const STORE_FAILURE = { message: SCRIPTED.storeFailure, code: 'UNKNOWN' }
 
 /** What a scenario's model response streams; call ids come from the scenario's counter. */
 export function responseChunks(response: WalkInput & { type: 'model' }, callIds: () => string): StreamChunk[] {
@@ -68,11 +72,8 @@ export function responseChunks(response: WalkInput & { type: 'model' }, callIds:
 const PARTIAL = textResponse('partial answer')
 export const PARTIAL_REST = PARTIAL.slice(2)
 
-/** Hooks of the turn itself: the machine stops waiting for them when the turn is cancelled. */
-const TURN_HOOKS = new Set(['agent/pre-step', 'agent/request-error', 'agent/turn-stopping'])
-
 export type Pending =
-  | { kind: 'hook'; id: number; name: string; payload: Record<string, unknown>; fallback: unknown }
+  | { kind: 'hook'; id: number; name: string; payload: Record<string, unknown>; fallback: unknown; abandonOnCancel: boolean }
   | { kind: 'prepare'; id: number; seed: LlmCallConfig }
   | { kind: 'model'; id: number; turn: number; step: number; partial?: { chunkSeqs: number[]; chunks: StreamChunk[] } }
   | { kind: 'tool'; id: number; call: PlannedCall }
@@ -94,6 +95,8 @@ export interface HarnessState {
   pending: Pending[]
   trace: TraceEvent[]
   keys: Record<string, number>
+  /** The inbox as the appended splices project it (what the runtime's lists hold). */
+  lists: InboxLists
   inputs: WalkInput[]
   /** The same inputs spelled out in the portable format (prelude failures aside: they become the setup's faults). */
   script: ScenarioInput[]
@@ -140,6 +143,8 @@ export interface HarnessOptions {
   machine: AnyStateMachine
   input: Record<string, unknown>
   budget?: Budget
+  /** Sees the effects of every macrostep as emitted, and every persisted snapshot reached (e.g. to check they are JSON data). */
+  observe?: { effects?: (effects: readonly Effect[]) => void; snapshot?: (snapshot: unknown) => void }
 }
 
 const ALL_RESPONSES: readonly ModelResponse[] = ['text', 'empty', 'max-tokens', 'error', 'partial', 'max-tokens-tools', 'tools', 'tools-mixed']
@@ -184,11 +189,21 @@ function indexOfTransition(t: any): number {
   return (list ?? t.source.always ?? []).indexOf(t)
 }
 
+/** What one macrostep's effects came to (as in the runtime): the refused append and what was left out after it. */
+interface Batch {
+  failed: AppendEffect | null
+  skipped: SessionEventType[]
+  confirm: number | undefined
+  unstarted: Effect[]
+}
+
+const freshBatch = (): Batch => ({ failed: null, skipped: [], confirm: undefined, unstarted: [] })
+
 /** Run machine events on a live actor restored from the state, performing effects like the runtime. */
 class Step {
   readonly state: HarnessState
   readonly queue: AgentEvent[] = []
-  fault: { eventType: string; error: Error } | null = null
+  batch: Batch = freshBatch()
   readonly actor
   buffer: Effect[] = []
 
@@ -218,6 +233,10 @@ class Step {
           pending: [],
           trace: [],
           keys: {},
+          lists: {
+            nextTurn: (options.input.nextTurn as UserMessage[] | undefined) ?? [],
+            nextStep: (options.input.nextStep as UserMessage[] | undefined) ?? [],
+          },
           inputs: [],
           script: [],
           aborted: false,
@@ -270,33 +289,46 @@ class Step {
     this.drain()
     const snapshot = this.actor.getSnapshot()
     this.state.machine = this.actor.getPersistedSnapshot()
+    this.options.observe?.snapshot?.(this.state.machine)
     this.state.done = snapshot.status !== 'active'
     this.state.takenAll = [...new Set([...this.state.takenAll, ...this.state.taken])]
     this.actor.stop()
     return this.state
   }
 
+  /** The effects of one macrostep, then (like the runtime at the macrostep's end) the failure and the unstarted answers. */
   #perform(): void {
     const effects = this.buffer
     this.buffer = []
+    this.options.observe?.effects?.(effects)
     for (const effect of effects) this.#effect(effect)
-    if (this.fault) this.#reportFault({ type: 'fault' } as AgentEvent)
-  }
-
-  #reportFault(onFault: AgentEvent): void {
-    const fault = this.fault!
-    this.fault = null
-    this.send({ ...onFault, eventType: fault.eventType, failure: { message: fault.error.message, code: 'UNKNOWN' }, error: fault.error } as AgentEvent)
+    const { failed, skipped, confirm, unstarted } = this.batch
+    this.batch = freshBatch()
+    if (!failed) return
+    this.send({
+      type: 'append.failed',
+      ...(confirm !== undefined ? { id: confirm } : {}),
+      eventType: failed.eventType,
+      failure: STORE_FAILURE,
+      skipped,
+      lists: this.state.lists,
+      ...(failed.caller ? { caller: failed.caller } : {}),
+    })
+    for (const effect of unstarted) this.send(unstartedAnswer(effect))
   }
 
   #effect(effect: Effect): void {
     const s = this.state
+    const batch = this.batch
     switch (effect.type) {
       case 'fx.append': {
-        if (this.fault) return
+        if (batch.failed) {
+          batch.skipped.push(effect.eventType)
+          return
+        }
         if (s.armed === effect.eventType) {
           s.armed = null
-          this.fault = { eventType: effect.eventType, error: new Error(SCRIPTED.storeFailure) }
+          batch.failed = effect
           return
         }
         const sources = effect.citeKeys ? effect.citeKeys.map((k) => s.keys[k]).filter((x) => x !== undefined) : effect.sourceEventSeqs
@@ -305,24 +337,26 @@ class Step {
         if (sources) event.sourceEventSeqs = [...sources]
         if (effect.key) s.keys[effect.key] = this.seq()
         s.trace.push(event)
+        if (effect.eventType === 'agent/inbox/spliced') s.lists = applySplice(s.lists, effect.data as Parameters<typeof applySplice>[1])
         if (s.cancelOn === effect.eventType) this.#listenerCancels()
         return
       }
       case 'fx.notify':
-        if (this.fault) return
+        if (batch.failed) return
         if (s.cancelOn === effect.name && (effect.name !== 'agent/status' || effect.payload.status === 'running')) this.#listenerCancels()
         return
-      case 'fx.sync':
-        if (this.fault) return this.#reportFault(effect.onFault ?? ({ type: 'fault' } as AgentEvent))
-        return this.send(effect.reply ?? { type: 'sync', id: effect.id })
+      case 'fx.confirm':
+        if (batch.failed) batch.confirm = effect.id
+        else this.send({ type: 'appends.confirmed', id: effect.id })
+        return
       case 'fx.reject':
         s.rejections.push(effect.code)
         return
       case 'fx.abort': {
         s.aborted = true
         // the runtime stops reading an aborted stream at once; the machine stops waiting for the
-        // turn's own hooks and the request, whose late answers it would drop, so they are no longer pending
-        const dropped = s.pending.filter((p) => (p.kind === 'hook' && TURN_HOOKS.has(p.name)) || p.kind === 'prepare' || p.kind === 'model')
+        // work it abandons on cancel, whose late answers it would drop, so it is no longer pending
+        const dropped = s.pending.filter((p) => (p.kind === 'hook' && p.abandonOnCancel) || p.kind === 'prepare' || p.kind === 'model')
         s.pending = s.pending.filter((p) => !dropped.includes(p))
         for (const p of dropped) if (p.kind === 'model') this.send(this.#cancelledModel(p))
         return
@@ -335,22 +369,27 @@ class Step {
         s.pending.push({ kind: 'job', id: effect.id })
         return
     }
-    if (this.fault) {
-      const error = this.fault.error
-      this.#reportFault({ type: 'fault' } as AgentEvent)
-      const failure = { message: error.message, code: 'UNKNOWN' }
-      if (effect.type === 'fx.tool') return this.send({ type: 'tool.settled', id: effect.id, outcome: { isError: true, content: `Error: ${failure.message}` } })
-      if (effect.type === 'fx.model') return this.send({ type: 'model.faulted', id: effect.id, failure, error })
-      if (effect.type === 'fx.classify') return this.send({ type: 'tool.classified', id: effect.id, mode: 'exclusive' })
-      return this.send({ type: 'hook.failed', id: effect.id, failure, error })
+    if (batch.failed) {
+      batch.unstarted.push(effect)
+      return
     }
     switch (effect.type) {
       case 'fx.classify':
         return this.send({ type: 'tool.classified', id: effect.id, mode: effect.call.name === 'p' ? 'parallel' : 'exclusive' })
       case 'fx.hook':
-        s.pending.push({ kind: 'hook', id: effect.id, name: effect.name, payload: effect.payload, fallback: effect.fallback })
+        // the runtime does not start abandoned work once the signal has aborted
+        if (effect.abandonOnCancel && s.aborted) return
+        s.pending.push({
+          kind: 'hook',
+          id: effect.id,
+          name: effect.name,
+          payload: effect.payload,
+          fallback: effect.fallback,
+          abandonOnCancel: effect.abandonOnCancel === true,
+        })
         return
       case 'fx.prepare':
+        if (s.aborted) return
         s.pending.push({ kind: 'prepare', id: effect.id, seed: effect.seed })
         return
       case 'fx.model':
@@ -386,8 +425,7 @@ class Step {
       if (s.armed === 'assistant/chunk') {
         s.armed = null
         s.pending = s.pending.filter((q) => q !== p)
-        const error = new Error(SCRIPTED.storeFailure)
-        return this.send({ type: 'model.faulted', id: p.id, failure: { message: error.message, code: 'UNKNOWN' }, error })
+        return this.send({ type: 'model.failed', id: p.id, failure: STORE_FAILURE })
       }
       seqs.push(this.seq())
       s.trace.push({ type: 'assistant/chunk', data: { turn: p.turn, step: p.step, chunk } })
@@ -404,11 +442,27 @@ class Step {
   }
 }
 
+/** How the runtime answers an async effect it never started after a refused append. */
+function unstartedAnswer(effect: Effect): AgentEvent {
+  switch (effect.type) {
+    case 'fx.tool':
+      return { type: 'tool.settled', id: effect.id, outcome: { isError: true, content: `Error: ${STORE_FAILURE.message}` } }
+    case 'fx.model':
+      return { type: 'model.failed', id: effect.id, failure: STORE_FAILURE }
+    case 'fx.classify':
+      return { type: 'tool.classified', id: effect.id, mode: 'exclusive' }
+    default:
+      return { type: 'hook.failed', id: (effect as { id: number }).id, failure: STORE_FAILURE }
+  }
+}
+
 const ctxOf = (state: HarnessState) => (state.machine as { context: any; value: unknown }).context
 
 export interface Harness {
   logic: ActorLogic<HarnessState, WalkInput, unknown>
   apply(state: HarnessState, input: WalkInput): HarnessState | null
+  /** Drive a state to rest with default answers (enter, the default request, a text answer, give up on errors, allow, accept). */
+  complete(state: HarnessState, limit?: number): HarnessState
   choices(state: HarnessState): WalkInput[]
   abstract(state: HarnessState): string
   initial(): HarnessState
@@ -437,10 +491,24 @@ export function createHarness(options: HarnessOptions): Harness {
   /** Apply one scenario input; returns the next state, or null when the input does not apply here. */
   function apply(state: HarnessState, input: WalkInput): HarnessState | null {
     const step = new Step(options, state)
+    return applyOn(step, input) ? step.run() : null
+  }
+
+  /** Drive a state to rest with the default answer to the oldest pending effect, on one live actor. */
+  function complete(state: HarnessState, limit = 200): HarnessState {
+    const step = new Step(options, state)
+    for (let i = 0; i < limit; i++) {
+      const answer = defaultAnswer(step.state)
+      if (!answer) return step.run()
+      if (!applyOn(step, answer)) throw new Error(`default answer ${JSON.stringify(answer)} does not apply`)
+      step.drain()
+    }
+    throw new Error(`scenario did not come to rest within ${limit} default answers: ${JSON.stringify(step.state.inputs)}`)
+  }
+
+  /** Apply one input to a live step; false (and nothing changed) when it does not apply here. */
+  function applyOn(step: Step, input: WalkInput): boolean {
     const s = step.state
-    s.inputs.push(input)
-    // model, tool and turn-stopping inputs record their explicit form below, with what they streamed or settled
-    if (input.type !== 'model' && input.type !== 'tool' && input.type !== 'turn-stopping') s.script.push(scriptInput(input))
     const first = <K extends Pending['kind']>(kind: K, pred: (p: Extract<Pending, { kind: K }>) => boolean = () => true) =>
       s.pending.find((p) => p.kind === kind && pred(p as Extract<Pending, { kind: K }>)) as Extract<Pending, { kind: K }> | undefined
     const take = (p: Pending) => (s.pending = s.pending.filter((q) => q !== p))
@@ -492,7 +560,7 @@ export function createHarness(options: HarnessOptions): Harness {
         break
       case 'job-done': {
         const p = first('job')
-        if (!p) return null
+        if (!p) return false
         take(p)
         step.send({ type: 'job.settled', id: p.id })
         break
@@ -503,7 +571,7 @@ export function createHarness(options: HarnessOptions): Harness {
         break
       case 'pre-step': {
         const p = hookOf('agent/pre-step')
-        if (!p) return null
+        if (!p) return false
         take(p)
         if (input.decision === 'throw') step.send(listenerThrew(p.id))
         else {
@@ -514,7 +582,7 @@ export function createHarness(options: HarnessOptions): Harness {
       }
       case 'request': {
         const p = first('prepare')
-        if (!p) return null
+        if (!p) return false
         take(p)
         if (input.decision === 'throw') {
           step.send(listenerThrew(p.id))
@@ -528,7 +596,7 @@ export function createHarness(options: HarnessOptions): Harness {
       }
       case 'model': {
         const p = first('model')
-        if (!p || (p.partial && input.response !== 'text')) return null
+        if (!p || (p.partial && input.response !== 'text')) return false
         const chunks = p.partial ? PARTIAL_REST : responseChunks(input, () => `c${++s.counters.calls}`)
         const end = p.partial !== undefined || input.response !== 'partial'
         s.script.push(scriptInput(input, { chunks, end }))
@@ -537,7 +605,7 @@ export function createHarness(options: HarnessOptions): Harness {
       }
       case 'request-error': {
         const p = hookOf('agent/request-error')
-        if (!p) return null
+        if (!p) return false
         take(p)
         if (input.decision === 'throw') step.send(listenerThrew(p.id))
         else step.send({ type: 'hook.done', id: p.id, value: input.decision === 'retry' ? { kind: 'retry' } : undefined })
@@ -545,7 +613,7 @@ export function createHarness(options: HarnessOptions): Harness {
       }
       case 'turn-stopping': {
         const p = hookOf('agent/turn-stopping')
-        if (!p) return null
+        if (!p) return false
         take(p)
         const steer = input.decision === 'steer' ? scenarioMessage(`steer${s.counters.messages + 1}`) : undefined
         s.script.push(scriptInput(input, { steer }))
@@ -563,7 +631,7 @@ export function createHarness(options: HarnessOptions): Harness {
       }
       case 'tool-pre': {
         const p = hookOf('tools/pre-execute', input.callId)
-        if (!p) return null
+        if (!p) return false
         take(p)
         if (input.decision === 'throw') step.send(listenerThrew(p.id))
         else step.send({ type: 'hook.done', id: p.id, value: input.decision === 'deny' ? { kind: 'deny', reason: SCRIPTED.denial } : { kind: 'allow' } })
@@ -571,7 +639,7 @@ export function createHarness(options: HarnessOptions): Harness {
       }
       case 'tool': {
         const p = first('tool', (q) => q.call.callId === input.callId)
-        if (!p) return null
+        if (!p) return false
         take(p)
         s.script.push(scriptInput(input, { aborted: s.aborted }))
         step.send({ type: 'tool.settled', id: p.id, outcome: toolOutcome(input.callId, input.outcome) })
@@ -579,7 +647,7 @@ export function createHarness(options: HarnessOptions): Harness {
       }
       case 'tool-post': {
         const p = hookOf('tools/post-execute', input.callId)
-        if (!p) return null
+        if (!p) return false
         take(p)
         if (input.decision === 'throw') step.send(listenerThrew(p.id))
         else
@@ -596,7 +664,10 @@ export function createHarness(options: HarnessOptions): Harness {
         break
       }
     }
-    return step.run()
+    s.inputs.push(input)
+    // model, tool and turn-stopping inputs recorded their explicit form above, with what they streamed or settled
+    if (input.type !== 'model' && input.type !== 'tool' && input.type !== 'turn-stopping') s.script.push(scriptInput(input))
+    return true
   }
 
   /** The inputs worth trying from a state, within the budget. */
@@ -710,10 +781,10 @@ export function createHarness(options: HarnessOptions): Harness {
       state.pending.map((p) => (p.kind === 'hook' ? p.name : p.kind === 'model' && p.partial ? 'model-partial' : p.kind)).sort(),
       state.aborted,
       state.armed,
-      ctx.cause !== null,
-      ctx.latch,
+      ctx.cancelCause !== null,
+      ctx.wakeLatched,
       ctx.disposing,
-      ctx.sticky,
+      ctx.maxTokensSeen,
       ctx.lastStep,
       cap(ctx.nextTurn.length),
       cap(ctx.nextStep.length),
@@ -721,8 +792,16 @@ export function createHarness(options: HarnessOptions): Harness {
       cap(ctx.request.attempt),
       cap(ctx.turn - ((options.input.lastTurn as number | undefined) ?? 0), 3),
       ctx.stepOutcome,
-      ctx.end?.kind ?? null,
-      [ctx.tools.calls.length, ctx.tools.nextStart, ctx.tools.nextCommit, ctx.tools.inFlight, ctx.tools.pool, ctx.tools.concluded, ctx.tools.failure !== null],
+      ctx.endReason?.kind ?? null,
+      [
+        ctx.toolBatch.calls.length,
+        ctx.toolBatch.nextStart,
+        ctx.toolBatch.nextCommit,
+        ctx.toolBatch.inFlight,
+        ctx.toolBatch.pool,
+        ctx.toolBatch.concluded,
+        ctx.toolBatch.failure !== null,
+      ],
       [state.counters.sends, state.counters.cancels, state.counters.removes, state.counters.fails, state.counters.maintenance, state.cancelOn],
     ])
   }
@@ -736,7 +815,36 @@ export function createHarness(options: HarnessOptions): Harness {
     getPersistedSnapshot: (state: HarnessState) => state,
   } as unknown as ActorLogic<HarnessState, WalkInput, unknown>
 
-  return { logic, apply, choices, abstract, initial }
+  return { logic, apply, complete, choices, abstract, initial }
+}
+
+/** The default answer to the oldest pending effect, or null when nothing is pending. */
+function defaultAnswer(state: HarnessState): WalkInput | null {
+  const p = state.pending[0]
+  if (!p) return null
+  switch (p.kind) {
+    case 'hook':
+      switch (p.name) {
+        case 'agent/pre-step':
+          return { type: 'pre-step', decision: 'default' }
+        case 'agent/request-error':
+          return { type: 'request-error', decision: 'give-up' }
+        case 'agent/turn-stopping':
+          return { type: 'turn-stopping', decision: 'none' }
+        case 'tools/pre-execute':
+          return { type: 'tool-pre', callId: String(p.payload.callId), decision: 'allow' }
+        default:
+          return { type: 'tool-post', callId: String(p.payload.callId), decision: 'accept' }
+      }
+    case 'prepare':
+      return { type: 'request', decision: 'default' }
+    case 'model':
+      return { type: 'model', response: 'text' }
+    case 'tool':
+      return { type: 'tool', callId: p.call.callId, outcome: 'ok' }
+    case 'job':
+      return { type: 'job-done' }
+  }
 }
 
 /** The tool outcome a scenario input stands for. */

@@ -26,6 +26,8 @@ export const AGENT_PROFILES: Budget[] = [
   { sends: 2, cancels: 1, ...few, responses: ['text', 'tools-mixed', 'error', 'partial'], cancelTriggers: triggers },
   // a failing store at every boundary
   { sends: 1, fails: 1, ...few, responses: ['text', 'tools'] },
+  // a refused append meeting a listener's cancel or a failed request: turn/end is written again
+  { sends: 1, cancels: 1, fails: 1, ...few, responses: ['error'], cancelTriggers: ['step/start'], failTypes: ['user/message', 'step/end'] },
   // the inbox, maintenance and disposal around turns
   { sends: 2, maintenance: 1, cancels: 1, removes: 1, ...few, responses: ['text'] },
   // an instance over a crash-truncated log: the repair closers go in first (RS-4), even when the store refuses
@@ -68,13 +70,23 @@ export function walks(): Walk[] {
     { sends: 0, fails: 1, ...few, responses: ['text', 'tools'] },
     { sends: 2, removes: 1, fails: 1, ...few, responses: ['text'], failTypes: ['agent/inbox/spliced'] },
   ]
+  // a refused append meeting a cancel or a failed request: the turn writes turn/end again
+  const refusedBeforeTurnEnd: Budget = {
+    sends: 1,
+    cancels: 1,
+    fails: 1,
+    ...few,
+    responses: ['error'],
+    cancelTriggers: ['step/start'],
+    failTypes: ['user/message', 'step/end'],
+  }
   return [
     { name: 'agent', machine: agentMachine, input, profiles: AGENT_PROFILES },
     {
       name: 'turn',
       machine: turnMachine,
       input: { ...input, nextTurn: [scenarioMessage('m0')] },
-      profiles: [...part, ...armedAtStart(['turn/start'], ['turn/start'])],
+      profiles: [...part, refusedBeforeTurnEnd, ...armedAtStart(['turn/start'], ['turn/start'])],
     },
     {
       name: 'step',

@@ -1,0 +1,76 @@
+// What every live activity shares: waiting for the one effect it asked for,
+// being cancelled (CX-1..CX-4), and latching waking sends it cannot deliver.
+// The turn, step, attempt and tool batch machines run inside an activity,
+// so they are built on this layer.
+import { and, not } from 'xstate'
+import { actionOn, guard, guardOn } from './draft.js'
+import { clearInbox, inboxOn, inboxSetup } from './inbox.js'
+
+/** Every event that answers an effect the machine waits for, by id. */
+const ANSWERS = [
+  'hook.done',
+  'hook.failed',
+  'request.prepared',
+  'model.settled',
+  'model.failed',
+  'tool.settled',
+  'tool.classified',
+  'job.settled',
+  'appends.confirmed',
+  'append.failed',
+] as const
+
+export const activityImplementations = {
+  actions: {
+    /** CX-1..CX-3, CX-14: the first cause aborts the signal; without keepInbox the inbox (and latch) is cleared either way. */
+    cancelActivity: actionOn(['agent.cancel'], (d, e) => {
+      if (d.get('cancelCause') === null) {
+        d.set({ cancelCause: e.cause })
+        d.emit({ type: 'fx.abort', cause: e.cause })
+      }
+      if (e.cause.kind === 'disposed') d.set({ disposing: true })
+      if (!e.keepInbox) clearInbox(d)
+    }),
+  },
+  guards: {
+    /** The answer the machine waits for; anything older is a late answer to drop. */
+    isAwaited: guardOn(ANSWERS, (context, e) => e.id === context.ids.waiting),
+    /** The live activity has been cancelled. */
+    isCancelled: guard((context) => context.cancelCause !== null),
+  },
+}
+
+export const activitySetup = inboxSetup.extend(activityImplementations)
+
+/**
+ * Transitions of a live activity: cancel, and a waking send it cannot deliver, which is latched for its
+ * convergence (CX-12; disposal never latches, CX-15). Anything else bubbles up to the inbox requests.
+ */
+export const runningOn = activitySetup.createStateConfig({
+  on: {
+    'agent.cancel': { actions: 'cancelActivity' },
+    'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend', 'isCancelled']), actions: ['insertSent', 'latchWake'] },
+  },
+}).on
+
+/** Both, for the machines that run on their own (their root has no parent to bubble to). */
+export const activityOn = activitySetup.createStateConfig({
+  on: {
+    ...inboxOn,
+    ...runningOn,
+    'inbox.send': [runningOn['inbox.send'], ...inboxOn['inbox.send']],
+  },
+}).on
+
+type Transitions = Record<string, unknown>
+const asList = (t: unknown): readonly unknown[] => (t === undefined ? [] : Array.isArray(t) ? t : [t])
+
+/**
+ * The root transitions of a machine that runs one part on its own: the part's own first, then the
+ * activity's for the same event (what would bubble up to the agent's levels if it ran inside it).
+ */
+export function standaloneOn<T extends Transitions>(own: T): T & typeof activityOn {
+  const merged: Transitions = { ...activityOn }
+  for (const [event, transitions] of Object.entries(own)) merged[event] = [...asList(transitions), ...asList((activityOn as Transitions)[event])]
+  return merged as T & typeof activityOn
+}

@@ -1,0 +1,58 @@
+// The context a machine starts from, and the empty book-keeping of a tool
+// batch that the attempt (which plans the calls) and the batch (which runs
+// them) both build.
+import type { AgentContext, AgentInput, PlannedCall, ToolBatchContext } from './types.js'
+
+/** The context a fresh agent instance starts from (resume passes what the log says). */
+export function initialContext(input: AgentInput): AgentContext {
+  const maxParallelToolCalls = input.maxParallelToolCalls ?? 10
+  return {
+    instance: { id: input.instance ?? 'i0', maxParallelToolCalls, repair: input.repair ?? [] },
+    request: {
+      seedConfig: input.seedConfig,
+      priorHeader: input.priorHeader ?? false,
+      requests: 0,
+      headerKey: null,
+      contextKey: input.contextKey ?? null,
+      attempt: 0,
+      config: null,
+      failure: null,
+    },
+    nextTurn: input.nextTurn ?? [],
+    nextStep: input.nextStep ?? [],
+    wakeLatched: false,
+    cancelCause: null,
+    disposing: false,
+    turn: input.lastTurn ?? 0,
+    step: 0,
+    maxTokensSeen: false,
+    lastStep: 'none',
+    proposal: { batch: [], entering: input.entering ?? [] },
+    endReason: null,
+    failure: null,
+    stepOutcome: null,
+    ids: { next: 1, waiting: 0 },
+    toolBatch: newToolBatch(input.calls ?? [], maxParallelToolCalls),
+  }
+}
+
+/** A fresh batch for the calls of one anchor. */
+export function newToolBatch(calls: readonly PlannedCall[], cap: number): ToolBatchContext {
+  return {
+    calls,
+    nextStart: 0,
+    nextCommit: 0,
+    started: calls.map(() => false),
+    outcomes: calls.map(() => null),
+    skipPost: calls.map(() => false),
+    bodyIds: calls.map(() => 0),
+    inFlight: 0,
+    pool: false,
+    cap,
+    preId: 0,
+    postId: 0,
+    classifyId: 0,
+    concluded: false,
+    failure: null,
+  }
+}

@@ -1,0 +1,139 @@
+// How a named implementation is written. Every action is a pure function of
+// a Draft: it reads the context, collects context patches and the effects to
+// emit, in order; the builders turn it into one XState action. Each builder
+// also records which events the implementation is written for, so that
+// `attached()` (attachment.ts) can refuse, at compile time, a config that
+// attaches it to another event.
+import { assertEvent, setup, type EventObject } from 'xstate'
+import type { EventData, SessionEventType, SurfaceOp } from '../session/schemas.js'
+import type { AgentContext, AgentEvent, AgentInput, CallerUndo, Effect, HookName, NotificationName, RequestContext, ToolBatchContext } from './types.js'
+
+/** The setup every layer extends with its own named implementations: context, events, effects and input. */
+export const baseSetup = setup({
+  types: {
+    context: {} as AgentContext,
+    events: {} as AgentEvent,
+    emitted: {} as Effect,
+    input: {} as AgentInput,
+  },
+})
+
+export type EventType = AgentEvent['type']
+export type EventOf<T extends EventType> = Extract<AgentEvent, { type: T }>
+
+/** Collects what one action wants: context changes (read back through `get`) and effects in order. */
+export class Draft {
+  readonly patch: Partial<AgentContext> = {}
+  readonly effects: Effect[] = []
+  constructor(readonly context: AgentContext) {}
+
+  get<K extends keyof AgentContext>(key: K): AgentContext[K] {
+    return (key in this.patch ? this.patch[key] : this.context[key]) as AgentContext[K]
+  }
+  set(patch: Partial<AgentContext>): void {
+    Object.assign(this.patch, patch)
+  }
+  /** Update part of the request side. */
+  setRequest(patch: Partial<RequestContext>): void {
+    this.set({ request: { ...this.get('request'), ...patch } })
+  }
+  /** Update part of the tool batch. */
+  setToolBatch(patch: Partial<ToolBatchContext>): void {
+    this.set({ toolBatch: { ...this.get('toolBatch'), ...patch } })
+  }
+  emit(effect: Effect): void {
+    this.effects.push(effect)
+  }
+  /** A fresh effect id that the machine now waits for; ids never repeat (late answers are dropped). */
+  await(): number {
+    const id = this.get('ids').next
+    this.set({ ids: { next: id + 1, waiting: id } })
+    return id
+  }
+  /** A fresh id that does not replace what the machine waits for. */
+  id(): number {
+    const ids = this.get('ids')
+    const id = ids.next
+    this.set({ ids: { next: id + 1, waiting: ids.waiting } })
+    return id
+  }
+  append<T extends SessionEventType>(
+    eventType: T,
+    data: EventData<T>,
+    extra?: { surfaceOp?: SurfaceOp; sourceEventSeqs?: readonly number[]; citeKeys?: readonly string[]; key?: string; caller?: CallerUndo },
+  ): void {
+    this.effects.push(extra ? { type: 'fx.append', eventType, data, ...extra } : { type: 'fx.append', eventType, data })
+  }
+  notify(name: NotificationName, payload: Record<string, unknown>): void {
+    this.effects.push({ type: 'fx.notify', name, payload })
+  }
+  /** Ask to hear `appends.confirmed` once the appends so far are in the log (or `append.failed`). */
+  confirm(): void {
+    this.effects.push({ type: 'fx.confirm', id: this.await() })
+  }
+  /** Run an extension point and wait for it; `abandonOnCancel` when a cancel ends the wait (turn-level hooks). */
+  hook(name: HookName, payload: Record<string, unknown>, options: { fallback?: unknown; abandonOnCancel?: boolean } = {}): void {
+    const effect: Effect = { type: 'fx.hook', id: this.await(), name, payload }
+    if (options.fallback !== undefined) effect.fallback = options.fallback
+    if (options.abandonOnCancel) effect.abandonOnCancel = true
+    this.effects.push(effect)
+  }
+}
+
+declare const ON: unique symbol
+/** The events an implementation is written for, as a phantom type: `'*'` reads only the context. */
+export interface WrittenFor<T> {
+  readonly [ON]?: T
+}
+
+type Enqueue = Parameters<Parameters<typeof baseSetup.enqueueActions>[0]>[0]['enqueue']
+
+function commit(d: Draft, enqueue: Enqueue): void {
+  let patched = false
+  for (const _ in d.patch) {
+    patched = true
+    break
+  }
+  if (patched) enqueue.assign(d.patch)
+  for (const effect of d.effects) enqueue.emit(effect)
+}
+
+/** An action that reads only the context: it may sit on any transition, entry or exit. */
+export function action(run: (d: Draft) => void) {
+  const impl = baseSetup.enqueueActions(({ context, enqueue }) => {
+    const d = new Draft(context)
+    run(d)
+    commit(d, enqueue)
+  })
+  return impl as typeof impl & WrittenFor<'*'>
+}
+
+/** An action written for these events (it reads them): attaching it to another event fails to compile. */
+export function actionOn<const T extends EventType>(types: readonly T[], run: (d: Draft, event: EventOf<T>) => void) {
+  const accepted = [...types]
+  const impl = baseSetup.enqueueActions(({ context, event, enqueue }) => {
+    assertEvent(event, accepted)
+    const d = new Draft(context)
+    run(d, event as unknown as EventOf<T>)
+    commit(d, enqueue)
+  })
+  return impl as typeof impl & WrittenFor<T>
+}
+
+type GuardArgs = { context: AgentContext; event: AgentEvent }
+
+/** A guard that reads only the context. */
+export function guard(test: (context: AgentContext) => boolean) {
+  const impl = ({ context }: GuardArgs) => test(context)
+  return impl as typeof impl & WrittenFor<'*'>
+}
+
+/** A guard written for these events (it reads them). */
+export function guardOn<const T extends EventType>(types: readonly T[], test: (context: AgentContext, event: EventOf<T>) => boolean) {
+  const accepted = [...types]
+  const impl = ({ context, event }: GuardArgs) => {
+    assertEvent(event as EventObject, accepted)
+    return test(context, event as unknown as EventOf<T>)
+  }
+  return impl as typeof impl & WrittenFor<T>
+}

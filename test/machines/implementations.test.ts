@@ -1,0 +1,89 @@
+// Named implementations: every action and guard of every machine is declared
+// by name in its setup and referred to by that name, so `.provide()` can swap
+// any of them; a provided machine runs under createAgent.
+import { describe, expect, it } from 'vitest'
+import type { AnyStateMachine } from 'xstate'
+import { userMessage } from '../../src/index.js'
+import { agentMachine, attemptMachine, stepMachine, toolBatchMachine, turnMachine } from '../../src/machines/index.js'
+import { textResponse } from '../../src/testing/index.js'
+import { scriptedAgent, trace } from '../helpers.js'
+
+interface Node {
+  id: string
+  entry: unknown[]
+  exit: unknown[]
+  always?: Array<{ guard?: unknown; actions: unknown[] }>
+  transitions: Map<string, Array<{ guard?: unknown; actions: unknown[] }>>
+  states: Record<string, Node>
+}
+
+/** The names a machine's config refers to, and any implementation written inline instead of by name. */
+function references(machine: AnyStateMachine) {
+  const actions = new Set<string>()
+  const guards = new Set<string>()
+  const inline: string[] = []
+  const guard = (where: string, g: unknown): void => {
+    if (g === undefined) return
+    if (typeof g === 'string') guards.add(g)
+    else if (typeof g === 'object' && g !== null && 'type' in g) guards.add(String((g as { type: unknown }).type))
+    else if (typeof g === 'function' && Array.isArray((g as { guards?: unknown }).guards)) {
+      for (const inner of (g as unknown as { guards: unknown[] }).guards) guard(where, inner)
+    } else inline.push(`guard at ${where}`)
+  }
+  const action = (where: string, a: unknown): void => {
+    if (typeof a === 'string') actions.add(a)
+    else if (typeof a === 'object' && a !== null && 'type' in a) actions.add(String((a as { type: unknown }).type))
+    else inline.push(`action at ${where}`)
+  }
+  const visit = (node: Node) => {
+    node.entry.forEach((a) => action(`${node.id} entry`, a))
+    node.exit.forEach((a) => action(`${node.id} exit`, a))
+    const transitions = [
+      ...(node.always ?? []).map((t) => ['always', t] as const),
+      ...[...node.transitions].flatMap(([e, ts]) => ts.map((t) => [e, t] as const)),
+    ]
+    for (const [event, t] of transitions) {
+      guard(`${node.id} ${event}`, t.guard)
+      t.actions.forEach((a) => action(`${node.id} ${event}`, a))
+    }
+    Object.values(node.states).forEach(visit)
+  }
+  visit(machine.root as unknown as Node)
+  return { actions, guards, inline }
+}
+
+const machines = { agentMachine, turnMachine, stepMachine, attemptMachine, toolBatchMachine }
+
+describe('named implementations', () => {
+  for (const [name, machine] of Object.entries(machines)) {
+    it(`${name}: every action and guard is named, and every name is an implementation of its setup`, () => {
+      const { actions, guards, inline } = references(machine)
+      expect(inline).toEqual([])
+      const implementations = machine.implementations
+      expect([...actions].filter((a) => typeof implementations.actions[a] !== 'function')).toEqual([])
+      expect([...guards].filter((g) => typeof implementations.guards[g] !== 'function')).toEqual([])
+    })
+  }
+
+  it('agentMachine.implementations holds exactly the actions and guards its states use', () => {
+    const { actions, guards } = references(agentMachine)
+    expect(Object.keys(agentMachine.implementations.actions).sort()).toEqual([...actions].sort())
+    expect(Object.keys(agentMachine.implementations.guards).sort()).toEqual([...guards].sort())
+    expect(actions.size).toBeGreaterThan(50)
+    expect(guards.size).toBeGreaterThan(30)
+  })
+
+  it('.provide() with a replaced guard changes what a real agent logs: a rejected proposal opens a step', async () => {
+    const run = async (machine = agentMachine) => {
+      const { agent } = scriptedAgent([textResponse('stepped anyway')], { machine })
+      agent.on('agent/pre-step', () => ({ kind: 'reject' }))
+      agent.followup(userMessage('hi'))
+      await agent.whenIdle()
+      return trace(agent)
+    }
+    expect(await run()).toEqual(['spliced(next-turn +1)', 'turn/start{1}', 'spliced(next-turn -1)', 'turn/end{1,blocked}'])
+    const broken = await run(agentMachine.provide({ guards: { isRejected: () => false } }))
+    expect(broken).toContain('step/start{1,1}')
+    expect(broken.at(-1)).toBe('turn/end{1,completed}')
+  })
+})
