@@ -12,7 +12,15 @@ import { agentMachine } from '../machines/agent.js'
 import { alreadyPending, applySplice, duplicatedBy } from '../machines/inbox.js'
 import type { AgentEvent, AgentInput, AppendEffect, Effect, HookName, InboxLists } from '../machines/types.js'
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
-import { UserMessageSchema, type LlmCallConfig, type LlmFailure, type RequestHeader, type SessionEvent, type SessionEventType, type ToolSchema } from '../session/schemas.js'
+import {
+  UserMessageSchema,
+  type LlmCallConfig,
+  type LlmFailure,
+  type RequestHeader,
+  type SessionEvent,
+  type SessionEventType,
+  type ToolSchema,
+} from '../session/schemas.js'
 import type { Session } from '../session/session.js'
 import { checkArguments, classify, describeInvalidArgs, toOutcome, type ToolDefinition } from '../tools/define.js'
 import { errorOutcome } from '../machines/tool-batch.js'

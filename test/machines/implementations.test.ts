@@ -87,3 +87,17 @@ describe('named implementations', () => {
     expect(broken.at(-1)).toBe('turn/end{1,completed}')
   })
 })
+
+describe('what the machines depend on', () => {
+  it('src/machines imports only its own folder, the session schemas and xstate', async () => {
+    const { readdirSync, readFileSync } = await import('node:fs')
+    const outside: string[] = []
+    for (const file of readdirSync('src/machines').filter((f) => f.endsWith('.ts'))) {
+      const text = readFileSync(`src/machines/${file}`, 'utf8')
+      for (const [, spec] of text.matchAll(/^(?:import|export)[^'"]*from '([^']+)'/gm)) {
+        if (!(spec.startsWith('./') || spec === '../session/schemas.js' || spec === 'xstate')) outside.push(`${file}: ${spec}`)
+      }
+    }
+    expect(outside).toEqual([])
+  })
+})
