@@ -19,7 +19,10 @@ const rejects = (s: Scenario) => s.inputs.some((i) => i.type === 'pre-step' && i
 
 /** A steer while a turn runs: a turn-stopping listener's steer, or a waking next-step send the expected log inserts inside an open turn. */
 function steersWhileRunning(s: Scenario): boolean {
-  if (s.inputs.some((i) => i.type === 'turn-stopping' && i.action === 'return' && i.steer !== undefined)) return true
+  // a turn-stopping steer the store accepted (a refused one changes nothing, lost or not)
+  const logged = (id: string) =>
+    s.expected.some((e) => e.type === 'agent/inbox/spliced' && (e.data as { inserted?: Array<{ id: string }> }).inserted?.some((m) => m.id === id))
+  if (s.inputs.some((i) => i.type === 'turn-stopping' && i.action === 'return' && i.steer !== undefined && logged(i.steer.id))) return true
   return s.inputs.some((i) => {
     if (i.type !== 'send' || i.target !== 'next-step' || !i.wakeup) return false
     let open = false

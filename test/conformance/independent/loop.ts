@@ -462,9 +462,10 @@ export class IndependentAgent {
       }
       if (decision.messages.length === 0 && this.#lastStepKind() !== 'continue') return this.#close(this.#standing()) // TU-7, TU-8
       const outcome = await this.#runStep(decision.messages)
-      if (outcome.kind === 'error') return this.#close({ kind: 'error', error: outcome.failure })
-      // after step/end: a cancel ends the turn (CX-6), tools or waiting input go on (TU-9, TU-10)
+      // after step/end: a cancel ends the turn, even one that met a refused append (CX-5, CX-6; spec 7.9)
       if (this.#checkpoint() || outcome.kind === 'aborted') return this.#close(this.#aborted())
+      if (outcome.kind === 'error') return this.#close({ kind: 'error', error: outcome.failure })
+      // tools or waiting input go on (TU-9, TU-10)
       if (outcome.kind === 'continue' || this.#nextStep.length > 0) continue
       let stopping: unknown
       try {
