@@ -5,7 +5,7 @@ import type { agentMachine } from './machines/agent.js'
 
 type AgentMachine = typeof agentMachine
 import type { ModelAdapter } from './adapters/types.js'
-import { AgentStateError, ConfigError, SessionAppendError } from './errors.js'
+import { AgentchartError, AgentStateError, ConfigError, SessionAppendError, StoredLogError } from './errors.js'
 import { applySplice, duplicatePending, hasPending } from './machines/inbox.js'
 import type { InboxLists, ToolOutcome } from './machines/types.js'
 import { toInboxMessage } from './messages.js'
@@ -28,6 +28,9 @@ import { RunTracker } from './runs.js'
 import { describeValue } from './session/lossless.js'
 import { repairClosers, openTurnOf } from './session/repair.js'
 import { createSession, type Session } from './session/session.js'
+import { checkSessionId, DEFAULT_LEASE_MS } from './stores/lease.js'
+import type { SessionHandle, SessionStore } from './stores/types.js'
+import { SessionWriter } from './stores/writer.js'
 import { toolSchemas, type ToolDefinition } from './tools/define.js'
 
 export interface AgentOptions {
@@ -49,6 +52,22 @@ export interface AgentOptions {
   logger?: HookLogger
   /** The agent machine to run: `agentMachine` from agentchart/machines with implementations swapped by `.provide()` (docs/machines.md). */
   machine?: AgentMachine
+  /** Only with StoredAgentOptions: an agent over a store is made by the promise-returning form of createAgent. */
+  store?: undefined
+}
+
+/** An agent whose session lives in a store: createAgent creates or resumes it and returns a promise (issue #9). */
+export interface StoredAgentOptions extends Omit<AgentOptions, 'session' | 'store'> {
+  store: SessionStore
+  /** The session to create or resume; a new random id when omitted (`id`, if given, must agree). */
+  sessionId?: string
+  /** Who this driver is and how long its lease lasts without renewal (default 15 s, renewed every third of it). */
+  lease?: { holder?: string; leaseMs?: number }
+  /**
+   * Background commits: once `maxEvents` wait (default 512) or the oldest waits
+   * `maxDelayMs` (default 20). Work leaving the process always waits for its commit first.
+   */
+  commits?: { maxEvents?: number; maxDelayMs?: number }
 }
 
 export type AgentStatus = 'idle' | 'running'
@@ -84,6 +103,8 @@ export interface AgentHooks {
   'agent/error': (p: WithAgent<{ turn: number; step: number; error: unknown }>) => void
   'agent/session-start': (p: WithAgent<{ source: 'startup' | 'resume' }>) => void
   'session/event': (p: WithAgent<{ session: Session; event: SessionEvent }>) => void | Promise<void>
+  /** A store committed: the first `length` events are durable (agents over a store only). */
+  'session/committed': (p: WithAgent<{ length: number }>) => void
 }
 /** Every name `agent.on()` accepts: the extension points and the notifications. */
 export type ListenerName = keyof AgentHooks
@@ -189,6 +210,31 @@ function positiveInt(name: string, value: unknown): number | undefined {
   return value
 }
 
+/** The options every agent checks before anything is registered (RQ-3), shared by both forms of createAgent. */
+function checkOptions(options: AgentOptions | StoredAgentOptions) {
+  if (!options || typeof options !== 'object') throw new ConfigError('createAgent needs an options object')
+  const { model } = options
+  if (!model || typeof model.stream !== 'function') throw new ConfigError('options.model must be a ModelAdapter with a stream() method', { path: 'model' })
+  const maxTokens = positiveInt('maxTokens', options.maxTokens)
+  const maxParallelToolCalls = positiveInt('maxParallelToolCalls', options.maxParallelToolCalls) ?? 10
+  const tools = [...(options.tools ?? [])]
+  const names = new Set<string>()
+  for (const tool of tools) {
+    if (names.has(tool.name)) throw new ConfigError(`two tools are named ${tool.name}`, { path: 'tools' })
+    names.add(tool.name)
+  }
+  if (options.systemPrompt !== undefined && typeof options.systemPrompt !== 'string') {
+    throw new ConfigError('systemPrompt must be a string', { path: 'systemPrompt' })
+  }
+  return { model, maxTokens, maxParallelToolCalls, tools }
+}
+
+/** What an agent over a store holds besides its session. */
+interface Durable {
+  readonly store: SessionStore
+  readonly writer: SessionWriter
+}
+
 /** Live agents by session id, so a second instance cannot take over an open turn (RS-7). */
 const liveAgents = new Map<string, WeakRef<Agent>>()
 
@@ -205,22 +251,16 @@ export class Agent {
   readonly #runs: RunTracker
   /** The one session observer feeding `session/event` listeners, installed on first use and removed at disposal. */
   #unobserve: (() => void) | null = null
+  readonly #durable: Durable | null
 
-  constructor(options: AgentOptions) {
-    if (!options || typeof options !== 'object') throw new ConfigError('createAgent needs an options object')
-    const { model } = options
-    if (!model || typeof model.stream !== 'function') throw new ConfigError('options.model must be a ModelAdapter with a stream() method', { path: 'model' })
-    const maxTokens = positiveInt('maxTokens', options.maxTokens)
-    const maxParallelToolCalls = positiveInt('maxParallelToolCalls', options.maxParallelToolCalls) ?? 10
-    const tools = [...(options.tools ?? [])]
-    const names = new Set<string>()
-    for (const tool of tools) {
-      if (names.has(tool.name)) throw new ConfigError(`two tools are named ${tool.name}`, { path: 'tools' })
-      names.add(tool.name)
+  /** Use createAgent; `durable` is how the stored form hands over its store writer. */
+  constructor(options: AgentOptions, durable?: Durable) {
+    const { model, maxTokens, maxParallelToolCalls, tools } = checkOptions(options)
+    if ((options as { store?: unknown }).store !== undefined && durable === undefined) {
+      throw new ConfigError('an agent over a store is made by createAgent({ store, ... }), which returns a promise', { path: 'store' })
     }
-    if (options.systemPrompt !== undefined && typeof options.systemPrompt !== 'string') {
-      throw new ConfigError('systemPrompt must be a string', { path: 'systemPrompt' })
-    }
+    this.#durable = durable ?? null
+    if (durable) durable.writer.onCommit = (length) => this.#hooks.emit('session/committed', { length, agent: this })
     const session = options.session ?? createSession(options.id !== undefined ? { id: options.id } : {})
     if (options.id !== undefined && options.id !== session.id) {
       throw new ConfigError(`options.id ${options.id} differs from the session id ${session.id}`, { path: 'id' })
@@ -265,6 +305,7 @@ export class Agent {
       agent: this,
       inspect: options.inspect,
       machine: options.machine,
+      ...(durable ? { durability: durable.writer } : {}),
     })
     this.inbox = new Inbox(
       () => this.#runtime,
@@ -281,6 +322,26 @@ export class Agent {
     })
     liveAgents.set(session.id, new WeakRef(this))
     queueMicrotask(() => this.#start())
+  }
+
+  /** The session id (equal to `id`): the key under which a store keeps this agent's log. */
+  get sessionId(): string {
+    return this.id
+  }
+
+  /** The store this agent's log is committed to, if it was made over one. */
+  get store(): SessionStore | undefined {
+    return this.#durable?.store
+  }
+
+  /** How many events are durable: all of them without a store, the committed prefix with one. */
+  get committedLength(): number {
+    return this.#durable ? this.#durable.writer.committed : this.session.length
+  }
+
+  /** Resolves once every event appended so far is committed; rejects with the store's fault (a StoreError). */
+  flush(): Promise<void> {
+    return this.#durable ? this.#durable.writer.flush() : Promise.resolve()
   }
 
   /** The root XState actor, for inspection and composition. */
@@ -341,9 +402,10 @@ export class Agent {
     this.#runtime.dispatch({ type: 'agent.cancel', cause, keepInbox: options.keepInbox === true })
   }
 
-  /** Resolves when the agent rests idle with no maintenance (PH-7). */
+  /** Resolves when the agent rests idle with no maintenance (PH-7) and, over a store, its log is committed (or the store failed). */
   whenIdle(): Promise<void> {
-    return this.#runtime.whenIdle()
+    const writer = this.#durable?.writer
+    return writer ? this.#runtime.whenIdle().then(() => writer.settle()) : this.#runtime.whenIdle()
   }
 
   /** Run a job from true idle with its own abort signal; returns the job's own promise (MT-1, MT-2). */
@@ -377,6 +439,8 @@ export class Agent {
       this.cancel({ kind: 'disposed' })
       await this.#runtime.whenIdle()
       this.#runtime.dispatch({ type: 'agent.dispose' })
+      // the last commits, then the lease goes so another driver may open the session at once
+      await this.#durable?.writer.close().catch((error: unknown) => this.#hooks.logger.error('agentchart: releasing the store lease failed', error))
       this.#hooks.clear()
       if (liveAgents.get(this.id)?.deref() === this) liveAgents.delete(this.id)
       this.#unobserve?.()
@@ -403,9 +467,78 @@ export class Agent {
   }
 }
 
-/** Create an agent over a new or given session (RQ-3: bad options fail before anything is registered). */
-export function createAgent(options: AgentOptions): Agent {
+/**
+ * Create an agent over a new or given session (RQ-3: bad options fail before anything is registered).
+ * With a `store` it creates or resumes the stored session and returns a promise (issue #9); without
+ * one it stays synchronous.
+ */
+export function createAgent(options: StoredAgentOptions): Promise<Agent>
+export function createAgent(options: AgentOptions): Agent
+export function createAgent(options: AgentOptions | StoredAgentOptions): Agent | Promise<Agent> {
+  if (options && typeof options === 'object' && options.store !== undefined) return openStoredAgent(options)
   return new Agent(options)
+}
+
+/**
+ * Opens (or creates) the session in the store under a lease, rebuilds it as a seed (validated, structure
+ * checked, then repaired by the new instance: RS-1..RS-7), and commits the end-seed and repair closers
+ * before the agent is handed out. Damaged stored data is refused by seq and left as it was.
+ */
+async function openStoredAgent(options: StoredAgentOptions): Promise<Agent> {
+  checkOptions(options)
+  const { store } = options
+  if (typeof store.open !== 'function') throw new ConfigError('options.store must be a SessionStore', { path: 'store' })
+  if ((options as { session?: unknown }).session !== undefined) throw new ConfigError('give either a session or a store, not both', { path: 'session' })
+  if (options.sessionId !== undefined && options.id !== undefined && options.sessionId !== options.id) {
+    throw new ConfigError(`options.id ${options.id} differs from options.sessionId ${options.sessionId}`, { path: 'id' })
+  }
+  const sessionId = checkSessionId(options.sessionId ?? options.id ?? crypto.randomUUID())
+  let session: Session | undefined
+  const handle: SessionHandle = await store.open(sessionId, {
+    ...(options.lease?.holder !== undefined ? { holder: options.lease.holder } : {}),
+    ...(options.lease?.leaseMs !== undefined ? { leaseMs: options.lease.leaseMs } : {}),
+    // runs before the store writes anything: a refusal leaves the stored data as it was
+    check: (events) => {
+      session = seedSession(sessionId, events)
+    },
+  })
+  const logger = options.logger ?? { error: (message: string, error: unknown) => console.error(`[agentchart] ${message}:`, error) }
+  let agent: Agent | undefined
+  let writer: SessionWriter
+  try {
+    writer = new SessionWriter(handle, session!, handle.events.length, {
+      ...options.commits,
+      leaseMs: options.lease?.leaseMs ?? DEFAULT_LEASE_MS,
+      logger,
+      onFault: (error) => logger.error(`agentchart: the store failed; session ${sessionId} accepts no more appends (reopen it to repair and continue)`, error),
+    })
+    const { store: _store, sessionId: _id, lease: _lease, commits: _commits, ...agentOptions } = options
+    agent = new Agent({ ...agentOptions, session: session! }, { store, writer })
+  } catch (error) {
+    await handle.release().catch(() => {})
+    throw error
+  }
+  try {
+    // the end-seed marker and any repair closers are durable before anyone drives the agent
+    await writer.flush()
+  } catch (error) {
+    await agent.dispose().catch(() => {})
+    throw error
+  }
+  return agent
+}
+
+/** The stored events as a validated seed; any refusal becomes a StoredLogError naming the session and seq. */
+function seedSession(sessionId: string, events: readonly unknown[]): Session {
+  try {
+    return createSession({ id: sessionId, seed: events })
+  } catch (error) {
+    if (!(error instanceof AgentchartError)) throw error
+    const at = /^seed\[(\d+)\]/.exec(error.path ?? error.message)
+    const seq = at ? Number(at[1]) : -1
+    const detail = error.message.replace(/^seed\[\d+\]:?\s*/, '')
+    throw new StoredLogError(sessionId, seq, detail, { cause: error, ...(error.path !== undefined ? { path: error.path } : {}) })
+  }
 }
 
 export type { TurnEndReason }

@@ -23,9 +23,21 @@ export class LosslessJsonError extends AgentchartError {
 
 /** An append or seed the session log refuses (bad envelope, surface, enclosure). */
 export class SessionAppendError extends AgentchartError {
-  constructor(message: string, options?: { path?: string; cause?: unknown }) {
-    super('SESSION_APPEND_REFUSED', message, options)
+  constructor(message: string, options?: { path?: string; cause?: unknown; code?: string }) {
+    super(options?.code ?? 'SESSION_APPEND_REFUSED', message, options)
     this.name = 'SessionAppendError'
+  }
+}
+
+/** A seed (a stored log) whose structure the loop cannot continue: it names the first offending seq and the rule. */
+export class SeedRefusedError extends SessionAppendError {
+  readonly seq: number
+  readonly rule: string
+  constructor(seq: number, rule: string, detail: string) {
+    super(`seed[${seq}]: breaks the ${rule} rule: ${detail}`, { path: `seed[${seq}]`, code: 'SESSION_SEED_REFUSED' })
+    this.name = 'SeedRefusedError'
+    this.seq = seq
+    this.rule = rule
   }
 }
 
@@ -50,5 +62,46 @@ export class AgentStateError extends AgentchartError {
   constructor(code: string, message: string) {
     super(code, message)
     this.name = 'AgentStateError'
+  }
+}
+
+/** A session driven elsewhere: its lease is live (issue #9). Names the holder so an operator can find it. */
+export class SessionInUseError extends AgentchartError {
+  readonly sessionId: string
+  readonly holder: string
+  /** When the holder's lease runs out (epoch ms) unless it renews it. */
+  readonly expiresAt: number
+  constructor(sessionId: string, holder: string, expiresAt: number) {
+    super('SESSION_IN_USE', `session ${sessionId} is in use: its lease is held by ${holder} until ${new Date(expiresAt).toISOString()}`)
+    this.name = 'SessionInUseError'
+    this.sessionId = sessionId
+    this.holder = holder
+    this.expiresAt = expiresAt
+  }
+}
+
+/** Stored data a session cannot be opened from (a seq gap, malformed JSON, an unknown type, a broken structure); nothing was changed. */
+export class StoredLogError extends AgentchartError {
+  readonly sessionId: string
+  /** The first offending seq (-1 when the failure is not one event's, e.g. an unreadable file). */
+  readonly seq: number
+  constructor(sessionId: string, seq: number, detail: string, options?: { cause?: unknown; path?: string }) {
+    super('STORED_LOG_INVALID', `session ${sessionId}${seq >= 0 ? ` seq ${seq}` : ''}: ${detail}`, options)
+    this.name = 'StoredLogError'
+    this.sessionId = sessionId
+    this.seq = seq
+  }
+}
+
+/**
+ * A store that failed to commit, or a writer that lost its lease (code `LEASE_LOST`) or met events it
+ * did not expect (`STORE_CONFLICT`). The session stops accepting appends: what was committed stays.
+ */
+export class StoreError extends AgentchartError {
+  readonly sessionId: string
+  constructor(code: 'STORE_FAULT' | 'LEASE_LOST' | 'STORE_CONFLICT' | 'STORE_CLOSED', sessionId: string, message: string, options?: { cause?: unknown }) {
+    super(code, message, options)
+    this.name = 'StoreError'
+    this.sessionId = sessionId
   }
 }

@@ -22,6 +22,7 @@ import {
   type ToolSchema,
 } from '../session/schemas.js'
 import type { Session } from '../session/session.js'
+import type { Durability } from '../stores/writer.js'
 import { checkArguments, classify, describeInvalidArgs, toOutcome, type ToolDefinition } from '../tools/define.js'
 import { errorOutcome } from '../machines/tool-batch.js'
 import { toLoggedConfig, type OutputSchemas } from '../request.js'
@@ -51,7 +52,12 @@ export interface RuntimeOptions {
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void)
   /** The agent machine, or a variant of it made with `agentMachine.provide()`; defaults to agentMachine. */
   machine?: typeof agentMachine
+  /** The store writer of a durable session: outside work waits for the commits before it (issue #9). */
+  durability?: Durability
 }
+
+/** Effects that start work outside the machine. */
+type WorkEffect = Extract<Effect, { type: 'fx.hook' | 'fx.prepare' | 'fx.model' | 'fx.tool' | 'fx.job' }>
 
 const ABORT = Symbol('abort')
 
@@ -132,6 +138,11 @@ export class Runtime {
   /** True while the macrostep of the caller's own `dispatch` event runs: only its refusals are the caller's to throw. */
   #own = false
   #idleWaiters: Array<() => void> = []
+  /** Outside work waiting for the store, each with the log length it must see committed; started in order. */
+  #held: Array<{ effect: WorkEffect; through: number }> = []
+  #gate: 'open' | 'draining' | 'waiting' = 'open'
+  /** runMaintenance's promise while its job waits for the store. */
+  #heldJob: { resolve: (promise: Promise<unknown>) => void; reject: (error: unknown) => void } | null = null
 
   constructor(readonly options: RuntimeOptions) {
     this.hooks = options.hooks
@@ -285,7 +296,8 @@ export class Runtime {
         this.#keys.clear()
         return
       case 'fx.job':
-        // MT-1: the job starts synchronously
+        // MT-1: the job starts synchronously (over a store: once the log before it is committed)
+        if (this.#holds(effect)) return
         return this.#startJob(effect.id)
     }
     // everything below reaches outside: never after a refused append of the same macrostep
@@ -298,7 +310,90 @@ export class Runtime {
       const call = effect.call
       return this.#send({ type: 'tool.classified', id: effect.id, mode: classify(this.#tool(call.name), deepFreeze(call.args)) })
     }
+    if (this.#holds(effect)) return
     this.#start(effect)
+  }
+
+  // ---- durability gate (issue #9) -------------------------------------------
+  // With a store, work that leaves the process (a listened hook, the model
+  // request, a tool body, a maintenance job) starts only once every event
+  // appended before it is committed, so nothing outside ever acts on a log the
+  // store could lose. Hooks nobody listens to decide in-process and pass.
+  // A failed commit is the machine's append failure of the earliest
+  // uncommitted event; the session is halted by then, so whatever the machine
+  // appends next is refused too and the stored log stays a repairable prefix.
+
+  /** Holds `effect` until the store has caught up; false when it may start now. */
+  #holds(effect: WorkEffect): boolean {
+    const durability = this.options.durability
+    if (durability === undefined) return false
+    if (durability.fault !== null) {
+      // the store failed earlier: nothing more leaves the process
+      if (effect.type === 'fx.job') this.jobPromise = Promise.reject(durability.fault)
+      this.#send(this.#unstartedAnswer(effect, this.#failureOf(durability.fault)))
+      return true
+    }
+    if (this.#held.length === 0 && (!durability.pending || !this.#reachesOut(effect))) return false
+    if (effect.type === 'fx.job') {
+      // runMaintenance returns the job's own promise, which exists only once the job starts
+      const started = new Promise<Promise<unknown>>((resolve, reject) => (this.#heldJob = { resolve, reject }))
+      this.jobPromise = started.then((promise) => promise)
+    }
+    this.#held.push({ effect, through: this.options.session.length })
+    if (this.#gate === 'open') this.#drain()
+    return true
+  }
+
+  #reachesOut(effect: WorkEffect): boolean {
+    if (effect.type === 'fx.hook') return this.hooks.count(effect.name) > 0
+    if (effect.type === 'fx.prepare') return this.hooks.count('agent/request') > 0
+    return true
+  }
+
+  /** Starts held work in order as the commits it waits for complete. */
+  #drain(): void {
+    const durability = this.options.durability!
+    this.#gate = 'draining'
+    while (this.#held.length > 0) {
+      const { effect, through } = this.#held[0]
+      let waiting: Promise<void> | undefined
+      try {
+        waiting = durability.commitThrough(through)
+      } catch (error) {
+        return this.#storeFailed(error)
+      }
+      if (waiting !== undefined) {
+        this.#gate = 'waiting'
+        waiting.then(
+          () => this.#drain(),
+          (error: unknown) => this.#storeFailed(error),
+        )
+        return
+      }
+      this.#held.shift()
+      if (effect.type === 'fx.job') {
+        const held = this.#heldJob!
+        this.#heldJob = null
+        this.#startJob(effect.id)
+        held.resolve(this.jobPromise!)
+      } else this.#start(effect)
+    }
+    this.#gate = 'open'
+  }
+
+  /** The machine hears a failed append of the earliest uncommitted event, then each held effect's failure. */
+  #storeFailed(error: unknown): void {
+    const held = this.#held
+    this.#held = []
+    this.#gate = 'open'
+    if (this.#heldJob !== null) {
+      this.#heldJob.reject(error)
+      this.#heldJob = null
+    }
+    const failure = this.#failureOf(error)
+    const eventType = this.options.durability?.failedType ?? 'turn/start'
+    this.#send({ type: 'append.failed', eventType, failure, skipped: [], lists: this.lists })
+    for (const { effect } of held) this.#send(this.#unstartedAnswer(effect, failure))
   }
 
   /**
@@ -327,6 +422,8 @@ export class Runtime {
   /** How an async effect that never started is answered, so the machine's book-keeping closes. */
   #unstartedAnswer(effect: Effect, failure: LlmFailure): AgentEvent {
     switch (effect.type) {
+      case 'fx.job':
+        return { type: 'job.settled', id: effect.id }
       case 'fx.tool':
         return { type: 'tool.settled', id: effect.id, outcome: errorOutcome(failure.message) }
       case 'fx.model':

@@ -2,7 +2,8 @@
 // Every event is validated, copied, and frozen before it is committed; the
 // model-visible surface and the derived history are maintained alongside.
 import { Observable, Subscriber, type Observer, type Subscription } from 'rxjs'
-import { ConfigError, SessionAppendError } from '../errors.js'
+import { ConfigError, SeedRefusedError, SessionAppendError } from '../errors.js'
+import { validatedSeedViolations } from './invariants.js'
 import { formatPath, toFrozenJson } from './lossless.js'
 import {
   EventDataSchemas,
@@ -27,6 +28,20 @@ export interface SessionOptions {
   seed?: readonly unknown[]
   /** Clock for `time`, epoch milliseconds; defaults to `Date.now`. */
   now?: () => number
+  /**
+   * Refuse a seed whose structure breaks the enclosure, numbering, pairing or
+   * citation rules (default true; a log only cut short by a crash is accepted
+   * and repaired by the agent). Diagnostic tools that report every violation pass false.
+   */
+  checkSeed?: boolean
+}
+
+/**
+ * Where events go after they are committed in memory: a store's writer
+ * (agentchart/stores). `push` is on the hot path (every chunk) and must not throw.
+ */
+export interface SessionSink {
+  push(event: SessionEvent): void
 }
 
 /** A post-commit `session/event` observer (SS-11); failures are logged and contained. */
@@ -180,6 +195,8 @@ export class Session {
   #delivering = false
   /** Injected store failures still armed, by event type, oldest first (`failNextAppend`). */
   readonly #faults = new Map<string, Error[]>()
+  #sink: SessionSink | null = null
+  #halted: Error | null = null
 
   constructor(options: SessionOptions = {}) {
     const { id, seed, now } = options
@@ -191,7 +208,7 @@ export class Session {
       this.#sinks.add(subscriber)
       return () => this.#sinks.delete(subscriber)
     })
-    if (seed !== undefined) this.#loadSeed(seed)
+    if (seed !== undefined) this.#loadSeed(seed, options.checkSeed !== false)
   }
 
   /** Frozen snapshot of the log; a held snapshot never grows (SS-1). */
@@ -212,6 +229,27 @@ export class Session {
   /** True while `session/event` observers of an event run; appends are refused then (SS-11). */
   get publishing(): boolean {
     return this.#publishing
+  }
+
+  /** The error that stopped this session from accepting appends (a store fault), or null. */
+  get halted(): Error | null {
+    return this.#halted
+  }
+
+  /** Hands every later event to `sink` right after it is committed in memory; one sink per session. */
+  connect(sink: SessionSink): void {
+    if (this.#sink !== null) throw new ConfigError(`session ${this.id} already has a sink`)
+    if (typeof sink?.push !== 'function') throw new ConfigError('a session sink needs a push(event) method')
+    this.#sink = sink
+  }
+
+  /**
+   * Refuses every later append with `error`. Why: once a store fails to commit, what it holds is a
+   * prefix of this log; writing on in memory could only widen the gap, and stopping keeps both a
+   * log the next instance can repair (the failed tail was never acknowledged).
+   */
+  halt(error: Error): void {
+    this.#halted ??= error
   }
 
   /** How many `replace` operations the surface has applied (SS-5). */
@@ -236,6 +274,7 @@ export class Session {
   append<T extends SessionEventType>(type: T, data: EventData<T>, intent?: AppendIntent): SessionEventOf<T>
   append(type: string, data: unknown, intent: AppendIntent & { ignorable: true }): IgnorableEvent
   append(type: string, data: unknown, intent?: AppendIntent): SessionEvent | IgnorableEvent {
+    if (this.#halted !== null) throw this.#halted
     if (this.#publishing) throw new SessionAppendError('cannot append while session/event observers are running')
     if (type === 'session/end-seed') throw new SessionAppendError('session/end-seed is written only by the session constructor')
     if (intent !== undefined && !isRecord(intent)) throw new SessionAppendError(`${String(type)}: intent must be an object`)
@@ -248,6 +287,7 @@ export class Session {
     // an injected store failure refuses a valid event, as a failing store would: nothing is logged
     if (this.#faults.size > 0) this.#injectedFault(type)
     this.#commit(event)
+    this.#sink?.push(event)
     this.#publish(event)
     return event
   }
@@ -426,8 +466,8 @@ export class Session {
     }
   }
 
-  /** SS-9, SS-10: validates and commits the seed, then closes it with `session/end-seed`. */
-  #loadSeed(seed: readonly unknown[]): void {
+  /** SS-9, SS-10: validates and commits the seed, checks its structure, then closes it with `session/end-seed`. */
+  #loadSeed(seed: readonly unknown[], checkStructure: boolean): void {
     if (!Array.isArray(seed)) throw new SessionAppendError('seed must be an array of session events', { path: 'seed' })
     seed.forEach((raw, i) => {
       const at = `seed[${i}]`
@@ -451,6 +491,10 @@ export class Session {
       }
     })
     if (seed.length === 0) return
+    if (checkStructure) {
+      const [first] = validatedSeedViolations(this.#events)
+      if (first !== undefined) throw new SeedRefusedError(first.seq, first.rule, first.message)
+    }
     if (this.last()?.type !== 'session/end-seed') {
       this.#commit(this.#build(this.#events.length, 'session/end-seed', Object.freeze({}), NO_INTENT, 'data'))
     }

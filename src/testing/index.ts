@@ -3,8 +3,8 @@ export { scriptedModel } from '../adapters/scripted.js'
 export type { ScriptedModel, ScriptEntry, ScriptResult, ScriptedModelOptions } from '../adapters/scripted.js'
 export { textResponse, reasoningResponse, toolCallResponse, maxTokensResponse, errorResponse, hang } from './responses.js'
 export type { ResponseOptions, ScriptedToolCall } from './responses.js'
-export { checkSessionInvariants } from './invariants.js'
-export type { SessionInvariantViolation, SessionInvariantRule, CheckSessionInvariantsOptions } from './invariants.js'
+export { checkSessionInvariants, seedViolations, SEED_RULES } from '../session/invariants.js'
+export type { SessionInvariantViolation, SessionInvariantRule, CheckSessionInvariantsOptions } from '../session/invariants.js'
 
 // the conformance kit: the format, the driver contract, the reference driver, the runner
 export { FORMAT_VERSION, SUITE_FORMAT, ScenarioSchema, ScenarioInputSchema, SuiteSchema, scenarioJsonSchema } from './conformance/format.js'

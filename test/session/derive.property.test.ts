@@ -35,9 +35,14 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   fc.constant({ kind: 'check' as const }),
 )
 
+/** Random appends shaped like a loop's log (one open turn, steps, cited chunks and calls), so any prefix is a valid seed. */
 function run(session: Session, ops: readonly Op[]): void {
   let n = 0
   const id = () => `m${n++}`
+  let step = 1
+  let chunks: number[] = []
+  session.append('turn/start', { turn: 1 })
+  session.append('step/start', { turn: 1, step })
   for (const o of ops) {
     const surface = session.surface()
     switch (o.kind) {
@@ -45,16 +50,22 @@ function run(session: Session, ops: readonly Op[]): void {
         session.append('user/message', user(id()), { surfaceOp: 'append' })
         break
       case 'assistant':
-        session.append('assistant/message', assistantData(id(), o.empty ? '' : 'hi'), { surfaceOp: 'append', sourceEventSeqs: [] })
+        session.append('assistant/message', assistantData(id(), o.empty ? '' : 'hi', 1, step), { surfaceOp: 'append', sourceEventSeqs: chunks })
+        chunks = []
         break
       case 'chunk':
-        session.append('assistant/chunk', { turn: 1, step: 1, chunk: { type: 'text-delta', index: 0, text: 'x' } })
+        chunks.push(session.append('assistant/chunk', { turn: 1, step, chunk: { type: 'text-delta', index: 0, text: 'x' } }).seq)
         break
-      case 'tool-result':
-        session.append('tool/result', toolResultData(id(), 'out'), { surfaceOp: 'append' })
+      case 'tool-result': {
+        const callId = id()
+        const call = session.append('tool/call', { turn: 1, step, callId, name: 'read', arguments: '{}' })
+        session.append('tool/result', toolResultData(callId, 'out', 1, step), { surfaceOp: 'append', sourceEventSeqs: [call.seq] })
         break
+      }
       case 'boundary':
-        session.append('step/end', { turn: 1, step: 1 })
+        session.append('step/end', { turn: 1, step })
+        session.append('step/start', { turn: 1, step: ++step })
+        chunks = []
         break
       case 'replace': {
         if (surface.length === 0) break

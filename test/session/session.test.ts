@@ -30,8 +30,8 @@ function thrown(fn: () => unknown): Error {
 /** A log with one full turn: prompt, chunks, an assistant message calling a tool, the result, a reply. */
 function sampleTurn(session: Session): void {
   session.append('turn/start', { turn: 1 })
-  session.append('user/message', user('u1'), { surfaceOp: 'append' })
   session.append('step/start', { turn: 1, step: 1 })
+  session.append('user/message', user('u1'), { surfaceOp: 'append' })
   session.append('request/header', { header: { config: { provider: 'fake', model: 'fake-1' } }, reason: 'initial' })
   const c1 = session.append('assistant/chunk', { turn: 1, step: 1, chunk: { type: 'block-start', index: 0, blockType: 'tool-call' } })
   session.append(
@@ -575,10 +575,10 @@ describe('SS-9/SS-10 seeds', () => {
 
   it('SS-10: seed data must be lossless JSON, naming seq and path', () => {
     const seed: unknown[] = validSeed()
-    ;(seed[1] as { data: { content: { text: unknown }[] } }).data.content[0].text = new Date()
+    ;(seed[2] as { data: { content: { text: unknown }[] } }).data.content[0].text = new Date()
     const err = seedError(seed)
     expect(err).toBeInstanceOf(LosslessJsonError)
-    expect((err as LosslessJsonError).path).toBe('seed[1].data.content[0].text')
+    expect((err as LosslessJsonError).path).toBe('seed[2].data.content[0].text')
     const nan = validSeed()
     nan[0].time = NaN
     expect((seedError(nan) as LosslessJsonError).path).toBe('seed[0].time')
@@ -598,11 +598,11 @@ describe('SS-9/SS-10 seeds', () => {
 
   it('SS-10: user messages need an id, the user role and a user-side source', () => {
     const seed = validSeed()
-    ;(seed[1].data as Record<string, unknown>).id = ''
-    expect(seedError(seed).message).toContain('seed[1].data.id')
+    ;(seed[2].data as Record<string, unknown>).id = ''
+    expect(seedError(seed).message).toContain('seed[2].data.id')
     const modelSourced = validSeed()
-    ;(modelSourced[1].data as Record<string, unknown>).source = { kind: 'model', provider: 'p', model: 'm' }
-    expect(seedError(modelSourced).message).toContain('seed[1].data.source')
+    ;(modelSourced[2].data as Record<string, unknown>).source = { kind: 'model', provider: 'p', model: 'm' }
+    expect(seedError(modelSourced).message).toContain('seed[2].data.source')
   })
 
   it('SS-10: request headers need provider and model', () => {
@@ -617,8 +617,8 @@ describe('SS-9/SS-10 seeds', () => {
     onTurnStart[0].surfaceOp = 'append'
     expect(seedError(onTurnStart).message).toMatch(/^seed\[0\]: turn\/start: only user\/message/)
     const missingOp = validSeed()
-    delete missingOp[1].surfaceOp
-    expect(seedError(missingOp).message).toMatch(/seed\[1\].*must carry a surfaceOp/)
+    delete missingOp[2].surfaceOp
+    expect(seedError(missingOp).message).toMatch(/seed\[2\].*must carry a surfaceOp/)
     const future = validSeed()
     const r = future.findIndex((e) => e.type === 'tool/result')
     future[r].sourceEventSeqs = [r + 1]

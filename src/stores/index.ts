@@ -1,0 +1,12 @@
+// agentchart/stores: where session logs live between processes. The drivers
+// (better-sqlite3, pg) load only when their store is made.
+export type { Lease, OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
+export { memoryStore } from './memory.js'
+export { sqliteStore } from './sqlite.js'
+export type { SqliteStoreOptions } from './sqlite.js'
+export { postgresStore } from './postgres.js'
+export type { PostgresStoreOptions, PgPoolLike, PgQueryable } from './postgres.js'
+export { SessionWriter } from './writer.js'
+export type { WriterOptions, Durability } from './writer.js'
+export { DEFAULT_LEASE_MS, defaultHolder } from './lease.js'
+export { SessionInUseError, StoredLogError, StoreError } from '../errors.js'

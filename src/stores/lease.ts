@@ -1,0 +1,36 @@
+// Lease defaults shared by every store: who a holder is, how long a lease
+// lasts, and the checks on what callers pass in.
+import { randomUUID } from 'node:crypto'
+import { hostname } from 'node:os'
+import { ConfigError } from '../errors.js'
+import type { OpenSessionOptions } from './types.js'
+
+/** A lease lapses this long after its last renewal unless configured otherwise. */
+export const DEFAULT_LEASE_MS = 15_000
+
+/** `<hostname>:<pid>:<random>`: enough for an operator to find the process that drives a session. */
+export function defaultHolder(): string {
+  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
+}
+
+/** Session ids are non-empty strings of at most 512 characters (they are primary keys). */
+export function checkSessionId(sessionId: unknown): string {
+  if (typeof sessionId !== 'string' || sessionId === '' || sessionId.length > 512) {
+    throw new ConfigError(`a session id must be a non-empty string of at most 512 characters, got ${JSON.stringify(sessionId) ?? String(sessionId)}`, {
+      path: 'sessionId',
+    })
+  }
+  return sessionId
+}
+
+/** The holder and lease length an open asked for, checked. */
+export function leaseRequest(options: OpenSessionOptions | undefined): { holder: string; leaseMs: number } {
+  const leaseMs = options?.leaseMs ?? DEFAULT_LEASE_MS
+  if (typeof leaseMs !== 'number' || !Number.isSafeInteger(leaseMs) || leaseMs < 10) {
+    throw new ConfigError(`leaseMs must be an integer number of milliseconds of at least 10, got ${String(leaseMs)}`, { path: 'leaseMs' })
+  }
+  const holder = options?.holder ?? defaultHolder()
+  if (typeof holder !== 'string' || holder === '') throw new ConfigError('holder must be a non-empty string', { path: 'holder' })
+  if (options?.check !== undefined && typeof options.check !== 'function') throw new ConfigError('check must be a function', { path: 'check' })
+  return { holder, leaseMs }
+}

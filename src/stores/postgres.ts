@@ -1,0 +1,295 @@
+// postgresStore({ connectionString | pool }): many processes or machines
+// sharing sessions. Leases use the server's clock; a commit is one statement
+// (a fencing UPDATE feeding the INSERT), so a writer whose lease was taken
+// over can never add a row, and a retried commit can never add one twice.
+import { createRequire } from 'node:module'
+import { AgentchartError, ConfigError, SessionInUseError, StoreError, StoredLogError } from '../errors.js'
+import type { SessionEvent } from '../session/schemas.js'
+import { checkSessionId, leaseRequest } from './lease.js'
+import { checkBatch, decodeRows, type StoredRow } from './rows.js'
+import type { OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
+
+/** The part of a `pg` client the store uses. */
+export interface PgQueryable {
+  query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>
+}
+
+/** The part of a `pg.Pool` the store uses: bring your own to share connections with the rest of the app. */
+export interface PgPoolLike extends PgQueryable {
+  connect(): Promise<PgQueryable & { release(error?: Error | boolean): void }>
+  end?(): Promise<void>
+}
+
+export type PostgresStoreOptions = ({ connectionString: string; pool?: undefined } | { pool: PgPoolLike; connectionString?: undefined }) & {
+  /** Schema of the two tables (default `public`; created if missing). */
+  schema?: string
+  /** Pool size when the store makes the pool (default 10). */
+  max?: number
+  /** Extra attempts of a commit that failed on a broken connection (default 2; a retry can never write twice). */
+  retries?: number
+}
+
+interface SessionRow {
+  id: string
+  created_at: string
+  updated_at: string
+  length: number
+  lease_holder: string | null
+  lease_token: string
+  lease_expires_at: string
+  now: string
+}
+
+const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint'
+const require = createRequire(import.meta.url)
+
+/** `pg`, loaded only when a store makes its own pool, so `import 'agentchart'` never needs it. */
+function makePool(connectionString: string, max: number): PgPoolLike {
+  let pg: { Pool: new (config: object) => PgPoolLike & { on(event: 'error', listener: (error: Error) => void): void } }
+  try {
+    pg = require('pg') as typeof pg
+  } catch (error) {
+    throw new ConfigError('postgresStore needs the pg package: npm install pg', { cause: error })
+  }
+  const pool = new pg.Pool({ connectionString, max })
+  // an idle client dropped by the server must not crash the process; the next query reconnects
+  pool.on('error', () => {})
+  return pool
+}
+
+/** Errors after which the statement may or may not have run: safe to retry because commits are fenced by length. */
+function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code
+  if (typeof code === 'string' && (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || /^E(CONN|PIPE|TIMEDOUT)/.test(code))) {
+    return true
+  }
+  return /Connection terminated|Client has encountered a connection error|connection timeout/i.test(String((error as Error)?.message))
+}
+
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** A PostgreSQL-backed store over `pg`: commits are asynchronous, one round trip per batch. */
+export function postgresStore(options: PostgresStoreOptions): SessionStore {
+  if (!options || typeof options !== 'object') throw new ConfigError('postgresStore needs { connectionString } or { pool }')
+  const schema = options.schema ?? 'public'
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema))
+    throw new ConfigError(`schema must be a plain SQL identifier, got ${JSON.stringify(schema)}`, { path: 'schema' })
+  const retries = options.retries ?? 2
+  const owned = options.pool === undefined
+  if (owned && (typeof options.connectionString !== 'string' || options.connectionString === '')) {
+    throw new ConfigError('postgresStore needs a connectionString or a pool', { path: 'connectionString' })
+  }
+  const pool: PgPoolLike = options.pool ?? makePool(options.connectionString, options.max ?? 10)
+  const sessions = `"${schema}".agentchart_sessions`
+  const events = `"${schema}".agentchart_events`
+  let closed = false
+  let ready: Promise<void> | null = null
+
+  const sql = {
+    create: `INSERT INTO ${sessions} (id, created_at, updated_at) VALUES ($1, ${NOW_MS}, ${NOW_MS}) ON CONFLICT (id) DO NOTHING RETURNING id`,
+    lock: `SELECT *, ${NOW_MS} AS now FROM ${sessions} WHERE id = $1 FOR UPDATE`,
+    session: `SELECT *, ${NOW_MS} AS now FROM ${sessions} WHERE id = $1`,
+    events: `SELECT seq, event FROM ${events} WHERE session_id = $1 ORDER BY seq`,
+    lease: `UPDATE ${sessions} SET lease_holder = $2, lease_token = lease_token + 1, lease_expires_at = ${NOW_MS} + $3 WHERE id = $1
+            RETURNING lease_token, lease_expires_at`,
+    append: `WITH fence AS (
+               UPDATE ${sessions} SET length = length + $4, updated_at = ${NOW_MS}, lease_expires_at = ${NOW_MS} + $5
+               WHERE id = $1 AND lease_token = $2 AND length = $3 RETURNING id)
+             INSERT INTO ${events} (session_id, seq, type, event)
+             SELECT fence.id, u.seq, u.type, u.event FROM fence, unnest($6::int[], $7::text[], $8::text[]) AS u(seq, type, event)`,
+    renew: `UPDATE ${sessions} SET lease_expires_at = ${NOW_MS} + $3 WHERE id = $1 AND lease_token = $2`,
+    release: `UPDATE ${sessions} SET lease_holder = NULL, lease_expires_at = 0 WHERE id = $1 AND lease_token = $2`,
+    list: `SELECT *, ${NOW_MS} AS now FROM ${sessions} ORDER BY updated_at DESC LIMIT $1`,
+  }
+
+  /** Creates the tables once per store; concurrent processes serialize on an advisory lock. */
+  function migrate(): Promise<void> {
+    ready ??= (async () => {
+      const client = await pool.connect()
+      try {
+        await client.query('BEGIN')
+        await client.query("SELECT pg_advisory_xact_lock(hashtext('agentchart schema'))")
+        if (schema !== 'public') await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`)
+        await client.query(`CREATE TABLE IF NOT EXISTS ${sessions} (
+          id text PRIMARY KEY,
+          created_at bigint NOT NULL,
+          updated_at bigint NOT NULL,
+          length integer NOT NULL DEFAULT 0,
+          lease_holder text,
+          lease_token bigint NOT NULL DEFAULT 0,
+          lease_expires_at bigint NOT NULL DEFAULT 0)`)
+        await client.query(`CREATE INDEX IF NOT EXISTS agentchart_sessions_updated ON ${sessions} (updated_at)`)
+        await client.query(`CREATE TABLE IF NOT EXISTS ${events} (
+          session_id text NOT NULL,
+          seq integer NOT NULL,
+          type text NOT NULL,
+          event text NOT NULL,
+          PRIMARY KEY (session_id, seq))`)
+        await client.query('COMMIT')
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {})
+        ready = null
+        throw error
+      } finally {
+        client.release()
+      }
+    })()
+    return ready
+  }
+
+  const assertOpen = (id: string) => {
+    if (closed) throw new StoreError('STORE_CLOSED', id, 'this PostgreSQL store is closed')
+  }
+
+  async function readEvents(db: PgQueryable, id: string, row: SessionRow): Promise<unknown[]> {
+    const { rows } = await db.query(sql.events, [id])
+    const stored = decodeRows(id, rows as StoredRow[])
+    if (row.length !== stored.length) {
+      throw new StoredLogError(id, Math.min(row.length, stored.length), `the session row counts ${row.length} events but ${stored.length} are stored`)
+    }
+    return stored
+  }
+
+  async function open(id: string, holder: string, leaseMs: number, check: OpenSessionOptions['check']) {
+    const client = await pool.connect()
+    try {
+      await client.query('BEGIN')
+      const created = ((await client.query(sql.create, [id])).rowCount ?? 0) > 0
+      const row = (await client.query(sql.lock, [id])).rows[0] as SessionRow
+      if (row.lease_holder !== null && Number(row.lease_expires_at) > Number(row.now)) {
+        throw new SessionInUseError(id, row.lease_holder, Number(row.lease_expires_at))
+      }
+      const stored = await readEvents(client, id, row)
+      check?.(stored)
+      const leased = (await client.query(sql.lease, [id, holder, leaseMs])).rows[0] as { lease_token: string; lease_expires_at: string }
+      await client.query('COMMIT')
+      return { created, events: stored, token: Number(leased.lease_token), expiresAt: Number(leased.lease_expires_at) }
+    } catch (error) {
+      // the refused open leaves the store as it found it
+      await client.query('ROLLBACK').catch(() => {})
+      throw error
+    } finally {
+      client.release()
+    }
+  }
+
+  /** Why a fenced commit wrote nothing: another driver took over, or (after a retry) the batch is already in. */
+  async function diagnose(id: string, token: number, first: number, count: number): Promise<'stored'> {
+    const row = (await pool.query(sql.session, [id])).rows[0] as SessionRow | undefined
+    if (!row || Number(row.lease_token) !== token) {
+      throw new StoreError(
+        'LEASE_LOST',
+        id,
+        `session ${id}: the lease (token ${token}) was taken over${row ? ` by ${row.lease_holder ?? 'a later opener'} (token ${row.lease_token})` : ''}`,
+      )
+    }
+    if (row.length === first + count) return 'stored'
+    throw new StoreError('STORE_CONFLICT', id, `session ${id}: the batch starts at seq ${first} but ${row.length} events are stored`)
+  }
+
+  async function append(id: string, token: number, leaseMs: number, batch: readonly SessionEvent[], attempt = 0): Promise<void> {
+    assertOpen(id)
+    const seqs = batch.map((e) => e.seq)
+    const types = batch.map((e) => e.type)
+    const texts = batch.map((e) => JSON.stringify(e))
+    const first = seqs[0]
+    let written: number
+    try {
+      written = (await pool.query(sql.append, [id, token, first, batch.length, leaseMs, seqs, types, texts])).rowCount ?? 0
+    } catch (error) {
+      if (attempt < retries && isConnectionError(error)) {
+        await delay(50 * 4 ** attempt)
+        return append(id, token, leaseMs, batch, attempt + 1)
+      }
+      throw error
+    }
+    if (written === batch.length) return
+    // nothing written: a lapsed-and-taken lease, or a retry whose first attempt did commit
+    await diagnose(id, token, first, batch.length)
+  }
+
+  const toInfo = (row: SessionRow): SessionInfo => ({
+    id: row.id,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    length: row.length,
+    lease:
+      row.lease_holder !== null && Number(row.lease_expires_at) > Number(row.now)
+        ? { holder: row.lease_holder, expiresAt: Number(row.lease_expires_at) }
+        : null,
+  })
+
+  return {
+    kind: 'postgres',
+    async open(sessionId: string, openOptions?: OpenSessionOptions): Promise<SessionHandle> {
+      const id = checkSessionId(sessionId)
+      const { holder, leaseMs } = leaseRequest(openOptions)
+      assertOpen(id)
+      await wrapped(id, migrate)
+      const opened = await wrapped(id, () => open(id, holder, leaseMs, openOptions?.check))
+      const lease = Object.freeze({ holder, token: opened.token, expiresAt: opened.expiresAt })
+      return {
+        sessionId: id,
+        created: opened.created,
+        events: opened.events,
+        lease,
+        async append(batch: readonly SessionEvent[]) {
+          if (batch.length === 0) return
+          checkBatch(id, batch[0].seq, batch)
+          await wrapped(id, () => append(id, lease.token, leaseMs, batch))
+        },
+        async renew() {
+          assertOpen(id)
+          const renewed = await wrapped(id, () => pool.query(sql.renew, [id, lease.token, leaseMs]))
+          if ((renewed.rowCount ?? 0) !== 1) throw new StoreError('LEASE_LOST', id, `session ${id}: the lease (token ${lease.token}) was taken over`)
+        },
+        async release() {
+          if (closed) return
+          await pool.query(sql.release, [id, lease.token])
+        },
+      }
+    },
+    async load(sessionId: string) {
+      const id = checkSessionId(sessionId)
+      assertOpen(id)
+      await wrapped(id, migrate)
+      return wrapped(id, async () => {
+        const client = await pool.connect()
+        try {
+          // one snapshot for the row and its events
+          await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+          const row = (await client.query(sql.session, [id])).rows[0] as SessionRow | undefined
+          const stored = row ? await readEvents(client, id, row) : undefined
+          await client.query('COMMIT')
+          return stored
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => {})
+          throw error
+        } finally {
+          client.release()
+        }
+      })
+    },
+    async list(listOptions?: { limit?: number }) {
+      assertOpen('(store)')
+      await wrapped('(store)', migrate)
+      const { rows } = await wrapped('(store)', () => pool.query(sql.list, [listOptions?.limit ?? null]))
+      return (rows as SessionRow[]).map(toInfo)
+    },
+    async close() {
+      if (closed) return
+      closed = true
+      if (owned) await pool.end?.()
+    },
+  }
+}
+
+/** Our own refusals pass through; a PostgreSQL or network failure is named with the session. */
+async function wrapped<T>(id: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    if (error instanceof AgentchartError) throw error
+    throw new StoreError('STORE_FAULT', id, `session ${id}: PostgreSQL failed: ${(error as Error).message}`, { cause: error })
+  }
+}

@@ -1,0 +1,48 @@
+// Stored rows in and out: every store keeps one JSON text per event keyed by
+// (session, seq). Reading refuses gaps and malformed text by seq; writing
+// refuses a batch that would not continue the log.
+import { StoreError, StoredLogError } from '../errors.js'
+import type { SessionEvent } from '../session/schemas.js'
+
+/** One stored event as a store reads it back. */
+export interface StoredRow {
+  readonly seq: number
+  readonly event: string
+}
+
+/** Parses rows (in seq order) into events; a gap, malformed JSON or a mismatched seq names the session and seq. */
+export function decodeRows(sessionId: string, rows: readonly StoredRow[]): unknown[] {
+  const events: unknown[] = new Array<unknown>(rows.length)
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]
+    const seq = Number(row.seq)
+    if (seq !== i) {
+      throw new StoredLogError(sessionId, i, seq > i ? `seq gap: seq ${i} is missing (the next stored seq is ${seq})` : `duplicate or unordered seq ${seq}`)
+    }
+    let event: unknown
+    try {
+      event = JSON.parse(row.event)
+    } catch (error) {
+      throw new StoredLogError(sessionId, i, `malformed JSON: ${(error as Error).message}`, { cause: error })
+    }
+    if (typeof event !== 'object' || event === null || Array.isArray(event)) throw new StoredLogError(sessionId, i, 'the stored value is not an event object')
+    if ((event as { seq?: unknown }).seq !== i) {
+      throw new StoredLogError(sessionId, i, `the stored event says seq ${JSON.stringify((event as { seq?: unknown }).seq)}`)
+    }
+    events[i] = event
+  }
+  return events
+}
+
+/** Checks a batch continues a log of `length` events with contiguous seqs (a store's own guard before its transaction). */
+export function checkBatch(sessionId: string, length: number, events: readonly SessionEvent[]): void {
+  for (let i = 0; i < events.length; i++) {
+    if (events[i].seq !== length + i) {
+      throw new StoreError(
+        'STORE_CONFLICT',
+        sessionId,
+        `session ${sessionId}: a batch must continue the stored log at seq ${length + i}, got seq ${events[i].seq}`,
+      )
+    }
+  }
+}

@@ -1,0 +1,238 @@
+// The writer between one session and its store: events committed in memory
+// are buffered (a push per event, nothing more on the hot path) and committed
+// in batches, in seq order, so the store always holds a prefix of the log.
+// The runtime asks it to commit before any work leaves the process; a failed
+// commit halts the session, so the stored prefix stays one a resume can repair.
+import { StoreError } from '../errors.js'
+import type { SessionEvent, SessionEventType } from '../session/schemas.js'
+import type { Session, SessionSink } from '../session/session.js'
+import type { SessionHandle } from './types.js'
+
+export interface WriterOptions {
+  /** Commit in the background once this many events wait (default 512). */
+  maxEvents?: number
+  /** ...or once the oldest waiting event is this many ms old (default 20). */
+  maxDelayMs?: number
+  /** The lease length; the writer renews it every third of that (default: no renewal timer). */
+  leaseMs?: number
+  /** Called after each commit with the number of events now stored. */
+  onCommit?: (length: number) => void
+  /** Called once when the store fails (the session is halted by then). */
+  onFault?: (error: StoreError) => void
+  /** Where renewal hiccups that are not fatal are reported. */
+  logger?: { error(message: string, error: unknown): void }
+}
+
+/** What the runtime needs of a writer: hold outside work until what came before it is stored. */
+export interface Durability {
+  /** Events are buffered or a commit is in flight. */
+  readonly pending: boolean
+  /** The fault that halted the session, or null. */
+  readonly fault: StoreError | null
+  /** Type of the earliest event the store failed to commit. */
+  readonly failedType: SessionEventType | undefined
+  /**
+   * Commits until the first `length` events are stored: undefined when that is
+   * done synchronously, else a promise; throws (or rejects with) the store's fault.
+   */
+  commitThrough(length: number): Promise<void> | undefined
+}
+
+const noop = () => {}
+
+export class SessionWriter implements SessionSink, Durability {
+  readonly #handle: SessionHandle
+  readonly #session: Session
+  readonly #maxEvents: number
+  readonly #maxDelayMs: number
+  readonly #options: WriterOptions
+  #buffer: SessionEvent[] = []
+  /** Events [0, committed) are in the store. */
+  #committed: number
+  /** Events [0, pushed) were handed to this writer or were stored already. */
+  #pushed: number
+  #inflight: Promise<void> | null = null
+  #fault: StoreError | null = null
+  #failedType: SessionEventType | undefined
+  #timer: ReturnType<typeof setTimeout> | null = null
+  #renewal: ReturnType<typeof setInterval> | null = null
+  #closed = false
+  /** Called after each commit with the number of events now stored (settable after construction). */
+  onCommit: ((length: number) => void) | undefined
+
+  /** Takes over `session`: the events after the `stored` first ones are buffered, later ones pushed as they come. */
+  constructor(handle: SessionHandle, session: Session, stored: number, options: WriterOptions = {}) {
+    this.#handle = handle
+    this.#session = session
+    this.#options = options
+    this.onCommit = options.onCommit
+    this.#maxEvents = options.maxEvents ?? 512
+    this.#maxDelayMs = options.maxDelayMs ?? 20
+    this.#committed = stored
+    this.#pushed = stored
+    for (let seq = stored; seq < session.length; seq++) this.push(session.at(seq)!)
+    session.connect(this)
+    if (options.leaseMs !== undefined) {
+      this.#renewal = setInterval(() => this.#renew(), Math.max(5, Math.floor(options.leaseMs / 3)))
+      this.#renewal.unref()
+    }
+  }
+
+  get pending(): boolean {
+    return this.#buffer.length > 0 || this.#inflight !== null
+  }
+
+  /** How many events the store holds (events [0, committed) are acknowledged). */
+  get committed(): number {
+    return this.#committed
+  }
+
+  get fault(): StoreError | null {
+    return this.#fault
+  }
+
+  get failedType(): SessionEventType | undefined {
+    return this.#failedType
+  }
+
+  /** The hot path: one array push; a timer is armed only when a batch begins. */
+  push(event: SessionEvent): void {
+    if (this.#fault !== null) return
+    this.#pushed++
+    const n = this.#buffer.push(event)
+    if (this.#inflight !== null) return
+    if (n === 1) this.#arm()
+    else if (n >= this.#maxEvents) this.#background()
+  }
+
+  commitThrough(length: number): Promise<void> | undefined {
+    if (this.#fault !== null) throw this.#fault
+    if (this.#committed >= length) return undefined
+    if (this.#inflight !== null) return this.#inflight.then(() => this.commitThrough(length))
+    if (this.#buffer.length === 0) throw new Error(`agentchart: writer asked to commit through ${length} but holds only ${this.#committed}`)
+    const sent = this.#send()
+    return sent === undefined ? this.commitThrough(length) : sent.then(() => this.commitThrough(length))
+  }
+
+  /** Resolves once everything pushed so far is stored; rejects with the store's fault. */
+  flush(): Promise<void> {
+    try {
+      return this.commitThrough(this.#pushed) ?? Promise.resolve()
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)))
+    }
+  }
+
+  /** Like flush, but never rejects: for callers that only wait (whenIdle, dispose). */
+  settle(): Promise<void> {
+    return this.flush().then(noop, noop)
+  }
+
+  /** Commits what is left, stops the timers and gives the lease up. */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    await this.settle()
+    this.#closed = true
+    this.#stopTimers()
+    await this.#handle.release()
+  }
+
+  #send(): Promise<void> | undefined {
+    const batch = this.#buffer
+    this.#buffer = []
+    if (this.#timer !== null) {
+      clearTimeout(this.#timer)
+      this.#timer = null
+    }
+    let result: void | Promise<void>
+    try {
+      result = this.#handle.append(batch)
+    } catch (error) {
+      throw this.#fail(error, batch)
+    }
+    if (result === undefined || typeof result.then !== 'function') {
+      this.#done(batch.length)
+      return undefined
+    }
+    const inflight = result.then(
+      () => {
+        this.#inflight = null
+        this.#done(batch.length)
+      },
+      (error: unknown) => {
+        this.#inflight = null
+        throw this.#fail(error, batch)
+      },
+    )
+    inflight.catch(noop) // background commits have no awaiting caller; their fault is reported through onFault
+    this.#inflight = inflight
+    return inflight
+  }
+
+  #done(count: number): void {
+    this.#committed += count
+    try {
+      this.onCommit?.(this.#committed)
+    } catch (error) {
+      this.#options.logger?.error('a session/committed listener threw', error)
+    }
+    if (this.#buffer.length >= this.#maxEvents) this.#background()
+    else if (this.#buffer.length > 0) this.#arm()
+  }
+
+  #arm(): void {
+    if (this.#timer !== null || this.#closed) return
+    this.#timer = setTimeout(() => {
+      this.#timer = null
+      this.#background()
+    }, this.#maxDelayMs)
+  }
+
+  #background(): void {
+    try {
+      this.commitThrough(this.#pushed)?.catch(noop)
+    } catch {
+      // reported through onFault
+    }
+  }
+
+  #fail(error: unknown, batch: readonly SessionEvent[]): StoreError {
+    if (this.#fault !== null) return this.#fault
+    const id = this.#session.id
+    const range = batch.length > 0 ? `seq ${batch[0].seq}..${batch[batch.length - 1].seq}` : 'a batch'
+    const fault =
+      error instanceof StoreError
+        ? error
+        : new StoreError('STORE_FAULT', id, `session ${id}: the store failed to commit ${range}: ${error instanceof Error ? error.message : String(error)}`, {
+            cause: error,
+          })
+    this.#fault = fault
+    this.#failedType = batch[0]?.type
+    this.#buffer = []
+    this.#stopTimers()
+    this.#session.halt(fault)
+    // a halted instance is as good as crashed: let the next driver take over at once (best effort)
+    this.#handle.release().catch(noop)
+    try {
+      this.#options.onFault?.(fault)
+    } catch (failure) {
+      this.#options.logger?.error('agentchart: reporting a store fault failed', failure)
+    }
+    return fault
+  }
+
+  #renew(): void {
+    if (this.#fault !== null || this.#closed) return
+    this.#handle.renew().catch((error: unknown) => {
+      if (error instanceof StoreError && error.code === 'LEASE_LOST') this.#fail(error, this.#buffer)
+      else this.#options.logger?.error(`agentchart: renewing the lease of session ${this.#session.id} failed; retrying`, error)
+    })
+  }
+
+  #stopTimers(): void {
+    if (this.#timer !== null) clearTimeout(this.#timer)
+    if (this.#renewal !== null) clearInterval(this.#renewal)
+    this.#timer = null
+    this.#renewal = null
+  }
+}
