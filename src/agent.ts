@@ -436,7 +436,12 @@ export class Agent {
   dispose(): Promise<void> {
     if (this.#disposed) return this.#disposed
     this.#disposed = (async () => {
-      this.cancel({ kind: 'disposed' })
+      try {
+        this.cancel({ kind: 'disposed' })
+      } catch (error) {
+        // a halted session refuses the discard splices: the pending items stay in its log, disposal goes on
+        this.#hooks.logger.error('agentchart: disposal could not discard the pending inbox', error)
+      }
       await this.#runtime.whenIdle()
       this.#runtime.dispatch({ type: 'agent.dispose' })
       // the last commits, then the lease goes so another driver may open the session at once

@@ -20,12 +20,11 @@
 // |                                  | finish; `usage` equals the last cited usage chunk (ST-7, RQ-11)                                |
 // | call-from-anchor                 | a tool/call names a tool-call block of its step's assistant/message, same name and arguments,  |
 // |                                  | in model order; every block of the anchor gets a tool/call or a TOOL_NOT_STARTED result before |
-// |                                  | step/end, unless the turn ends error or interrupted (TL-6, TL-14, TL-17, RS-5)                 |
+// |                                  | step/end, unless the turn ends error (TL-6, TL-14, TL-17, RS-5)                                |
 // | call-result-pairing              | an appended tool/result follows a tool/call with its call id in the same step and cites        |
 // |                                  | exactly [that seq] (repair's uncited TOOL_NOT_STARTED result excepted); at most one result per |
 // |                                  | call; no duplicate call ids in a step; every call has a result by step/end unless the turn     |
-// |                                  | ends error or interrupted (TL-8, TL-17, RS-4/5: a crash may fall between step/end and          |
-// |                                  | turn/end{error})                                                                               |
+// |                                  | ends error (TL-8, TL-17, RS-4/5)                                                               |
 // | no-step-after-reject             | turn/end{blocked} sits at a proposal boundary: the last event before it (inbox splices and     |
 // |                                  | unknown types aside) is its turn/start or a step/end, so nothing ran after the reject (TU-5/6) |
 // | surface-metadata                 | only surface types carry surfaceOp/sourceEventSeqs and they always carry surfaceOp; citations  |
@@ -374,8 +373,7 @@ class Checker {
     if (turn.interruptedIndex !== undefined && reason.kind !== 'aborted' && reason.kind !== 'interrupted') {
       this.#add('interrupted-prefix', index, `turn with an interrupted message (seq ${turn.interruptedIndex}) ends ${reason.kind}, not aborted`)
     }
-    // a crash may have fallen between a scheduler failure's step/end and its turn/end{error}
-    this.#closeTurn(turn, index, reason.kind === 'error' || reason.kind === 'interrupted')
+    this.#closeTurn(turn, index, reason.kind === 'error')
   }
 
   #closeTurn(turn: TurnState, index: number, errored: boolean): void {
