@@ -11,7 +11,7 @@ import type { OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } fro
 
 /** The part of a `pg` client the store uses. */
 export interface PgQueryable {
-  query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>
+  query(text: string | { name: string; text: string }, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>
 }
 
 /** The part of a `pg.Pool` the store uses: bring your own to share connections with the rest of the app. */
@@ -101,6 +101,9 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
     release: `UPDATE ${sessions} SET lease_holder = NULL, lease_expires_at = 0 WHERE id = $1 AND lease_token = $2`,
     list: `SELECT *, ${NOW_MS} AS now FROM ${sessions} ORDER BY updated_at DESC LIMIT $1`,
   }
+
+  /** A statement `pg` prepares once per connection (named by schema, so two stores on one pool do not clash). */
+  const prepared = (key: keyof typeof sql) => ({ name: `agentchart_${schema}_${key}`, text: sql[key] })
 
   /** Creates the tables once per store; concurrent processes serialize on an advisory lock. */
   function migrate(): Promise<void> {
@@ -195,7 +198,7 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
     const first = seqs[0]
     let written: number
     try {
-      written = (await pool.query(sql.append, [id, token, first, batch.length, leaseMs, seqs, types, texts])).rowCount ?? 0
+      written = (await pool.query(prepared('append'), [id, token, first, batch.length, leaseMs, seqs, types, texts])).rowCount ?? 0
     } catch (error) {
       if (attempt < retries && isConnectionError(error)) {
         await delay(50 * 4 ** attempt)

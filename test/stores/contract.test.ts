@@ -108,7 +108,7 @@ describe.each(subjects)('$name store', (subject) => {
     await again.release()
   })
 
-  it('refuses a second driver with SESSION_IN_USE naming the holder, until the lease is released or lapses', async () => {
+  it('RS-7: refuses a second driver with SESSION_IN_USE naming the holder, until the lease is released or lapses', async () => {
     const store = subject.make()
     const first = await store.open('s', { holder: 'worker-a', leaseMs: 60_000 })
     const refused = await store.open('s', { holder: 'worker-b' }).catch((error: unknown) => error)

@@ -20,7 +20,7 @@ function streamed(words: number): StreamChunk[] {
 }
 
 describe('outside work waits for its commits', () => {
-  it('the model request is dispatched only once every event before it is committed', async () => {
+  it('RS-8: the model request is dispatched only once every event before it is committed', async () => {
     const control = controlledStore('manual')
     const model = scriptedModel([textResponse('hi')])
     const agent = await createAgent({ model, store: control.store, sessionId: 's', logger: quiet })
@@ -47,7 +47,7 @@ describe('outside work waits for its commits', () => {
   })
 
   for (const mode of ['auto', 'sync'] as const) {
-    it(`hooks with listeners, the model, tool bodies and jobs all see a committed log (${mode} commits)`, async () => {
+    it(`RS-8: hooks with listeners, the model, tool bodies and jobs all see a committed log (${mode} commits)`, async () => {
       const control = controlledStore(mode)
       control.delayMs = 2
       const seen: string[] = []
@@ -195,7 +195,7 @@ describe('a failed commit', () => {
   }
 
   for (const mode of ['manual', 'sync'] as const) {
-    it(`halts the session: the work waiting for it never starts, agent/error reports it, the store keeps what it acknowledged (${mode === 'sync' ? 'synchronous' : 'asynchronous'} store)`, async () => {
+    it(`RS-8: halts the session: the work waiting for it never starts, agent/error reports it, the store keeps what it acknowledged (${mode === 'sync' ? 'synchronous' : 'asynchronous'} store)`, async () => {
       const { control, agent, errors, ran, failure } = await failSecondCommit(mode)
       expect(ran()).toBe(0)
       expect(agent.status).toBe('idle')
@@ -274,7 +274,7 @@ describe('createAgent over a store', () => {
     expect(await store.list()).toEqual([])
   })
 
-  it('writes every event from the first, the end-seed and the repair closers included; the id is in the store and on the agent', async () => {
+  it('RS-8: writes every event from the first, the end-seed and the repair closers included; the id is in the store and on the agent', async () => {
     const store = memoryStore()
     let release!: () => void
     const slow = defineTool({ name: 'slow', description: 's', input: z.object({}), execute: () => new Promise<string>((r) => (release = () => r('x'))) })

@@ -60,7 +60,7 @@ async function reopen(store: SessionStore, script = [textResponse('back again')]
 
 describe('a process killed with SIGKILL', () => {
   for (const mode of ['stream', 'tool'] as const) {
-    it(`mid-${mode}: the next process finds every acknowledged event, closes the turn interrupted, and runs the next followup`, async () => {
+    it(`RS-8: mid-${mode}: the next process finds every acknowledged event, closes the turn interrupted, and runs the next followup`, async () => {
       const path = join(dir, `crash-${mode}.db`)
       const acknowledged = await crash(path, mode, (events, lines) =>
         mode === 'stream' ? events.filter((e) => e.type === 'assistant/chunk').length >= 30 : lines.includes('TOOL-RUNNING'),

@@ -1,0 +1,135 @@
+// PostgreSQL for many workers, against a real server started here on
+// loopback: two processes race for one session (one drives, the other is
+// refused, then takes over once the first is killed), and 200 agents in one
+// process share one database without losing or duplicating an event.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { createAgent, defineTool, type Agent, type SessionEvent } from '../../src/index.js'
+import { postgresStore } from '../../src/stores/index.js'
+import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
+import { createDatabase, startPostgres, type PostgresServer } from '../../scripts/embedded-postgres.js'
+import { plain, until } from './support.js'
+
+let server: PostgresServer
+beforeAll(async () => {
+  server = await startPostgres()
+}, 60_000)
+afterAll(async () => {
+  await server?.stop()
+})
+
+/** A child process with its stdout collected line by line. */
+function run(args: string[]): {
+  proc: ChildProcess
+  lines: string[]
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  stderr: () => string
+} {
+  const script = fileURLToPath(new URL('./race-child.ts', import.meta.url))
+  const proc = spawn(process.execPath, ['--import', 'tsx', script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const lines: string[] = []
+  let stderr = ''
+  let partial = ''
+  proc.stdout!.on('data', (data: Buffer) => {
+    const parts = (partial + String(data)).split('\n')
+    partial = parts.pop()!
+    lines.push(...parts)
+  })
+  proc.stderr!.on('data', (data: Buffer) => (stderr += String(data)))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })))
+  return { proc, lines, exited, stderr: () => stderr }
+}
+
+describe('PostgreSQL store across processes', () => {
+  it('RS-7/RS-8: two processes race to open one session: exactly one drives, the other is refused, then takes over after the first is killed; the log stays contiguous', async () => {
+    const url = await createDatabase(server, 'race')
+    const startAt = String(Date.now() + 2500)
+    const a = run([url, 'contested', 'worker-a', startAt, '4'])
+    const b = run([url, 'contested', 'worker-b', startAt, '4'])
+    const children = { 'worker-a': a, 'worker-b': b }
+    try {
+      await until(() => [a, b].every((c) => c.lines.length > 0), 30_000, `both children to report (${a.stderr()}${b.stderr()})`)
+      const first = Object.entries(children).map(([name, c]) => [name, c.lines[0]] as const)
+      const drivers = first.filter(([, line]) => line.startsWith('DRIVING'))
+      const refused = first.filter(([, line]) => line.startsWith('REFUSED'))
+      expect(drivers).toHaveLength(1)
+      expect(refused).toHaveLength(1)
+      const [driverName] = drivers[0]
+      const [otherName, refusal] = refused[0]
+      expect(refusal).toBe(`REFUSED ${driverName}`)
+      const driver = children[driverName as keyof typeof children]
+      const other = children[otherName as keyof typeof children]
+      // kill the driver mid-way through its second turn
+      await until(() => driver.lines.includes('TURN 1'), 30_000, 'the driver to finish a turn')
+      driver.proc.kill('SIGKILL')
+      expect((await driver.exited).signal).toBe('SIGKILL')
+      // the other keeps being refused until the lease lapses, then drives and finishes the work
+      expect((await other.exited).code).toBe(0)
+      expect(other.lines.filter((l) => l.startsWith('DRIVING'))).toHaveLength(1)
+      expect(other.lines.at(-1)).toBe('DONE')
+      const store = postgresStore({ connectionString: url })
+      const log = (await store.load('contested')) as SessionEvent[] // load refuses a gap in seq
+      await store.close()
+      expect(log.map((e) => e.seq)).toEqual(log.map((_, i) => i))
+      expect(checkSessionInvariants(log)).toEqual([])
+      const ends = log.filter((e) => e.type === 'turn/end').map((e) => e.data.reason.kind)
+      expect(ends.filter((k) => k === 'completed')).toHaveLength(4)
+      expect(ends.filter((k) => k === 'interrupted').length).toBeLessThanOrEqual(1)
+    } finally {
+      a.proc.kill('SIGKILL')
+      b.proc.kill('SIGKILL')
+    }
+  }, 60_000)
+})
+
+describe('PostgreSQL store in one busy process', () => {
+  // the full check (AGENTCHART_PG_TURNS=20) costs ~20 s of CPU here; the default keeps all 200 agents concurrent
+  const agents = Number(process.env.AGENTCHART_PG_AGENTS ?? 200)
+  const turns = Number(process.env.AGENTCHART_PG_TURNS ?? 4)
+
+  it(`${agents} agents, ${turns} turns each with tool steps, on one database: no lost or duplicated event, invariants on every log`, async () => {
+    const url = await createDatabase(server, 'busy')
+    const store = postgresStore({ connectionString: url, max: 10 })
+    const tool = defineTool({
+      name: 'lookup',
+      description: 'l',
+      input: z.object({ q: z.string() }),
+      executionMode: 'parallel',
+      execute: ({ q }) => `found ${q}`,
+    })
+    const script = (i: number): ScriptEntry[] =>
+      Array.from({ length: turns }, (_, t) => [
+        toolCallResponse([
+          { id: `a${i}-${t}`, name: 'lookup', arguments: `{"q":"x${t}"}` },
+          { id: `b${i}-${t}`, name: 'lookup', arguments: `{"q":"y${t}"}` },
+        ]),
+        textResponse(`answer ${t}`),
+      ]).flat()
+    const all: Agent[] = await Promise.all(
+      Array.from({ length: agents }, (_, i) =>
+        createAgent({ model: scriptedModel(script(i)), store, sessionId: `agent-${i}`, tools: [tool], logger: { error: () => {} } }),
+      ),
+    )
+    await Promise.all(
+      all.map(async (agent) => {
+        for (let t = 0; t < turns; t++) {
+          agent.followup(`question ${t}`)
+          await agent.whenIdle()
+        }
+      }),
+    )
+    const listed = await store.list()
+    expect(listed).toHaveLength(agents)
+    for (const agent of all) {
+      const stored = await store.load(agent.sessionId)
+      expect(plain(stored)).toEqual(plain(agent.session.events))
+      expect(checkSessionInvariants(stored!)).toEqual([])
+      const ends = (stored as SessionEvent[]).filter((e) => e.type === 'turn/end')
+      expect(ends.map((e) => e.data.reason.kind)).toEqual(Array(turns).fill('completed'))
+    }
+    await Promise.all(all.map((agent) => agent.dispose()))
+    await store.close()
+  }, 120_000)
+})
