@@ -490,7 +490,9 @@ export function createAgent(options: AgentOptions | StoredAgentOptions): Agent |
  * before the agent is handed out. Damaged stored data is refused by seq and left as it was.
  */
 async function openStoredAgent(options: StoredAgentOptions): Promise<Agent> {
-  checkOptions(options)
+  const { model, maxTokens } = checkOptions(options)
+  // the request options too are refused before the store is touched (RQ-3)
+  seedConfig({ provider: model.provider, model: model.model }, model.defaultConfig, options.request, maxTokens, new OutputSchemas())
   const { store } = options
   if (typeof store.open !== 'function') throw new ConfigError('options.store must be a SessionStore', { path: 'store' })
   if ((options as { session?: unknown }).session !== undefined) throw new ConfigError('give either a session or a store, not both', { path: 'session' })
@@ -536,10 +538,12 @@ async function openStoredAgent(options: StoredAgentOptions): Promise<Agent> {
 /** The stored events as a validated seed; any refusal becomes a StoredLogError naming the session and seq. */
 function seedSession(sessionId: string, events: readonly unknown[]): Session {
   try {
-    return createSession({ id: sessionId, seed: events })
+    const session = createSession({ id: sessionId, seed: events })
+    replayInbox(session) // IN-14: splices that do not replay are damage too
+    return session
   } catch (error) {
     if (!(error instanceof AgentchartError)) throw error
-    const at = /^seed\[(\d+)\]/.exec(error.path ?? error.message)
+    const at = /^(?:seed|events)\[(\d+)\]/.exec(error.path ?? error.message)
     const seq = at ? Number(at[1]) : -1
     const detail = error.message.replace(/^seed\[\d+\]:?\s*/, '')
     throw new StoredLogError(sessionId, seq, detail, { cause: error, ...(error.path !== undefined ? { path: error.path } : {}) })

@@ -244,6 +244,15 @@ describe.each(subjects)('$name store', (subject) => {
         says: /turn-enclosure/,
       },
       {
+        what: 'an inbox splice that does not replay (IN-14)',
+        seq: () => 0,
+        sql: (seq) => [
+          `UPDATE agentchart_events SET event = '{"seq":0,"time":1,"type":"agent/inbox/spliced","data":{"target":"next-step","start":0,"removedCount":1,"inserted":[]}}' WHERE seq = $1`,
+          [seq],
+        ],
+        says: /inconsistent with the replayed lists/,
+      },
+      {
         what: 'a cut-off tail the session row still counts',
         seq: (events) => events.length - 1,
         sql: (seq) => ['DELETE FROM agentchart_events WHERE seq = $1', [seq]],
