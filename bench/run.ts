@@ -16,6 +16,7 @@ import { textResponse } from '../src/testing/index.js'
 import { CPU_CLOCK, cpuUs } from './peers/clock.js'
 import { median } from './peers/harness.js'
 import { markdownTable, ratioLines, runPeers, type PeerResults, type Ratio } from './peers/run.js'
+import { storeBench } from './stores.js'
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 10_000)
 const WINDOW = Math.max(1, Math.floor(TURNS / 10))
@@ -310,6 +311,11 @@ async function main() {
   writeFileSync(RESULTS, `${JSON.stringify(results, null, 2)}\n`)
   writeReadme(results)
   console.log('\nwrote bench/results.json and the generated blocks of bench/README.md')
+  // the durable stores (issue #9): batched append rates and the cost a store adds to a streamed step
+  if (process.env.BENCH_STORES !== '0') {
+    console.log('')
+    await storeBench()
+  }
 }
 
 await main()
