@@ -2,6 +2,7 @@
 export { createAgent, Agent, Inbox } from './agent.js'
 export type {
   AgentOptions,
+  StoredAgentOptions,
   AgentStatus,
   AgentHooks,
   ListenerName,
