@@ -4,7 +4,7 @@
 import { Observable, Subscriber, type Observer, type Subscription } from 'rxjs'
 import { ConfigError, SeedRefusedError, SessionAppendError } from '../errors.js'
 import { validatedSeedViolations } from './invariants.js'
-import { formatPath, toFrozenJson } from './lossless.js'
+import { describeValue, formatPath, toFrozenJson } from './lossless.js'
 import {
   EventDataSchemas,
   SURFACE_TYPES,
@@ -374,7 +374,8 @@ export class Session {
     }
 
     const time = seedTime === undefined ? this.#now() : seedTime
-    if (typeof time !== 'number' || !Number.isFinite(time)) throw new SessionAppendError(`${type}: time must be a finite number, got ${String(time)}`)
+    if (typeof time !== 'number' || !Number.isFinite(time))
+      throw new SessionAppendError(`${type}: time must be a finite number, got ${typeof time === 'number' ? String(time) : describeValue(time)}`)
     const event: Record<string, unknown> = { seq, time, type, data }
     if (op !== undefined) event.surfaceOp = op
     if (sources !== undefined) event.sourceEventSeqs = sources
@@ -469,7 +470,7 @@ export class Session {
   /** SS-9, SS-10: validates and commits the seed, checks its structure, then closes it with `session/end-seed`. */
   #loadSeed(seed: readonly unknown[], checkStructure: boolean): void {
     if (!Array.isArray(seed)) throw new SessionAppendError('seed must be an array of session events', { path: 'seed' })
-    seed.forEach((raw, i) => {
+    seed.forEach((raw: unknown, i) => {
       const at = `seed[${i}]`
       const copy = toFrozenJson(raw, at)
       if (!isRecord(copy)) throw new SessionAppendError(`${at}: a seed event must be an object`, { path: at })
