@@ -26,11 +26,13 @@ Commands:
   replay <file>                          validate a session log (JSON array or JSONL), check its
                                          invariants and print it as a tree; exit 1 on a violation
                                          e.g. agentchart replay chat.jsonl   (a log kept by demo --log)
-  view [--log <file>] [--port <n>] [--host <h>]
+  view [--log <file> | --store <db> [--session <id>]] [--port <n>] [--host <h>]
                                          serve the offline viewer (statechart, timeline, log) on
-                                         127.0.0.1 and print its URL: a stored log read-only, or
-                                         with no --log a paced demo agent running live
+                                         127.0.0.1 and print its URL: a stored log read-only (a
+                                         JSONL file, or a session of a SQLite store, by default its
+                                         most recent), or with neither a paced demo agent live
                                          e.g. agentchart view --log chat.jsonl
+                                         e.g. agentchart view --store chat.db --session s1
   conformance generate --out <dir>       export the conformance suite to <dir>
                                          e.g. agentchart conformance generate --out suite/
   conformance run <dir> [--driver <m>]   run the suite in <dir> against the driver module <m>
@@ -178,9 +180,17 @@ async function replay(args: string[], io: CliIO, cwd: string): Promise<number> {
 }
 
 async function view(args: string[], io: CliIO, cwd: string): Promise<number> {
-  const { values, positionals } = parse(args, { log: { type: 'string', short: 'l' }, port: { type: 'string', short: 'p' }, host: { type: 'string' } })
+  const { values, positionals } = parse(args, {
+    log: { type: 'string', short: 'l' },
+    store: { type: 'string' },
+    session: { type: 'string' },
+    port: { type: 'string', short: 'p' },
+    host: { type: 'string' },
+  })
   if (values.help) return help(io)
   expectPositionals('view', positionals, 0, 0, '')
+  if (values.log !== undefined && values.store !== undefined) throw new UsageError('view: give --log or --store, not both')
+  if (values.session !== undefined && values.store === undefined) throw new UsageError('view: --session names a session of a --store')
   let port: number | undefined
   if (values.port !== undefined) {
     port = Number(values.port)
@@ -189,6 +199,8 @@ async function view(args: string[], io: CliIO, cwd: string): Promise<number> {
   return runView(
     {
       ...(values.log !== undefined ? { log: resolve(cwd, values.log) } : {}),
+      ...(values.store !== undefined ? { store: resolve(cwd, values.store) } : {}),
+      ...(values.session !== undefined ? { session: values.session } : {}),
       ...(values.host !== undefined ? { host: values.host } : {}),
       ...(port !== undefined ? { port } : {}),
     },

@@ -2,6 +2,7 @@
 // no log, for a paced demo agent running live (a failed request and its retry,
 // parallel reads and an exclusive write, a steer, a cancel), so the statechart
 // can be watched moving without any model or network.
+import { existsSync } from 'node:fs'
 import { basename } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { z } from 'zod/v4'
@@ -12,11 +13,15 @@ import type { StreamChunk } from '../session/schemas.js'
 import { errorResponse, textResponse, toolCallResponse } from '../testing/responses.js'
 import { defineTool } from '../tools/define.js'
 import { serveViewer, type ViewerHandle } from '../viewer/server.js'
-import { formatReplay, replayFile } from './replay.js'
+import { sqliteStore } from '../stores/sqlite.js'
+import { formatReplay, replayEvents, replayFile, type ReplayResult } from './replay.js'
 
 export interface ViewCommand {
   /** A stored session log (JSON array or JSONL). */
   log?: string
+  /** A SQLite store file (sqliteStore); with `session`, which of its sessions (default: the most recently updated). */
+  store?: string
+  session?: string
   host?: string
   port?: number
 }
@@ -142,15 +147,18 @@ export async function runView(command: ViewCommand, io: ViewIO): Promise<number>
   }
   let viewer: ViewerHandle
   let demo: { agent: Agent; run: Promise<void> } | null = null
-  if (command.log !== undefined) {
-    const result = await replayFile(command.log)
+  const stored =
+    command.log !== undefined ? await fromLog(command.log) : command.store !== undefined ? await fromStore(command.store, command.session, io) : null
+  if (stored !== null) {
+    if ('exit' in stored) return stored.exit
+    const { result, title } = stored
     if (result.kind === 'invalid') {
       for (const line of formatReplay(result)) io.err(line)
       return 1
     }
     // a log that breaks an invariant is still worth looking at: say so, and show it
     for (const v of result.violations) io.err(`warning: violation ${v.rule} at seq ${v.seq}: ${v.message}`)
-    viewer = await serveViewer({ events: result.events, id: basename(command.log) }, { ...options, title: basename(command.log) })
+    viewer = await serveViewer({ events: result.events, id: title }, { ...options, title })
     io.out(`${result.events.length} events, ${result.turns} turn${result.turns === 1 ? '' : 's'} (read-only)`)
   } else {
     demo = demoAgent(io.stop)
@@ -169,4 +177,44 @@ export async function runView(command: ViewCommand, io: ViewIO): Promise<number>
     await demo.run.catch(() => {}) // a send racing the disposal is refused; the demo is over anyway
   }
   return 0
+}
+
+type Stored = { result: ReplayResult; title: string } | { exit: number }
+
+/** A JSON/JSONL log file, validated like a resumed session's seed. */
+async function fromLog(file: string): Promise<Stored> {
+  return { result: await replayFile(file), title: basename(file) }
+}
+
+/**
+ * One session of a SQLite store, read without taking its lease (a driver may
+ * still be appending; the view is the log as committed when it was opened).
+ */
+async function fromStore(path: string, sessionId: string | undefined, io: ViewIO): Promise<Stored> {
+  // sqliteStore creates a missing file: a viewer must not
+  if (!existsSync(path)) {
+    io.err(`no store at ${path}`)
+    return { exit: 1 }
+  }
+  const store = sqliteStore({ path })
+  try {
+    let id = sessionId
+    if (id === undefined) {
+      const [latest] = await store.list({ limit: 1 })
+      if (latest === undefined) {
+        io.err(`the store at ${path} holds no sessions`)
+        return { exit: 1 }
+      }
+      id = latest.id
+    }
+    const events = await store.load(id)
+    if (events === undefined) {
+      const known = (await store.list({ limit: 10 })).map((s) => s.id)
+      io.err(`the store at ${path} has no session ${JSON.stringify(id)}${known.length ? ` (it has ${known.map((k) => JSON.stringify(k)).join(', ')})` : ''}`)
+      return { exit: 1 }
+    }
+    return { result: replayEvents(events), title: `${basename(path)} · ${id}` }
+  } finally {
+    await store.close()
+  }
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { runCli, type CliIO } from '../../src/cli/main.js'
 import { createAgent } from '../../src/index.js'
+import { sqliteStore } from '../../src/stores/index.js'
 import { scriptedModel, textResponse } from '../../src/testing/index.js'
 import { get, openLive } from '../viewer/sse.js'
 
@@ -81,5 +82,48 @@ describe('agentchart view', () => {
     channel.close()
     run.stop()
     expect(await run.exit).toBe(0)
+  })
+
+  it('serves one session of a SQLite store read-only: --session, or the most recent by default', async () => {
+    const path = join(dir, 'chat.db')
+    const store = sqliteStore({ path })
+    const logs: Record<string, unknown> = {}
+    for (const [sessionId, answer] of [
+      ['older', 'first answer'],
+      ['newer', 'second answer'],
+    ] as const) {
+      const agent = await createAgent({ model: scriptedModel([textResponse(answer)]), store, sessionId, logger: { error: () => {} } })
+      agent.followup('hi')
+      await agent.whenIdle()
+      logs[sessionId] = JSON.parse(JSON.stringify(agent.session.events))
+      await agent.dispose()
+    }
+    await store.close()
+
+    const streamed = async (args: string[]) => {
+      const run = start(args)
+      const channel = await openLive(liveUrl(await run.url))
+      const hello = await channel.until('hello')
+      await channel.until('end')
+      const events = channel.messages.flatMap((m) => (m.kind === 'events' ? m.events : []))
+      channel.close()
+      run.stop()
+      expect(await run.exit).toBe(0)
+      return { hello, events }
+    }
+    const latest = await streamed(['--store', 'chat.db'])
+    expect(latest.hello).toMatchObject({ mode: 'stored', title: 'chat.db · newer' })
+    expect(latest.events).toEqual(logs.newer)
+    const named = await streamed(['--store', 'chat.db', '--session', 'older'])
+    expect(named.events).toEqual(logs.older)
+
+    const unknown = start(['--store', 'chat.db', '--session', 'nope'])
+    expect(await unknown.exit).toBe(1)
+    expect(unknown.err[0]).toMatch(/has no session "nope"/)
+    const missing = start(['--store', 'missing.db'])
+    expect(await missing.exit).toBe(1)
+    expect(missing.err[0]).toMatch(/^no store at /)
+    const both = start(['--store', 'chat.db', '--log', 'session.jsonl'])
+    expect(await both.exit).toBe(2)
   })
 })
