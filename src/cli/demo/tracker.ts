@@ -122,8 +122,10 @@ export function previewResult(content: string, meta: unknown): string {
   const n = (v: unknown) => (typeof v === 'number' ? v.toLocaleString('en-US') : '?')
   if (typeof m.entries === 'number') return `${n(m.entries)} entr${m.entries === 1 ? 'y' : 'ies'}`
   if (typeof m.chars === 'number') return typeof m.shown === 'number' ? `first ${n(m.shown)} of ${n(m.chars)} chars` : `${n(m.chars)} chars`
-  if (typeof m.lines === 'number' && typeof m.files === 'number')
-    return `${n(m.lines)} matching line${m.lines === 1 ? '' : 's'}, ${n(m.names)} name${m.names === 1 ? '' : 's'}`
+  if (typeof m.lines === 'number' && typeof m.files === 'number') {
+    const names = typeof m.names === 'number' && m.names > 0 ? `, ${n(m.names)} file name${m.names === 1 ? '' : 's'}` : ''
+    return `${n(m.lines)} matching line${m.lines === 1 ? '' : 's'} in ${n(m.files)} file${m.files === 1 ? '' : 's'}${names}`
+  }
   const first = content.split('\n', 1)[0]
   return first.length > 60 ? `${first.slice(0, 59)}…` : first
 }

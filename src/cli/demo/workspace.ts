@@ -252,7 +252,7 @@ export function workspaceTools(ws: Workspace): ToolDefinition<any>[] {
         const out = [`${names.length} file name${names.length === 1 ? '' : 's'} containing ${JSON.stringify(query)}:`, ...names]
         out.push(`${total} matching line${total === 1 ? '' : 's'} in ${withHits} of ${files} file${files === 1 ? '' : 's'} searched:`, ...lines)
         if (skipped > 0) out.push(`[${skipped} large file${skipped === 1 ? '' : 's'} not searched]`)
-        return { content: out.join('\n'), meta: { names: names.length, lines: total, files } }
+        return { content: out.join('\n'), meta: { names: names.length, lines: total, files: withHits, searched: files } }
       } catch (error) {
         if ((error as { name?: unknown }).name === 'AbortError') throw error
         return failure(error, path)

@@ -83,6 +83,7 @@ describe('confinement', () => {
     expect(found.names).toEqual(['src/deep/needle.md'])
     expect(found.lines.map((l) => `${l.path}:${l.line}`)).toEqual(['src/a.ts:1', 'src/a.ts:2'])
     expect(found.total).toBe(2)
+    expect(result.meta).toMatchObject({ names: 1, lines: 2, files: 1 })
     expect(result.content).not.toContain('in-link.ts')
     expect(result.content).not.toContain('node_modules')
     expect(result.content).not.toContain('binary.bin')
