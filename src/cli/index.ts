@@ -2,11 +2,12 @@
 // The `agentchart` executable (package.json "bin"): see src/cli/main.ts for the commands.
 import { runCli } from './main.js'
 
-// a reader that goes away (`agentchart demo | head`) ends the command quietly, not with an EPIPE stack trace
+// a reader that goes away (`agentchart demo | head`) silences the output, not the command: it still
+// finishes its turn, closes its log and releases its store lease, without an EPIPE stack trace
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code !== 'EPIPE') throw error
-    process.exit(process.exitCode ?? 0)
+    stream.write = () => true
   })
 }
 

@@ -25,6 +25,9 @@ export interface DemoOptions {
   dir: string
   /** A JSONL session log to keep and resume (absolute). */
   log?: string
+  /** A SQLite database to keep and resume the session in (absolute), and the session's id in it. */
+  store?: string
+  session: string
   json: boolean
   once: boolean
   inspect: boolean
@@ -55,6 +58,8 @@ export const DEMO_FLAGS = {
   'base-url': { type: 'string' },
   dir: { type: 'string', short: 'C' },
   log: { type: 'string', short: 'l' },
+  store: { type: 'string', short: 's' },
+  session: { type: 'string' },
   json: { type: 'boolean' },
   once: { type: 'boolean' },
   inspect: { type: 'boolean' },
@@ -77,7 +82,9 @@ Options:
   -m, --model <name>         the provider's model (default ${DEFAULT_MODELS.openai} / ${DEFAULT_MODELS.deepseek})
       --base-url <url>       an OpenAI-compatible endpoint (a proxy or a local server)
   -C, --dir <path>           the directory the tools may read (default: the current directory)
-  -l, --log <file.jsonl>     keep the session in a JSONL file; run again with it to continue
+  -s, --store <file.db>      keep the session in a SQLite database; run again with it to continue
+      --session <id>         the session's id in the store (default "demo"; one store holds many)
+  -l, --log <file.jsonl>     keep the session in a JSONL file instead; run again with it to continue
       --once                 answer the prompt and exit, even in a terminal
       --json                 print one JSON event per line instead of the tree (for scripts)
       --inspect              watch the machines live: the Stately inspector and the offline viewer
@@ -88,7 +95,7 @@ Options:
 Examples:
   agentchart demo
   agentchart demo "search for createAgent"
-  agentchart demo --log chat.jsonl "what did I ask before?"
+  agentchart demo --store chat.db "what did I ask before?"
   OPENAI_API_KEY=… agentchart demo --provider openai "summarise README.md"
 `
 
@@ -173,6 +180,11 @@ export async function parseDemoArgs(
   if (values['base-url'] !== undefined && !/^https?:\/\/\S+$/.test(values['base-url'])) {
     throw new DemoUsageError(`--base-url must be an http(s) URL, got ${JSON.stringify(values['base-url'])}`)
   }
+  if (values.log !== undefined && values.store !== undefined) throw new DemoUsageError('keep the session in --store or in --log, not both')
+  if (values.session !== undefined && values.store === undefined) throw new DemoUsageError('--session names a session in a store: it needs --store')
+  if (values.session !== undefined && !/^[A-Za-z0-9_.:-]{1,128}$/.test(values.session)) {
+    throw new DemoUsageError(`--session must be 1-128 letters, digits, '_', '.', ':' or '-', got ${JSON.stringify(values.session)}`)
+  }
   let inspectPort = 8080
   if (values['inspect-port'] !== undefined) {
     inspectPort = Number(values['inspect-port'])
@@ -188,6 +200,8 @@ export async function parseDemoArgs(
     ...(values['base-url'] !== undefined ? { baseURL: values['base-url'] } : {}),
     dir: resolve(sources.cwd, values.dir ?? '.'),
     ...(values.log !== undefined ? { log: resolve(sources.cwd, values.log) } : {}),
+    ...(values.store !== undefined ? { store: resolve(sources.cwd, values.store) } : {}),
+    session: values.session ?? 'demo',
     json: values.json === true,
     once: values.once === true,
     inspect: values.inspect === true,

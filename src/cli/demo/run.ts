@@ -3,7 +3,18 @@
 // what it does, and turns the keyboard into steer / follow-up / cancel.
 import { randomUUID } from 'node:crypto'
 import { createServer } from 'node:net'
-import { createAgent, createSession, type Agent, type ModelAdapter, type Session, type ToolDefinition, type TurnEndReason } from '../../index.js'
+import {
+  createAgent,
+  createSession,
+  SessionInUseError,
+  StoredLogError,
+  type Agent,
+  type AgentOptions,
+  type ModelAdapter,
+  type Session,
+  type ToolDefinition,
+  type TurnEndReason,
+} from '../../index.js'
 import { escapeTerminal, jsonLine } from '../escape.js'
 import { Keyboard, type KeyboardStream } from './keyboard.js'
 import { LOCAL_MODEL, LOCAL_PROVIDER, localModel } from './local-model.js'
@@ -147,6 +158,42 @@ function lastExchange(session: Session): { turns: number; prompt?: string; answe
   return { turns, ...(prompt !== undefined ? { prompt } : {}), ...(answer !== undefined ? { answer } : {}) }
 }
 
+/** Where the session is kept between runs, and how much of it was there already. */
+interface Kept {
+  /** The file (a JSONL log or a SQLite database). */
+  where: string
+  /** How it is kept, in words: `a JSONL file`, `SQLite`. */
+  what: string
+  /** Events stored before this run (0: a new session). */
+  stored: number
+}
+
+/** Open (or create) the session in a SQLite store and the agent over it; every failure is one line. */
+async function openStore(path: string, sessionId: string, agentOptions: AgentOptions): Promise<{ agent: Agent; kept: Kept; close(): Promise<void> }> {
+  const { sqliteStore } = await import('../../stores/index.js')
+  let store
+  try {
+    store = sqliteStore({ path })
+  } catch (error) {
+    throw new DemoError(`--store ${path}: ${(error as Error).message}`)
+  }
+  try {
+    const stored = (await store.load(sessionId))?.length ?? 0
+    const agent = await createAgent({ ...agentOptions, store, sessionId })
+    return { agent, kept: { where: path, what: 'SQLite', stored }, close: () => store.close() }
+  } catch (error) {
+    await store.close()
+    if (error instanceof SessionInUseError) {
+      const lapse = Math.max(1, Math.ceil((error.expiresAt - Date.now()) / 1000))
+      throw new DemoError(
+        `session ${sessionId} in ${path} is in use by ${error.holder} (another demo? if that process is gone, its lease lapses in ${lapse} s)`,
+      )
+    }
+    if (error instanceof StoredLogError) throw new DemoError(`${path} holds a session the demo refuses: ${error.message}`)
+    throw new DemoError(`--store ${path}: ${(error as Error).message}`)
+  }
+}
+
 /** One line on a failed turn, naming what to do about it. */
 export function failureLine(reason: Extract<TurnEndReason, { kind: 'error' }>, options: DemoOptions, env: DemoIO['env']): string {
   const { error } = reason
@@ -178,38 +225,47 @@ export async function runDemo(options: DemoOptions, io: DemoIO): Promise<number>
   const tracker = new Tracker(baseTools)
   const tools = instrumentTools(slowDown(baseTools, options.pacing.slowTool), tracker)
 
-  let logged: LoggedSession | null = null
+  let kept: Kept | null = null
   let inspection: Inspection | null = null
   let agent: Agent | null = null
   const cleanups: Array<() => void | Promise<void>> = []
   try {
-    if (options.log) {
-      try {
-        logged = openLogFile(options.log)
-      } catch (error) {
-        throw new DemoError(error instanceof LogFileError ? error.message : String(error))
-      }
-      logged.follow()
-      const log = logged
-      cleanups.push(() => log.close())
-    }
     if (options.inspect) {
       inspection = await startInspector(options.inspectPort)
       const inspector = inspection
       cleanups.push(() => inspector.stop())
     }
-    const session = logged?.session ?? createSession({ id: `demo-${randomUUID().slice(0, 8)}` })
-    try {
-      agent = createAgent({
-        model,
-        tools,
-        systemPrompt: SYSTEM_PROMPT(workspace.root),
-        session,
-        ...(inspection ? { inspect: inspection.inspect } : {}),
-        logger: { error: (message, error) => io.err(escapeTerminal(`agentchart demo: ${message}: ${error instanceof Error ? error.message : String(error)}`)) },
-      })
-    } catch (error) {
-      throw new DemoError(`cannot resume ${options.log ?? 'the session'}: ${(error as Error).message}`)
+    const agentOptions: AgentOptions = {
+      model,
+      tools,
+      systemPrompt: SYSTEM_PROMPT(workspace.root),
+      ...(inspection ? { inspect: inspection.inspect } : {}),
+      logger: { error: (message, error) => io.err(escapeTerminal(`agentchart demo: ${message}: ${error instanceof Error ? error.message : String(error)}`)) },
+    }
+    if (options.store) {
+      const opened = await openStore(options.store, options.session, agentOptions)
+      cleanups.push(() => opened.close())
+      kept = opened.kept
+      agent = opened.agent
+    } else {
+      let logged: LoggedSession | null = null
+      if (options.log) {
+        try {
+          logged = openLogFile(options.log)
+        } catch (error) {
+          throw new DemoError(error instanceof LogFileError ? error.message : String(error))
+        }
+        logged.follow()
+        const log = logged
+        cleanups.push(() => log.close())
+        kept = { where: options.log, what: 'a JSONL file', stored: logged.stored }
+      }
+      const session = logged?.session ?? createSession({ id: `demo-${randomUUID().slice(0, 8)}` })
+      try {
+        agent = createAgent({ ...agentOptions, session })
+      } catch (error) {
+        throw new DemoError(`cannot resume ${options.log ?? 'the session'}: ${(error as Error).message}`)
+      }
     }
     tracker.attach(agent)
     cleanups.push(() => tracker.detach())
@@ -224,7 +280,7 @@ export async function runDemo(options: DemoOptions, io: DemoIO): Promise<number>
         inspection.viewerError = (error as Error).message
       }
     }
-    return await drive(agent, { options, io, tty, interactive, tracker, model, workspace, logged, inspection, afterwards: [] })
+    return await drive(agent, { options, io, tty, interactive, tracker, model, workspace, kept, inspection, afterwards: [] })
   } finally {
     if (agent) await agent.dispose()
     for (const cleanup of cleanups.reverse()) await cleanup()
@@ -239,7 +295,7 @@ interface DriveContext {
   tracker: Tracker
   model: ModelAdapter
   workspace: Workspace
-  logged: LoggedSession | null
+  kept: Kept | null
   inspection: Inspection | null
   /** Lines for stderr, said after the tree is closed. */
   afterwards: Array<() => void>
@@ -247,9 +303,9 @@ interface DriveContext {
 
 /** Send the prompt, draw the run, and handle the keyboard until the run is over; returns the exit code. */
 async function drive(agent: Agent, ctx: DriveContext): Promise<number> {
-  const { options, io, tracker, model, workspace, logged } = ctx
+  const { options, io, tracker, model, workspace, kept } = ctx
   const label = `${model.provider}/${model.model}`
-  const resumed = logged !== null && logged.stored > 0
+  const resumed = kept !== null && kept.stored > 0
   const exchange = resumed ? lastExchange(agent.session) : null
   const prompt = options.prompt ?? (resumed && ctx.interactive ? undefined : DEFAULT_PROMPT)
 
@@ -263,7 +319,8 @@ async function drive(agent: Agent, ctx: DriveContext): Promise<number> {
       model: model.model,
       dir: workspace.root,
       resumed,
-      storedEvents: logged?.stored ?? 0,
+      storedEvents: kept?.stored ?? 0,
+      ...(kept ? { keptIn: kept.where } : {}),
       ...(ctx.inspection ? { inspector: ctx.inspection.url, ...(ctx.inspection.viewerUrl ? { viewer: ctx.inspection.viewerUrl } : {}) } : {}),
     })
     tracker.subscribe((p) => {
@@ -297,11 +354,12 @@ async function drive(agent: Agent, ctx: DriveContext): Promise<number> {
     `${s.bold('agentchart demo')} ${s.dim('·')} model ${escapeTerminal(where)}`,
     `${s.dim('tools')} list_dir, read_file ${s.dim('(parallel)')}, search ${s.dim('(exclusive)')} ${s.dim('· confined to')} ${escapeTerminal(workspace.root)}`,
   )
-  if (logged) {
+  if (kept) {
+    const where = `${escapeTerminal(kept.where)} ${s.dim(`(${kept.what})`)}`
     view.print(
       resumed
-        ? `${s.dim('session')} ${escapeTerminal(agent.id)} resumed from ${escapeTerminal(options.log!)} ${s.dim(`· ${exchange!.turns} earlier turn${exchange!.turns === 1 ? '' : 's'}, ${logged.stored} events`)}`
-        : `${s.dim('session')} ${escapeTerminal(agent.id)} ${s.dim('· new, kept in')} ${escapeTerminal(options.log!)}`,
+        ? `${s.dim('session')} ${escapeTerminal(agent.id)} resumed from ${where} ${s.dim(`· ${exchange!.turns} earlier turn${exchange!.turns === 1 ? '' : 's'}, ${kept.stored} events`)}`
+        : `${s.dim('session')} ${escapeTerminal(agent.id)} ${s.dim('· new, kept in')} ${where}`,
     )
     if (exchange?.prompt) view.print(`${s.dim('  last asked:')} ${escapeTerminal(clipOne(exchange.prompt, 100))}`)
     if (exchange?.answer) view.print(`${s.dim('  last answer:')} ${escapeTerminal(clipOne(exchange.answer, 100))}`)

@@ -133,19 +133,66 @@ describe('--json', () => {
   })
 })
 
+describe('--store', () => {
+  it('keeps the session in SQLite, and a second run continues the same conversation', async () => {
+    const db = join(dir, 'chat.db')
+    const first = await demo(['--store', db])
+    expect(first.code).toBe(0)
+    expect(first.out.join('\n')).toContain(`session demo · new, kept in ${db} (SQLite)`)
+
+    const second = await demo(['--store', db, 'what did I ask before?'])
+    expect(second.code).toBe(0)
+    const text = second.out.join('\n')
+    expect(text).toMatch(new RegExp(`session demo resumed from ${db.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(SQLite\\) · 1 earlier turn, \\d+ events`))
+    expect(text.replace(/\n +/g, ' ')).toContain(
+      '1. "Read package.json and tell me which package manager this project uses", and I answered "This project uses npm."',
+    )
+
+    const { sqliteStore } = await import('../../../src/stores/index.js')
+    const store = sqliteStore({ path: db })
+    try {
+      const events = (await store.load('demo')) as SessionEvent[]
+      expect(checkSessionInvariants(events)).toEqual([])
+      expect(events.filter((e) => e.type === 'turn/start').map((e) => e.data.turn)).toEqual([1, 2])
+      // another session in the same store starts fresh
+      expect((await demo(['--store', db, '--session', 'other', '--json'])).out[0]).toContain('"resumed":false')
+      expect((await store.list()).map((s) => s.id).sort()).toEqual(['demo', 'other'])
+
+      // a session another process drives is refused in one line
+      const held = await store.open('demo', { holder: 'someone-else' })
+      const busy = await demo(['--store', db])
+      expect(busy.code).toBe(1)
+      expect(busy.err).toHaveLength(1)
+      expect(busy.err[0]).toMatch(
+        /^agentchart demo: session demo in .*chat\.db is in use by someone-else \(another demo\? if that process is gone, its lease lapses in \d+ s\)$/,
+      )
+      await held.release()
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('is one place to keep a session: --store with --log, or --session without --store, is a usage mistake', async () => {
+    expect((await demo(['--store', 'a.db', '--log', 'a.jsonl'])).err).toEqual([
+      'agentchart: demo: keep the session in --store or in --log, not both; run "agentchart demo --help" for usage',
+    ])
+    expect((await demo(['--session', 'x'])).err[0]).toMatch(/^agentchart: demo: --session names a session in a store: it needs --store;/)
+  })
+})
+
 describe('--log', () => {
   it('keeps the session in a JSONL file, and a second run continues the same conversation', async () => {
     const log = join(dir, 'chat.jsonl')
     const first = await demo(['--log', log])
     expect(first.code).toBe(0)
-    expect(first.out.join('\n')).toContain(`session chat · new, kept in ${log}`)
+    expect(first.out.join('\n')).toContain(`session chat · new, kept in ${log} (a JSONL file)`)
     const stored = parseSessionLog(readFileSync(log, 'utf8')) as SessionEvent[]
     expect(checkSessionInvariants(stored)).toEqual([])
 
     const second = await demo(['--log', log, 'what did I ask before?'])
     expect(second.code).toBe(0)
     const text = second.out.join('\n')
-    expect(text).toContain(`session chat resumed from ${log} · 1 earlier turn, ${stored.length} events`)
+    expect(text).toContain(`session chat resumed from ${log} (a JSONL file) · 1 earlier turn, ${stored.length} events`)
     expect(text).toContain('  last asked: Read package.json and tell me which package manager this project uses')
     expect(text).toContain('turn 2')
     // the answer is wrapped to the width: read it as one line

@@ -85,6 +85,16 @@ function readLog(file: string): SessionEvent[] {
   return parseSessionLog(readFileSync(file, 'utf8')) as SessionEvent[]
 }
 
+async function readStore(path: string): Promise<SessionEvent[]> {
+  const { sqliteStore } = await import('../../../src/stores/index.js')
+  const store = sqliteStore({ path })
+  try {
+    return ((await store.load('demo')) ?? []) as SessionEvent[]
+  } finally {
+    await store.close()
+  }
+}
+
 const textOf = (e: SessionEvent) =>
   e.type === 'user/message' || e.type === 'assistant/message'
     ? ('message' in e.data ? e.data.message.content : e.data.content).map((b) => (b.type === 'text' ? b.text : '')).join('')
@@ -96,9 +106,9 @@ describe.skipIf(!HAVE_TMUX)('the demo in a terminal (tmux)', () => {
   })
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-  it('a steer typed while a tool runs joins the next step; a second run over the same log continues the conversation', async () => {
-    const log = join(dir, 'steer.jsonl')
-    const term = new Terminal(['--log', log], { AGENTCHART_DEMO_SLOW_TOOL: 'list_dir:60000' })
+  it('a steer typed while a tool runs joins the next step; a second run with the same --store continues the conversation', async () => {
+    const db = join(dir, 'steer.db')
+    const term = new Terminal(['--store', db], { AGENTCHART_DEMO_SLOW_TOOL: 'list_dir:60000' })
     try {
       // the listing is held (up to a minute) until input is pending: type while it runs
       await term.waitFor(/list_dir \{"path":"\."\} {2}parallel {2}\+\d+ ms {2}running /)
@@ -115,19 +125,19 @@ describe.skipIf(!HAVE_TMUX)('the demo in a terminal (tmux)', () => {
       term.close()
     }
 
-    const events = readLog(log)
+    const events = await readStore(db)
     expect(checkSessionInvariants(events)).toEqual([])
     const steer = events.findIndex((e) => e.type === 'user/message' && textOf(e) === 'also search for vitest')
     expect(events.slice(0, steer).findLast((e) => e.type === 'step/start')).toMatchObject({ data: { turn: 1, step: 2 } })
     expect(events.slice(steer).find((e) => e.type === 'turn/end')).toMatchObject({ data: { turn: 1, reason: { kind: 'completed' } } })
 
-    // the same log again: the conversation goes on where it stopped
-    const again = new Terminal(['--log', log, 'what did I ask before?'])
+    // the same store again: the conversation goes on where it stopped
+    const again = new Terminal(['--store', db, 'what did I ask before?'])
     try {
       await again.waitFor(/turn 2 completed/)
       // the answer is wrapped to the terminal's width: read it as one line
       const screen = again.screen().replace(/\n +/g, ' ')
-      expect(screen).toMatch(/session steer resumed from .*steer\.jsonl · 1 earlier turn, \d+ events/)
+      expect(screen).toMatch(/session demo resumed from .*steer\.db \(SQLite\) · 1 earlier turn, \d+ events/)
       expect(screen).toContain('last asked: also search for vitest')
       expect(screen).toMatch(/1\. "Read package\.json and tell me which package manager this project uses", and I answered/)
       expect(screen).toContain('2. "also search for vitest"')
@@ -136,7 +146,7 @@ describe.skipIf(!HAVE_TMUX)('the demo in a terminal (tmux)', () => {
     } finally {
       again.close()
     }
-    const resumed = readLog(log)
+    const resumed = await readStore(db)
     expect(checkSessionInvariants(resumed)).toEqual([])
     expect(resumed.slice(0, events.length)).toEqual(events)
     expect(resumed.filter((e) => e.type === 'turn/start').map((e) => e.data.turn)).toEqual([1, 2])
