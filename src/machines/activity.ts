@@ -3,7 +3,7 @@
 // The turn, step, attempt and tool batch machines run inside an activity,
 // so they are built on this layer.
 import { and, not } from 'xstate'
-import { actionOn, guard, guardOn } from './draft.js'
+import { actionOn, guard, guardOn, named, labelGuards } from './draft.js'
 import { clearInbox, inboxOn, inboxSetup } from './inbox.js'
 
 /** Every event that answers an effect the machine waits for, by id. */
@@ -20,7 +20,7 @@ const ANSWERS = [
   'append.failed',
 ] as const
 
-export const activityImplementations = {
+export const activityImplementations = named({
   actions: {
     /** CX-1..CX-3, CX-14: the first cause aborts the signal; without keepInbox the inbox (and latch) is cleared either way. */
     cancelActivity: actionOn(['agent.cancel'], (d, e) => {
@@ -38,7 +38,7 @@ export const activityImplementations = {
     /** The live activity has been cancelled. */
     isCancelled: guard((context) => context.cancelCause !== null),
   },
-}
+})
 
 export const activitySetup = inboxSetup.extend(activityImplementations)
 
@@ -46,12 +46,14 @@ export const activitySetup = inboxSetup.extend(activityImplementations)
  * Transitions of a live activity: cancel, and a waking send it cannot deliver, which is latched for its
  * convergence (CX-12; disposal never latches, CX-15). Anything else bubbles up to the inbox requests.
  */
-export const runningOn = activitySetup.createStateConfig({
-  on: {
-    'agent.cancel': { actions: 'cancelActivity' },
-    'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend', 'isCancelled']), actions: ['insertSent', 'latchWake'] },
-  },
-}).on
+export const runningOn = labelGuards(
+  activitySetup.createStateConfig({
+    on: {
+      'agent.cancel': { actions: 'cancelActivity' },
+      'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend', 'isCancelled']), actions: ['insertSent', 'latchWake'] },
+    },
+  }),
+).on
 
 /** Both, for the machines that run on their own (their root has no parent to bubble to). */
 export const activityOn = activitySetup.createStateConfig({

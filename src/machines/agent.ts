@@ -5,11 +5,11 @@ import { and, not } from 'xstate'
 import { runningOn } from './activity.js'
 import { attached } from './attachment.js'
 import { initialContext } from './context.js'
-import { action, actionOn, guard } from './draft.js'
+import { action, actionOn, guard, named, labelGuards } from './draft.js'
 import { clearInbox, hasPending, inboxOn } from './inbox.js'
 import { turnSetup, turnState, type TurnImplementations } from './turn.js'
 
-export const agentImplementations = {
+export const agentImplementations = named({
   actions: {
     /** RS-4: a crash-truncated log gets its closers before this instance does anything else. */
     appendRepairClosers: action((d) => {
@@ -61,81 +61,83 @@ export const agentImplementations = {
         hasPending(context),
     ),
   },
-}
+})
 
 export type AgentImplementations = typeof agentImplementations & TurnImplementations
 
 /** The setup every machine's implementations are in: extend it, or `.provide()` on a machine to swap one. */
 export const agentSetup = turnSetup.extend(agentImplementations)
 
-const agentConfig = attached<AgentImplementations>()(
-  agentSetup.createStateConfig({
-    initial: 'resuming',
-    on: inboxOn,
-    states: {
-      resuming: {
-        always: [{ guard: 'hasRepairClosers', target: 'repairing' }, { target: 'idle' }],
-      },
-      repairing: {
-        entry: 'appendRepairClosers',
-        on: {
-          'appends.confirmed': { guard: 'isAwaited', target: 'idle' },
-          'append.failed': { target: 'idle', actions: ['restoreInbox', 'reportRepairFailure'] },
+const agentConfig = labelGuards(
+  attached<AgentImplementations>()(
+    agentSetup.createStateConfig({
+      initial: 'resuming',
+      on: inboxOn,
+      states: {
+        resuming: {
+          always: [{ guard: 'hasRepairClosers', target: 'repairing' }, { target: 'idle' }],
         },
-      },
-      idle: {
-        always: [
-          { guard: 'hasLatchedWork', target: 'running' },
-          { guard: 'isWakeLatched', actions: 'dropWakeLatch' },
-        ],
-        on: {
-          // PH-2: a waking send from idle runs; anything else an inbox request does bubbles to the root
-          'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), target: 'running', actions: 'insertSent' },
-          'agent.cancel': { actions: 'cancelWhileIdle' },
-          'maintenance.start': { target: 'maintenance' },
-          'agent.dispose': { target: 'disposed' },
+        repairing: {
+          entry: 'appendRepairClosers',
+          on: {
+            'appends.confirmed': { guard: 'isAwaited', target: 'idle' },
+            'append.failed': { target: 'idle', actions: ['restoreInbox', 'reportRepairFailure'] },
+          },
         },
-      },
-      running: {
-        initial: 'starting',
-        on: runningOn,
-        exit: 'clearCancelCause',
-        states: {
-          starting: {
-            entry: 'announceRunning',
-            on: {
-              'appends.confirmed': [
-                // TU-3: cancelled from the running-status listener: no turn/start
-                { guard: and(['isAwaited', 'isCancelled']), target: '#agent.idle', actions: 'announceIdle' },
-                { guard: 'isAwaited', target: 'turn' },
+        idle: {
+          always: [
+            { guard: 'hasLatchedWork', target: 'running' },
+            { guard: 'isWakeLatched', actions: 'dropWakeLatch' },
+          ],
+          on: {
+            // PH-2: a waking send from idle runs; anything else an inbox request does bubbles to the root
+            'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), target: 'running', actions: 'insertSent' },
+            'agent.cancel': { actions: 'cancelWhileIdle' },
+            'maintenance.start': { target: 'maintenance' },
+            'agent.dispose': { target: 'disposed' },
+          },
+        },
+        running: {
+          initial: 'starting',
+          on: runningOn,
+          exit: 'clearCancelCause',
+          states: {
+            starting: {
+              entry: 'announceRunning',
+              on: {
+                'appends.confirmed': [
+                  // TU-3: cancelled from the running-status listener: no turn/start
+                  { guard: and(['isAwaited', 'isCancelled']), target: '#agent.idle', actions: 'announceIdle' },
+                  { guard: 'isAwaited', target: 'turn' },
+                ],
+                // IN-7: the waking send's splice was refused: back to idle as if it never came (no status change)
+                'append.failed': { guard: 'isAwaited', target: '#agent.idle', actions: 'restoreInbox' },
+              },
+            },
+            turn: {
+              ...turnState,
+              onDone: [
+                { guard: 'continuesToNextTurn', target: 'turn', reenter: true, actions: 'renewSignal' },
+                { target: '#agent.idle', actions: 'announceIdle' },
               ],
-              // IN-7: the waking send's splice was refused: back to idle as if it never came (no status change)
-              'append.failed': { guard: 'isAwaited', target: '#agent.idle', actions: 'restoreInbox' },
             },
           },
-          turn: {
-            ...turnState,
-            onDone: [
-              { guard: 'continuesToNextTurn', target: 'turn', reenter: true, actions: 'renewSignal' },
-              { target: '#agent.idle', actions: 'announceIdle' },
-            ],
+        },
+        maintenance: {
+          entry: 'startJob',
+          exit: 'clearCancelCause',
+          on: {
+            'job.settled': { guard: 'isAwaited', target: 'idle' },
+            // MT-5: abort the job; later wakes are forced into next-turn and latch
+            'agent.cancel': { actions: 'cancelActivity' },
+            // MT-3: a waking send during maintenance latches
+            'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), actions: ['insertSent', 'latchWake'] },
           },
         },
+        disposed: { type: 'final' },
       },
-      maintenance: {
-        entry: 'startJob',
-        exit: 'clearCancelCause',
-        on: {
-          'job.settled': { guard: 'isAwaited', target: 'idle' },
-          // MT-5: abort the job; later wakes are forced into next-turn and latch
-          'agent.cancel': { actions: 'cancelActivity' },
-          // MT-3: a waking send during maintenance latches
-          'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), actions: ['insertSent', 'latchWake'] },
-        },
-      },
-      disposed: { type: 'final' },
-    },
-  }),
+    }),
+  ),
 )
 
 /** The agent: idle, running (one turn at a time), maintenance, disposed. */

@@ -7,7 +7,7 @@ import type { ContentBlock, ReasoningBlock, TextBlock } from '../session/schemas
 import { activityOn } from './activity.js'
 import { attached } from './attachment.js'
 import { initialContext, newToolBatch } from './context.js'
-import { action, actionOn, guardOn, type Draft } from './draft.js'
+import { action, actionOn, guardOn, type Draft, named, labelGuards } from './draft.js'
 import { toolBatchSetup, type ToolBatchImplementations } from './tool-batch.js'
 import type { PlannedCall, TurnFailure } from './types.js'
 
@@ -43,7 +43,7 @@ function modelSource(d: Draft, replayState: unknown) {
 
 const messageId = (d: Draft) => `${d.get('instance').id}-m${d.id()}`
 
-export const attemptImplementations = {
+export const attemptImplementations = named({
   actions: {
     /** A new attempt: agent/request and the request's config, header and route record (RQ-1, RQ-2). */
     buildRequest: action((d) => {
@@ -125,53 +125,55 @@ export const attemptImplementations = {
     isFailedFinish: guardOn(['model.settled'], (_context, e) => e.response.finish.kind === 'error' || e.response.finish.kind === 'aborted'),
     isRetry: guardOn(['hook.done'], (_context, e) => (e.value as { kind?: unknown } | undefined)?.kind === 'retry'),
   },
-}
+})
 
 export type AttemptImplementations = typeof attemptImplementations & ToolBatchImplementations
 export const attemptSetup = toolBatchSetup.extend(attemptImplementations)
 
-export const attemptState = attached<AttemptImplementations>()(
-  attemptSetup.createStateConfig({
-    initial: 'building',
-    states: {
-      building: {
-        entry: 'buildRequest',
-        on: {
-          // a cancel wins over the pending agent/request; its late answer is dropped by its id
-          'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
-          'request.prepared': [
-            { guard: and(['isAwaited', 'lacksRoute']), target: 'done', actions: 'failWithoutRoute' },
-            { guard: 'isAwaited', target: 'streaming', actions: 'dispatchRequest' },
-          ],
-          'hook.failed': { guard: 'isAwaited', target: 'done', actions: 'failAttempt' },
+export const attemptState = labelGuards(
+  attached<AttemptImplementations>()(
+    attemptSetup.createStateConfig({
+      initial: 'building',
+      states: {
+        building: {
+          entry: 'buildRequest',
+          on: {
+            // a cancel wins over the pending agent/request; its late answer is dropped by its id
+            'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
+            'request.prepared': [
+              { guard: and(['isAwaited', 'lacksRoute']), target: 'done', actions: 'failWithoutRoute' },
+              { guard: 'isAwaited', target: 'streaming', actions: 'dispatchRequest' },
+            ],
+            'hook.failed': { guard: 'isAwaited', target: 'done', actions: 'failAttempt' },
+          },
         },
-      },
-      streaming: {
-        on: {
-          'model.settled': [
-            { guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), target: 'done', actions: 'keepInterruptedPrefix' },
-            { guard: and(['isAwaited', 'isFailedFinish']), target: 'recovering', actions: 'recordRequestFailure' },
-            { guard: 'isAwaited', target: 'done', actions: 'appendAnchor' },
-          ],
-          'model.failed': { guard: 'isAwaited', target: 'done', actions: 'failAttempt' },
+        streaming: {
+          on: {
+            'model.settled': [
+              { guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), target: 'done', actions: 'keepInterruptedPrefix' },
+              { guard: and(['isAwaited', 'isFailedFinish']), target: 'recovering', actions: 'recordRequestFailure' },
+              { guard: 'isAwaited', target: 'done', actions: 'appendAnchor' },
+            ],
+            'model.failed': { guard: 'isAwaited', target: 'done', actions: 'failAttempt' },
+          },
         },
-      },
-      recovering: {
-        entry: 'askRequestError',
-        on: {
-          // RQ-12 / CX-8: cancellation beats retry, and no interrupted prefix is written
-          'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
-          'hook.done': [
-            // RQ-10: a retry is a new attempt in the same step
-            { guard: and(['isAwaited', 'isRetry']), target: 'building' },
-            { guard: 'isAwaited', target: 'done', actions: 'giveUpRequest' },
-          ],
-          'hook.failed': { guard: 'isAwaited', target: 'done', actions: 'failAttempt' },
+        recovering: {
+          entry: 'askRequestError',
+          on: {
+            // RQ-12 / CX-8: cancellation beats retry, and no interrupted prefix is written
+            'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
+            'hook.done': [
+              // RQ-10: a retry is a new attempt in the same step
+              { guard: and(['isAwaited', 'isRetry']), target: 'building' },
+              { guard: 'isAwaited', target: 'done', actions: 'giveUpRequest' },
+            ],
+            'hook.failed': { guard: 'isAwaited', target: 'done', actions: 'failAttempt' },
+          },
         },
+        done: { type: 'final' },
       },
-      done: { type: 'final' },
-    },
-  }),
+    }),
+  ),
 )
 
 /** The attempt on its own: one request of an already open step (for graph walks and diagrams). */

@@ -88,7 +88,17 @@ export interface WrittenFor<T> {
 
 type Enqueue = Parameters<Parameters<typeof baseSetup.enqueueActions>[0]>[0]['enqueue']
 
-function commit(d: Draft, enqueue: Enqueue): void {
+/** Where a builder keeps the name its implementation is declared under (set by `named`). */
+interface Named {
+  readonly label: { name: string; marker?: () => void }
+}
+
+/**
+ * Assign the patch, then emit the effects in order. The action's own name goes first, as an inert action
+ * of that name: XState's inspection reports enqueued actions, so an inspector sees `openTurn`, then its effects.
+ */
+function commit(d: Draft, enqueue: Enqueue, label: Named['label']): void {
+  if (label.marker) enqueue(label.marker)
   let patched = false
   for (const _ in d.patch) {
     patched = true
@@ -98,26 +108,39 @@ function commit(d: Draft, enqueue: Enqueue): void {
   for (const effect of d.effects) enqueue.emit(effect)
 }
 
+/** Give each action of a set of implementations the name it is declared under (shown by inspectors); returns the set. */
+export function named<I extends { actions: Record<string, unknown>; guards: Record<string, unknown> }>(implementations: I): I {
+  for (const [name, impl] of Object.entries(implementations.actions)) {
+    const label = (impl as Partial<Named>).label
+    if (!label) continue
+    label.name = name
+    label.marker = Object.defineProperty(() => {}, 'name', { value: name })
+  }
+  return implementations
+}
+
 /** An action that reads only the context: it may sit on any transition, entry or exit. */
 export function action(run: (d: Draft) => void) {
+  const label: Named['label'] = { name: '' }
   const impl = baseSetup.enqueueActions(({ context, enqueue }) => {
     const d = new Draft(context)
     run(d)
-    commit(d, enqueue)
+    commit(d, enqueue, label)
   })
-  return impl as typeof impl & WrittenFor<'*'>
+  return Object.assign(impl, { label }) as typeof impl & WrittenFor<'*'>
 }
 
 /** An action written for these events (it reads them): attaching it to another event fails to compile. */
 export function actionOn<const T extends EventType>(types: readonly T[], run: (d: Draft, event: EventOf<T>) => void) {
   const accepted = [...types]
+  const label: Named['label'] = { name: '' }
   const impl = baseSetup.enqueueActions(({ context, event, enqueue }) => {
     assertEvent(event, accepted)
     const d = new Draft(context)
     run(d, event as unknown as EventOf<T>)
-    commit(d, enqueue)
+    commit(d, enqueue, label)
   })
-  return impl as typeof impl & WrittenFor<T>
+  return Object.assign(impl, { label }) as typeof impl & WrittenFor<T>
 }
 
 type GuardArgs = { context: AgentContext; event: AgentEvent }
@@ -136,4 +159,37 @@ export function guardOn<const T extends EventType>(types: readonly T[], test: (c
     return test(context, event as unknown as EventOf<T>)
   }
   return impl as typeof impl & WrittenFor<T>
+}
+
+type Operator = { readonly name: string; readonly guards: readonly unknown[] }
+const isOperator = (g: unknown): g is Operator => typeof g === 'function' && Array.isArray((g as { guards?: unknown }).guards)
+
+/** A guard as it reads: its name, or `and(isAwaited, isRejected)` for and/or/not. */
+function guardLabel(g: unknown): string {
+  if (typeof g === 'string') return g
+  if (isOperator(g)) return `${g.name.split('(')[0]}(${g.guards.map(guardLabel).join(', ')})`
+  return typeof g === 'object' && g !== null && 'type' in g ? String((g as { type: unknown }).type) : 'guard'
+}
+
+/**
+ * Name every and/or/not guard of a state config after what it checks, e.g. `and(isAwaited, isRejected)`:
+ * inspectors (the Stately inspector among them) show a guard function by its name. Returns the config.
+ */
+export function labelGuards<S>(config: S): S {
+  const label = (g: unknown): void => {
+    if (!isOperator(g)) return
+    g.guards.forEach(label)
+    Object.defineProperty(g, 'name', { value: guardLabel(g) })
+  }
+  const transitions = (t: unknown): void => {
+    for (const one of Array.isArray(t) ? t : [t]) if (typeof one === 'object' && one !== null) label((one as { guard?: unknown }).guard)
+  }
+  const visit = (node: { on?: Record<string, unknown>; always?: unknown; onDone?: unknown; states?: Record<string, unknown> }): void => {
+    for (const t of Object.values(node.on ?? {})) transitions(t)
+    transitions(node.always)
+    transitions(node.onDone)
+    for (const child of Object.values(node.states ?? {})) visit(child as typeof node)
+  }
+  visit(config as Parameters<typeof visit>[0])
+  return config
 }

@@ -3,7 +3,7 @@
 // fold with; the draft steps that claim, insert and discard; and the named
 // implementations of the inbox requests every machine accepts in every phase.
 import type { EventData, InboxTarget, UserMessage } from '../session/schemas.js'
-import { actionOn, baseSetup, guardOn, type Draft } from './draft.js'
+import { actionOn, baseSetup, guardOn, type Draft, named } from './draft.js'
 import type { AgentEvent, CallerUndo, InboxLists } from './types.js'
 
 export type SpliceData = EventData<'agent/inbox/spliced'>
@@ -152,7 +152,7 @@ export function clearInbox(d: Draft): void {
 
 const REQUESTS = ['inbox.send', 'inbox.replace', 'inbox.splice'] as const
 
-export const inboxImplementations = {
+export const inboxImplementations = named({
   actions: {
     /** IN-6: refuse a request that would leave an id pending twice; nothing is appended. */
     rejectDuplicate: actionOn(REQUESTS, (d, e) => {
@@ -217,7 +217,7 @@ export const inboxImplementations = {
     /** The refused append was the activity's own: an API caller's refused request only restores the inbox (it bubbles up here). */
     isActivityFailure: guardOn(['append.failed'], (_context, e) => e.caller === undefined),
   },
-}
+})
 
 export const inboxSetup = baseSetup.extend(inboxImplementations)
 

@@ -6,10 +6,10 @@ import { standaloneOn } from './activity.js'
 import { attached } from './attachment.js'
 import { attemptSetup, attemptState, type AttemptImplementations } from './attempt.js'
 import { initialContext, newToolBatch } from './context.js'
-import { action, actionOn, guard, guardOn } from './draft.js'
+import { action, actionOn, guard, guardOn, named, labelGuards } from './draft.js'
 import { toolBatchState } from './tool-batch.js'
 
-export const stepImplementations = {
+export const stepImplementations = named({
   actions: {
     /** step/start, then each entered message as user/message in decision order (ST-3). */
     openStep: action((d) => {
@@ -45,32 +45,34 @@ export const stepImplementations = {
     hasToolCalls: guard((context) => context.stepOutcome === 'continue'),
     isStepStartFailure: guardOn(['append.failed'], (_context, e) => e.eventType === 'step/start'),
   },
-}
+})
 
 export type StepImplementations = typeof stepImplementations & AttemptImplementations
 export const stepSetup = attemptSetup.extend(stepImplementations)
 
-export const stepState = attached<StepImplementations>()(
-  stepSetup.createStateConfig({
-    entry: 'openStep',
-    initial: 'attempt',
-    on: {
-      'append.failed': [
-        { guard: 'isStepStartFailure', target: '.unopened', actions: ['restoreInbox', 'failUnopenedStep'] },
-        // ST-4: anything else of the step's own refused: close it with step/end, the turn ends error
-        { guard: 'isActivityFailure', target: '.closed', actions: ['restoreInbox', 'failStep'] },
-      ],
-    },
-    states: {
-      attempt: {
-        ...attemptState,
-        onDone: [{ guard: 'hasToolCalls', target: 'toolBatch' }, { target: 'closed' }],
+export const stepState = labelGuards(
+  attached<StepImplementations>()(
+    stepSetup.createStateConfig({
+      entry: 'openStep',
+      initial: 'attempt',
+      on: {
+        'append.failed': [
+          { guard: 'isStepStartFailure', target: '.unopened', actions: ['restoreInbox', 'failUnopenedStep'] },
+          // ST-4: anything else of the step's own refused: close it with step/end, the turn ends error
+          { guard: 'isActivityFailure', target: '.closed', actions: ['restoreInbox', 'failStep'] },
+        ],
       },
-      toolBatch: { ...toolBatchState, onDone: 'closed' },
-      closed: { type: 'final', entry: 'closeStep' },
-      unopened: { type: 'final' },
-    },
-  }),
+      states: {
+        attempt: {
+          ...attemptState,
+          onDone: [{ guard: 'hasToolCalls', target: 'toolBatch' }, { target: 'closed' }],
+        },
+        toolBatch: { ...toolBatchState, onDone: 'closed' },
+        closed: { type: 'final', entry: 'closeStep' },
+        unopened: { type: 'final' },
+      },
+    }),
+  ),
 )
 
 /** The step on its own: one entered proposal of an open turn. */

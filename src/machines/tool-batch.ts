@@ -10,7 +10,7 @@ import { activitySetup, standaloneOn } from './activity.js'
 import type { activityImplementations } from './activity.js'
 import { attached } from './attachment.js'
 import { initialContext } from './context.js'
-import { action, actionOn, guard, guardOn, type Draft } from './draft.js'
+import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './draft.js'
 import { insertInbox, type inboxImplementations } from './inbox.js'
 import type { PlannedCall, ToolBatchContext, ToolOutcome } from './types.js'
 
@@ -112,7 +112,7 @@ const committable = (b: ToolBatchContext) => b.nextCommit < b.calls.length && b.
 
 // ---- named implementations ---------------------------------------------------------
 
-export const toolBatchImplementations = {
+export const toolBatchImplementations = named({
   actions: {
     /** Ask whether the next call may join a parallel pool, right before it would start (TL-2, TL-5). */
     classifyNextCall: action((d) => {
@@ -250,101 +250,103 @@ export const toolBatchImplementations = {
     }),
     noBodiesInFlight: guard((context) => context.toolBatch.inFlight === 0),
   },
-}
+})
 
 export type ToolBatchImplementations = typeof toolBatchImplementations & typeof activityImplementations & typeof inboxImplementations
 export const toolBatchSetup = activitySetup.extend(toolBatchImplementations)
 
-export const toolBatchState = attached<ToolBatchImplementations>()(
-  toolBatchSetup.createStateConfig({
-    initial: 'running',
-    on: {
-      // TL-17: a refused append inside the batch is a scheduler failure: stop, drain, end the turn error
-      'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
-    },
-    states: {
-      running: {
-        type: 'parallel',
-        states: {
-          dispatch: {
-            initial: 'next',
-            states: {
-              next: {
-                always: [
-                  { guard: or(['allCallsStarted', 'isHalted']), target: 'finished' },
-                  // wait for room as if the call were parallel-safe, and for settled results to commit first;
-                  // the call is classified right before it would start (TL-5, TL-6)
-                  { guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom'])]), target: 'classifying' },
-                ],
-              },
-              classifying: {
-                entry: 'classifyNextCall',
-                on: {
-                  'tool.classified': [
-                    { guard: and(['isClassification', 'isHalted']), target: 'finished' },
-                    { guard: and(['isClassification', 'isDrained']), target: 'preExecuting', actions: 'openGroup' },
-                    { guard: and(['isClassification', 'isClassifiedParallel', 'hasPoolRoom']), target: 'preExecuting' },
-                    { guard: 'isClassification', target: 'barrier', actions: 'closePool' },
+export const toolBatchState = labelGuards(
+  attached<ToolBatchImplementations>()(
+    toolBatchSetup.createStateConfig({
+      initial: 'running',
+      on: {
+        // TL-17: a refused append inside the batch is a scheduler failure: stop, drain, end the turn error
+        'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
+      },
+      states: {
+        running: {
+          type: 'parallel',
+          states: {
+            dispatch: {
+              initial: 'next',
+              states: {
+                next: {
+                  always: [
+                    { guard: or(['allCallsStarted', 'isHalted']), target: 'finished' },
+                    // wait for room as if the call were parallel-safe, and for settled results to commit first;
+                    // the call is classified right before it would start (TL-5, TL-6)
+                    { guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom'])]), target: 'classifying' },
                   ],
                 },
-              },
-              barrier: {
-                always: [
-                  { guard: 'isHalted', target: 'finished' },
-                  { guard: 'isDrained', target: 'preExecuting' },
-                ],
-              },
-              preExecuting: {
-                entry: 'startCall',
-                on: {
-                  'hook.done': [
-                    { guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), target: 'next', actions: 'skipBodyAfterFailure' },
-                    { guard: and(['isPreExecuteAnswer', 'isCancelled']), target: 'next', actions: 'skipBodyAfterCancel' },
-                    { guard: and(['isPreExecuteAnswer', 'isDenied']), target: 'next', actions: 'denyCall' },
-                    { guard: 'isPreExecuteAnswer', target: 'next', actions: 'startBody' },
+                classifying: {
+                  entry: 'classifyNextCall',
+                  on: {
+                    'tool.classified': [
+                      { guard: and(['isClassification', 'isHalted']), target: 'finished' },
+                      { guard: and(['isClassification', 'isDrained']), target: 'preExecuting', actions: 'openGroup' },
+                      { guard: and(['isClassification', 'isClassifiedParallel', 'hasPoolRoom']), target: 'preExecuting' },
+                      { guard: 'isClassification', target: 'barrier', actions: 'closePool' },
+                    ],
+                  },
+                },
+                barrier: {
+                  always: [
+                    { guard: 'isHalted', target: 'finished' },
+                    { guard: 'isDrained', target: 'preExecuting' },
                   ],
-                  'hook.failed': { guard: 'isPreExecuteAnswer', target: 'next', actions: 'failPreExecute' },
                 },
+                preExecuting: {
+                  entry: 'startCall',
+                  on: {
+                    'hook.done': [
+                      { guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), target: 'next', actions: 'skipBodyAfterFailure' },
+                      { guard: and(['isPreExecuteAnswer', 'isCancelled']), target: 'next', actions: 'skipBodyAfterCancel' },
+                      { guard: and(['isPreExecuteAnswer', 'isDenied']), target: 'next', actions: 'denyCall' },
+                      { guard: 'isPreExecuteAnswer', target: 'next', actions: 'startBody' },
+                    ],
+                    'hook.failed': { guard: 'isPreExecuteAnswer', target: 'next', actions: 'failPreExecute' },
+                  },
+                },
+                finished: { type: 'final' },
               },
-              finished: { type: 'final' },
+            },
+            commit: {
+              initial: 'waiting',
+              states: {
+                waiting: {
+                  always: [
+                    { guard: 'allCommitted', target: 'finished' },
+                    // TL-17: after a scheduler failure nothing more is committed; only the drain remains
+                    { guard: 'hasSchedulerFailure', target: 'finished' },
+                    { guard: 'isSkippable', target: 'waiting', reenter: true, actions: 'commitSkippedCall' },
+                    { guard: and(['isCommittable', 'skipsPostExecute']), target: 'committing' },
+                    { guard: 'isCommittable', target: 'postExecuting' },
+                  ],
+                },
+                postExecuting: {
+                  entry: 'askPostExecute',
+                  on: {
+                    'hook.done': { guard: 'isPostExecuteAnswer', target: 'committing', actions: 'applyPostExecute' },
+                    'hook.failed': { guard: 'isPostExecuteAnswer', target: 'committing', actions: 'failPostExecute' },
+                  },
+                },
+                committing: { entry: 'commitResult', always: 'waiting' },
+                finished: { type: 'final' },
+              },
             },
           },
-          commit: {
-            initial: 'waiting',
-            states: {
-              waiting: {
-                always: [
-                  { guard: 'allCommitted', target: 'finished' },
-                  // TL-17: after a scheduler failure nothing more is committed; only the drain remains
-                  { guard: 'hasSchedulerFailure', target: 'finished' },
-                  { guard: 'isSkippable', target: 'waiting', reenter: true, actions: 'commitSkippedCall' },
-                  { guard: and(['isCommittable', 'skipsPostExecute']), target: 'committing' },
-                  { guard: 'isCommittable', target: 'postExecuting' },
-                ],
-              },
-              postExecuting: {
-                entry: 'askPostExecute',
-                on: {
-                  'hook.done': { guard: 'isPostExecuteAnswer', target: 'committing', actions: 'applyPostExecute' },
-                  'hook.failed': { guard: 'isPostExecuteAnswer', target: 'committing', actions: 'failPostExecute' },
-                },
-              },
-              committing: { entry: 'commitResult', always: 'waiting' },
-              finished: { type: 'final' },
-            },
-          },
+          on: { 'tool.settled': { actions: 'settleToolBody' } },
+          onDone: 'draining',
         },
-        on: { 'tool.settled': { actions: 'settleToolBody' } },
-        onDone: 'draining',
+        // no turn/end before every started body has settled (TL-15, TL-17); no pre-execute can be pending here
+        draining: {
+          always: { guard: 'noBodiesInFlight', target: 'done', actions: 'finishToolBatch' },
+          on: { 'tool.settled': { actions: 'countDrainedBody' } },
+        },
+        done: { type: 'final' },
       },
-      // no turn/end before every started body has settled (TL-15, TL-17); no pre-execute can be pending here
-      draining: {
-        always: { guard: 'noBodiesInFlight', target: 'done', actions: 'finishToolBatch' },
-        on: { 'tool.settled': { actions: 'countDrainedBody' } },
-      },
-      done: { type: 'final' },
-    },
-  }),
+    }),
+  ),
 )
 
 /** The tool batch on its own: the calls of one step, planned in context (`toolBatch`). */

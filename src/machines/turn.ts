@@ -8,7 +8,7 @@ import type { TurnEndReason, UserMessage } from '../session/schemas.js'
 import { standaloneOn } from './activity.js'
 import { attached } from './attachment.js'
 import { initialContext } from './context.js'
-import { action, actionOn, guard, guardOn, type Draft } from './draft.js'
+import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './draft.js'
 import { claimInbox } from './inbox.js'
 import { stepSetup, stepState, type StepImplementations } from './step.js'
 
@@ -17,7 +17,7 @@ type Decision = { kind: 'reject' } | { kind: 'enter'; messages: readonly UserMes
 /** The reason a turn ends with when nothing went wrong: max-tokens is sticky (TU-12). */
 const standingReason = (d: Draft): TurnEndReason => (d.get('maxTokensSeen') ? { kind: 'max-tokens' } : { kind: 'completed' })
 
-export const turnImplementations = {
+export const turnImplementations = named({
   actions: {
     /** TU-1: the next turn number, a clean slate, and turn/start. */
     openTurn: action((d) => {
@@ -102,97 +102,99 @@ export const turnImplementations = {
     isTurnStartFailure: guardOn(['append.failed'], (_context, e) => e.eventType === 'turn/start'),
     isTurnEndFailure: guardOn(['append.failed'], (_context, e) => e.eventType === 'turn/end'),
   },
-}
+})
 
 export type TurnImplementations = typeof turnImplementations & StepImplementations
 export const turnSetup = stepSetup.extend(turnImplementations)
 
-export const turnState = attached<TurnImplementations>()(
-  turnSetup.createStateConfig({
-    entry: 'openTurn',
-    initial: 'opening',
-    on: {
-      'append.failed': [
-        // TU-4: the claim and the pre-step after a refused turn/start never happened
-        { guard: 'isTurnStartFailure', target: '.done', actions: ['restoreInbox', 'reportTurnStartFailure'] },
-        // TU-14: anything else of the turn's own refused ends it error (a refused API request bubbles up to the inbox)
-        { guard: 'isActivityFailure', target: '.closing', actions: ['restoreInbox', 'failTurn', 'appendOwedStepEnd'] },
-      ],
-    },
-    states: {
-      opening: {
-        entry: 'confirmAppends',
-        on: {
-          'appends.confirmed': [
-            // CX-9: cancelled from a turn/start observer: the claim still runs, then no pre-step
-            { guard: and(['isAwaited', 'isCancelled']), target: 'closing', actions: ['claimProposal', 'endAborted'] },
-            { guard: 'isAwaited', target: 'proposing' },
-          ],
-        },
-      },
-      proposing: {
-        entry: ['claimProposal', 'askPreStep'],
-        on: {
-          // CX-16 / ST-4: a cancel wins over the pending decision; a late decision is dropped by its id
-          'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
-          'hook.done': [
-            { guard: and(['isAwaited', 'isRejected']), target: 'closing', actions: 'endBlocked' },
-            // TU-7 (zero steps) and TU-8 (after a terminal step): close with the standing outcome
-            { guard: and(['isAwaited', 'isEmptyEntry', not('followsToolStep')]), target: 'closing', actions: 'endWithStandingReason' },
-            { guard: 'isAwaited', target: 'step', actions: 'enterProposal' },
-          ],
-          // HK-4: no step, the claimed batch is lost
-          'hook.failed': { guard: 'isAwaited', target: 'closing', actions: 'failProposal' },
-        },
-      },
-      step: {
-        ...stepState,
-        onDone: [
-          { guard: or(['isStepAborted', 'isCancelled']), target: 'closing', actions: 'endAborted' },
-          { guard: 'isStepFailed', target: 'closing' },
-          // TU-9 / TU-10: tools ran, or input is waiting: another proposal in this turn
-          { guard: or(['stepContinues', 'hasStepInput']), target: 'continuing' },
-          { target: 'stopping' },
+export const turnState = labelGuards(
+  attached<TurnImplementations>()(
+    turnSetup.createStateConfig({
+      entry: 'openTurn',
+      initial: 'opening',
+      on: {
+        'append.failed': [
+          // TU-4: the claim and the pre-step after a refused turn/start never happened
+          { guard: 'isTurnStartFailure', target: '.done', actions: ['restoreInbox', 'reportTurnStartFailure'] },
+          // TU-14: anything else of the turn's own refused ends it error (a refused API request bubbles up to the inbox)
+          { guard: 'isActivityFailure', target: '.closing', actions: ['restoreInbox', 'failTurn', 'appendOwedStepEnd'] },
         ],
       },
-      continuing: {
-        entry: 'confirmAppends',
-        on: {
-          'appends.confirmed': [
-            // cancelled from an observer of the step's last events: no further proposal
-            { guard: and(['isAwaited', 'isCancelled']), target: 'closing', actions: 'endAborted' },
-            { guard: 'isAwaited', target: 'proposing' },
+      states: {
+        opening: {
+          entry: 'confirmAppends',
+          on: {
+            'appends.confirmed': [
+              // CX-9: cancelled from a turn/start observer: the claim still runs, then no pre-step
+              { guard: and(['isAwaited', 'isCancelled']), target: 'closing', actions: ['claimProposal', 'endAborted'] },
+              { guard: 'isAwaited', target: 'proposing' },
+            ],
+          },
+        },
+        proposing: {
+          entry: ['claimProposal', 'askPreStep'],
+          on: {
+            // CX-16 / ST-4: a cancel wins over the pending decision; a late decision is dropped by its id
+            'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
+            'hook.done': [
+              { guard: and(['isAwaited', 'isRejected']), target: 'closing', actions: 'endBlocked' },
+              // TU-7 (zero steps) and TU-8 (after a terminal step): close with the standing outcome
+              { guard: and(['isAwaited', 'isEmptyEntry', not('followsToolStep')]), target: 'closing', actions: 'endWithStandingReason' },
+              { guard: 'isAwaited', target: 'step', actions: 'enterProposal' },
+            ],
+            // HK-4: no step, the claimed batch is lost
+            'hook.failed': { guard: 'isAwaited', target: 'closing', actions: 'failProposal' },
+          },
+        },
+        step: {
+          ...stepState,
+          onDone: [
+            { guard: or(['isStepAborted', 'isCancelled']), target: 'closing', actions: 'endAborted' },
+            { guard: 'isStepFailed', target: 'closing' },
+            // TU-9 / TU-10: tools ran, or input is waiting: another proposal in this turn
+            { guard: or(['stepContinues', 'hasStepInput']), target: 'continuing' },
+            { target: 'stopping' },
           ],
         },
-      },
-      stopping: {
-        entry: 'askTurnStopping',
-        on: {
-          // CX-6: cancelled during turn-stopping: the turn ends aborted and no further step runs
-          'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
-          'hook.done': [
-            { guard: and(['isAwaited', 'hasStepInput']), target: 'proposing' },
-            { guard: 'isAwaited', target: 'closing', actions: 'endWithStandingReason' },
-          ],
-          'hook.failed': { guard: 'isAwaited', target: 'closing', actions: 'failTurnStopping' },
+        continuing: {
+          entry: 'confirmAppends',
+          on: {
+            'appends.confirmed': [
+              // cancelled from an observer of the step's last events: no further proposal
+              { guard: and(['isAwaited', 'isCancelled']), target: 'closing', actions: 'endAborted' },
+              { guard: 'isAwaited', target: 'proposing' },
+            ],
+          },
         },
-      },
-      closing: {
-        entry: 'closeTurn',
-        on: {
-          'appends.confirmed': { guard: 'isAwaited', target: 'done' },
-          'append.failed': [
-            { guard: and(['isAwaited', 'isTurnEndFailure']), target: 'done', actions: ['restoreInbox', 'reportTurnEndFailure'] },
-            // an earlier append of this macrostep was refused (turn/end with it): write them again
-            { guard: 'isAwaited', target: 'closing', reenter: true, actions: ['restoreInbox', 'failTurn', 'appendOwedStepEnd'] },
-            // a failure of an earlier macrostep (its turn/end is not the one refused)
-            { actions: 'restoreInbox' },
-          ],
+        stopping: {
+          entry: 'askTurnStopping',
+          on: {
+            // CX-6: cancelled during turn-stopping: the turn ends aborted and no further step runs
+            'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
+            'hook.done': [
+              { guard: and(['isAwaited', 'hasStepInput']), target: 'proposing' },
+              { guard: 'isAwaited', target: 'closing', actions: 'endWithStandingReason' },
+            ],
+            'hook.failed': { guard: 'isAwaited', target: 'closing', actions: 'failTurnStopping' },
+          },
         },
+        closing: {
+          entry: 'closeTurn',
+          on: {
+            'appends.confirmed': { guard: 'isAwaited', target: 'done' },
+            'append.failed': [
+              { guard: and(['isAwaited', 'isTurnEndFailure']), target: 'done', actions: ['restoreInbox', 'reportTurnEndFailure'] },
+              // an earlier append of this macrostep was refused (turn/end with it): write them again
+              { guard: 'isAwaited', target: 'closing', reenter: true, actions: ['restoreInbox', 'failTurn', 'appendOwedStepEnd'] },
+              // a failure of an earlier macrostep (its turn/end is not the one refused)
+              { actions: 'restoreInbox' },
+            ],
+          },
+        },
+        done: { type: 'final' },
       },
-      done: { type: 'final' },
-    },
-  }),
+    }),
+  ),
 )
 
 /** The turn on its own: from turn/start to turn/end over whatever the inbox holds. */

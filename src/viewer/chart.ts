@@ -30,7 +30,9 @@ export function guardName(guard: unknown): string | undefined {
     const fn = guard as { name?: string; guards?: unknown[] } & (() => unknown)
     // xstate's and()/or()/not() helpers are functions carrying their operands
     if (Array.isArray(fn.guards)) {
-      const op = fn.name === 'and' || fn.name === 'or' || fn.name === 'not' ? fn.name : 'guard'
+      // the machines name these after what they check, e.g. `and(isAwaited, isRejected)`
+      const head = (fn.name ?? '').split('(')[0]
+      const op = head === 'and' || head === 'or' || head === 'not' ? head : 'guard'
       return `${op}(${fn.guards.map((g) => guardName(g) ?? 'guard').join(', ')})`
     }
     return fn.name && fn.name !== 'guard' ? fn.name : 'guard'
