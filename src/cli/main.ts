@@ -9,6 +9,7 @@ import { DEMO_USAGE, DemoUsageError, parseDemoArgs } from './demo/options.js'
 import { DemoError, runDemo, type DemoIO } from './demo/run.js'
 import { escapeTerminal } from './escape.js'
 import { writeMachineDiagrams } from './diagram.js'
+import { writeMachineExports } from './machine-export.js'
 import { formatReplay, replayFile } from './replay.js'
 import { runView } from './view.js'
 
@@ -20,8 +21,9 @@ Commands:
                                          when a key is set; live tree, steer, cancel, resume
                                          e.g. agentchart demo "search for createAgent"
                                          (agentchart demo --help lists its options)
-  diagram [--out <dir>]                  write one Mermaid stateDiagram-v2 file per machine
-                                         (agent, turn, step, attempt, tool-batch); default --out: docs/machines
+  diagram [--out <dir>]                  write per machine (agent, turn, step, attempt, tool-batch) a Mermaid
+                                         stateDiagram-v2 (.mmd), its definition (.json) and one literal
+                                         createMachine source for editors (.machine.ts); default --out: docs/machines
                                          e.g. agentchart diagram --out diagrams/
   replay <file>                          validate a session log (JSON array or JSONL), check its
                                          invariants and print it as a tree; exit 1 on a violation
@@ -160,7 +162,7 @@ function diagram(args: string[], io: CliIO, cwd: string): number {
   if (values.help) return help(io)
   expectPositionals('diagram', positionals, 0, 0, '')
   const outDir = resolve(cwd, values.out ?? 'docs/machines')
-  const written = writeMachineDiagrams(outDir)
+  const written = [...writeMachineDiagrams(outDir), ...writeMachineExports(outDir)]
   for (const path of written) io.out(`wrote ${path}`)
   return 0
 }

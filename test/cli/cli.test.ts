@@ -66,12 +66,13 @@ describe('diagram', () => {
     expect(machineDiagrams()).toEqual(machineDiagrams())
   })
 
-  it('writes one .mmd file per machine (the CLI resolves --out against the working directory)', async () => {
+  it('writes per machine a .mmd diagram, a .json definition and a .machine.ts source (the CLI resolves --out against the working directory)', async () => {
     const { io, out } = capture()
     expect(await runCli(['diagram', '--out', 'diagrams'], io)).toBe(0)
     const outDir = join(dir, 'diagrams')
-    expect(readdirSync(outDir).sort()).toEqual(['agent.mmd', 'attempt.mmd', 'step.mmd', 'tool-batch.mmd', 'turn.mmd'])
-    expect(out).toHaveLength(5)
+    const machines = ['agent', 'attempt', 'step', 'tool-batch', 'turn']
+    expect(readdirSync(outDir).sort()).toEqual(machines.flatMap((m) => [`${m}.json`, `${m}.machine.ts`, `${m}.mmd`]).sort())
+    expect(out).toHaveLength(15)
     const diagrams = machineDiagrams()
     for (const [name, text] of Object.entries(diagrams)) {
       const file = readFileSync(join(outDir, `${name}.mmd`), 'utf8')
