@@ -84,7 +84,7 @@ const GENERATED_BY = 'agentchart diagram (src/cli/machine-export.ts) from src/ma
 
 function nameOf(ref: unknown): string {
   if (typeof ref === 'string') return ref
-  if (typeof ref === 'object' && ref !== null && 'type' in ref) return String((ref as { type: unknown }).type)
+  if (typeof ref === 'object' && ref !== null && 'type' in ref) return String(ref.type)
   throw new Error(`an inline implementation has no name: ${String(ref)}`)
 }
 
@@ -171,7 +171,7 @@ function namesIn(state: StateDefinition, actions: Set<string>, guards: Set<strin
 
 /** One machine's definition as data. */
 export function machineDefinition(machine: AnyStateMachine, exportName: string): MachineDefinition {
-  const config = stateOf(machine.root as unknown as Node, true) as StateDefinition & { id: string }
+  const config = stateOf(machine.root, true) as StateDefinition & { id: string }
   const actions = new Set<string>()
   const guards = new Set<string>()
   const events = new Set<string>()

@@ -168,7 +168,7 @@ const isOperator = (g: unknown): g is Operator => typeof g === 'function' && Arr
 function guardLabel(g: unknown): string {
   if (typeof g === 'string') return g
   if (isOperator(g)) return `${g.name.split('(')[0]}(${g.guards.map(guardLabel).join(', ')})`
-  return typeof g === 'object' && g !== null && 'type' in g ? String((g as { type: unknown }).type) : 'guard'
+  return typeof g === 'object' && g !== null && 'type' in g ? String(g.type) : 'guard'
 }
 
 /**
