@@ -176,6 +176,13 @@ void [agent.run('hi'), UserMessageSchema.parse]
   })
   expect(run('node', ['turn.mjs'], dir).includes('turn ok'), 'no turn')
   run('node', [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], dir)
+  // the installed CLI writes the committed schema byte for byte (not one recomputed by the consumer's zod) and passes its suite
+  const cli = join(dir, 'node_modules/.bin/agentchart')
+  execFileSync(cli, ['conformance', 'generate', '--out', 'suite'], { cwd: dir, encoding: 'utf8' })
+  const shipped = readFileSync(join(dir, 'node_modules/agentchart/docs/conformance/scenario.schema.json'), 'utf8')
+  expect(readFileSync(join(dir, 'suite/scenario.schema.json'), 'utf8') === shipped, 'the generated scenario.schema.json differs from the shipped one')
+  const ran = execFileSync(cli, ['conformance', 'run', 'suite'], { cwd: dir, encoding: 'utf8' })
+  expect(/\b0 failed\b/.test(ran), `the installed suite did not pass:\n${ran.slice(-2000)}`)
 })
 
 step('zod/mini without openai: tools run a turn; agentchart and agentchart/testing import; the adapter names the missing package', () => {

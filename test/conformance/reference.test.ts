@@ -4,6 +4,7 @@
 import { copyFile, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Ajv2020 } from 'ajv/dist/2020.js'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from '../../src/cli/main.js'
 import { agentMachine } from '../../src/machines/index.js'
@@ -85,5 +86,17 @@ describe('the generated conformance suite', () => {
     expect(shipped).toEqual(scenarioJsonSchema())
     expect(committed).toEqual(shipped)
     expect(new Set(suite.scenarios.map((s) => s.formatVersion))).toEqual(new Set([2]))
+  })
+
+  it('its schema compiles in a standard draft 2020-12 validator in strict mode, accepts every scenario file and names what a broken one gets wrong', async () => {
+    const validate = new Ajv2020({ strict: true, allErrors: true }).compile(JSON.parse(await readFile(join(dir, 'scenario.schema.json'), 'utf8')))
+    for (const id of suite.scenarios.map((s) => s.id)) {
+      const file: unknown = JSON.parse(await readFile(join(dir, 'scenarios', `${id}.json`), 'utf8'))
+      expect(validate(file) ? [] : validate.errors, id).toEqual([])
+    }
+    const broken = JSON.parse(await readFile(join(dir, 'scenarios', `${suite.scenarios[0].id}.json`), 'utf8')) as { inputs: Array<Record<string, unknown>> }
+    broken.inputs[0] = { ...broken.inputs[0], type: 'no-such-input' }
+    expect(validate(broken)).toBe(false)
+    expect(validate.errors?.some((e) => e.instancePath.startsWith('/inputs/0'))).toBe(true)
   })
 })

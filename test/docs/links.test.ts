@@ -50,8 +50,9 @@ function anchorsOf(text: string): Set<string> {
 /** Links of one file that do not resolve, as "file: target (why)". */
 export function brokenLinks(file: string, text: string, exists: (rel: string) => boolean, read: (rel: string) => string): string[] {
   const broken: string[] = []
-  for (const match of prose(text).matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
-    const target = match[1]
+  const inline = [...prose(text).matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => m[1])
+  const definitions = [...unfenced(text).matchAll(/^\[[^\]]+\]:\s+(\S+)/gm)].map((m) => m[1])
+  for (const target of [...inline, ...definitions]) {
     if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue
     const [where, anchor] = target.split('#', 2) as [string, string | undefined]
     const rel = where === '' ? file : path.normalize(path.join(path.dirname(file), decodeURIComponent(where)))
@@ -74,14 +75,15 @@ describe('Markdown links', () => {
     expect(files.flatMap((file) => brokenLinks(file, read(file), exists, read))).toEqual([])
   })
 
-  it('the checker reports a missing file, a missing anchor and a repeated heading’s slug', () => {
+  it('the checker reports a missing file, a missing anchor (inline or in a reference definition) and a repeated heading’s slug', () => {
     const docs: Record<string, string> = { 'a.md': '# Top\n## Part\n## Part\n', 'b.md': '' }
     const has = (rel: string) => rel in docs
     const get = (rel: string) => docs[rel]
     expect(brokenLinks('b.md', '[x](a.md#part-1) [y](a.md#top)', has, get)).toEqual([])
-    expect(brokenLinks('b.md', '[x](c.md) [y](a.md#part-2) `[z](nowhere.md)`', has, get)).toEqual([
+    expect(brokenLinks('b.md', '[x](c.md) [y](a.md#part-2) `[z](nowhere.md)`\n\n[Ref]: a.md#nope\n', has, get)).toEqual([
       'b.md: c.md (no such file)',
       'b.md: a.md#part-2 (no heading #part-2)',
+      'b.md: a.md#nope (no heading #nope)',
     ])
   })
 })

@@ -1,6 +1,6 @@
 // File side of the conformance suite for the CLI: write a suite to a folder,
 // and run a folder against a driver module.
-import { mkdir, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { isAbsolute, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { ConformanceDriver } from './driver.js'
@@ -43,8 +43,20 @@ export async function generateSuite(
     },
   }
   await writeFile(join(outDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`)
-  await writeFile(join(outDir, 'scenario.schema.json'), `${JSON.stringify(scenarioJsonSchema(), null, 2)}\n`)
+  await writeFile(join(outDir, 'scenario.schema.json'), await committedSchema())
   return { scenarios: suite.scenarios.length, coverage: `${coverage.covered}/${coverage.total} transitions of the agent machine`, manifest }
+}
+
+/**
+ * The schema file committed in docs/conformance/ (shipped in the package), copied byte for byte: what a suite
+ * carries must not depend on the zod version the consumer installed. Recomputed only when the docs are absent.
+ */
+async function committedSchema(): Promise<string> {
+  try {
+    return await readFile(new URL('../../../docs/conformance/scenario.schema.json', import.meta.url), 'utf8')
+  } catch {
+    return `${JSON.stringify(scenarioJsonSchema(), null, 2)}\n`
+  }
 }
 
 /** Load a driver module: its default export or a named `driver`, a ConformanceDriver; agentchart's own when none is given. */

@@ -286,7 +286,42 @@ NAMED.add(ScenarioInputSchema, { id: 'ScenarioInput' })
 NAMED.add(ExpectedEventSchema, { id: 'ExpectedEvent' })
 NAMED.add(ScenarioSetupSchema, { id: 'Setup' })
 
+/** Formats of JSON Schema draft 2020-12; zod also writes its own (`starts_with`, …), which strict validators refuse. */
+const STANDARD_FORMATS = new Set([
+  'date-time',
+  'date',
+  'time',
+  'duration',
+  'email',
+  'idn-email',
+  'hostname',
+  'idn-hostname',
+  'ipv4',
+  'ipv6',
+  'uri',
+  'uri-reference',
+  'iri',
+  'iri-reference',
+  'uuid',
+  'uri-template',
+  'json-pointer',
+  'relative-json-pointer',
+  'regex',
+])
+
+/** Drops non-standard `format` values (their `pattern` still says the same), so the schema compiles in any 2020-12 validator. */
+function standardFormats(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(standardFormats)
+  if (typeof node !== 'object' || node === null) return node
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(node)) {
+    if (key === 'format' && typeof value === 'string' && !STANDARD_FORMATS.has(value)) continue
+    out[key] = standardFormats(value)
+  }
+  return out
+}
+
 /** The JSON Schema of one scenario file, for drivers in other languages (also docs/conformance/scenario.schema.json). */
 export function scenarioJsonSchema(): Record<string, unknown> {
-  return z.toJSONSchema(ScenarioSchema, { unrepresentable: 'any', metadata: NAMED })
+  return standardFormats(z.toJSONSchema(ScenarioSchema, { unrepresentable: 'any', metadata: NAMED })) as Record<string, unknown>
 }
