@@ -2,6 +2,8 @@
 // batched append rates of SQLite and PostgreSQL, and what a store adds to a
 // streamed step. Targets (issue #9): SQLite >= 100k events/s batched, a store
 // adding < 20% to a streamed step. Reported, never asserted by the tests.
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -9,6 +11,7 @@ import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
 import { createAgent, createSession, userMessage, type SessionEvent, type StreamChunk } from '../src/index.js'
 import type { ModelAdapter } from '../src/adapters/types.js'
+import { openaiModel } from '../src/adapters/openai.js'
 import { memoryStore, postgresStore, sqliteStore, type SessionStore } from '../src/stores/index.js'
 import { startPostgres } from '../scripts/embedded-postgres.js'
 
@@ -30,6 +33,29 @@ function streamingModel(n: number): ModelAdapter {
       yield* chunks
     },
   }
+}
+
+// A chat-completions server in its own process (so its CPU is not counted as the agent's): every request is
+// answered with `chunks` SSE text deltas, a finish and a usage chunk, as a provider streams them.
+const SSE_SERVER = `
+const chunks = Number(process.argv[1])
+const meta = { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'm' }
+const frame = (choices, extra) => 'data: ' + JSON.stringify({ ...meta, choices, ...extra }) + '\\n\\n'
+let body = ''
+for (let i = 0; i < chunks; i++) body += frame([{ index: 0, delta: { content: 'token' + i + ' ' }, finish_reason: null }])
+body += frame([{ index: 0, delta: {}, finish_reason: 'stop' }]) + frame([], { usage: { prompt_tokens: 10, completion_tokens: chunks, total_tokens: 10 + chunks } }) + 'data: [DONE]\\n\\n'
+const server = require('node:http').createServer((req, res) => {
+  req.resume()
+  req.on('end', () => { res.writeHead(200, { 'content-type': 'text/event-stream' }); res.end(body) })
+})
+server.listen(0, '127.0.0.1', () => console.log(server.address().port))
+`
+
+/** Starts the SSE server process; resolves to its base URL and a stop function. */
+async function startSseServer(chunks: number): Promise<{ baseURL: string; stop(): void }> {
+  const child = spawn(process.execPath, ['-e', SSE_SERVER, String(chunks)], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const [line] = (await once(child.stdout, 'data')) as [Buffer]
+  return { baseURL: `http://127.0.0.1:${line.toString().trim()}/v1`, stop: () => child.kill() }
 }
 
 /** A realistic log to append: turns of a streamed step, mostly chunks. */
@@ -70,12 +96,16 @@ async function appendRate(store: SessionStore, events: readonly SessionEvent[], 
   return `${rate(events.length / seconds)} (${rate(events.length / ((c.user + c.system) / 1e6))} of CPU)`
 }
 
-/** Per one-step streamed turn: medians of windows, in wall time and in this process's CPU time (steadier on a shared machine). */
+/** Per one-step streamed turn, after one unmeasured window (JIT warm-up): medians of windows, in wall time and in this process's CPU time (steadier on a shared machine). */
 async function stepCost(make: () => Promise<ReturnType<typeof createAgent>>): Promise<{ wall: number; cpu: number }> {
   const agent = await make()
   const wall: number[] = []
   const cpu: number[] = []
   const window = Math.max(1, Math.floor(STEPS / 10))
+  for (let i = 0; i < window; i++) {
+    agent.followup(userMessage('warm up'))
+    await agent.whenIdle()
+  }
   for (let w = 0; w < STEPS / window; w++) {
     const t0 = performance.now()
     const c0 = process.cpuUsage()
@@ -135,6 +165,24 @@ export async function storeBench(): Promise<void> {
     await over('memory', () => memoryStore())
     await over('sqlite', () => sqlite('steps'))
     await over('postgres', postgres)
+
+    // The same step through the real provider path: the OpenAI adapter over loopback HTTP, the server in another process.
+    const server = await startSseServer(STEP_CHUNKS)
+    try {
+      console.log(`\nstore cost per streamed step through the OpenAI adapter over loopback HTTP (${STEP_CHUNKS} SSE chunks, ${STEPS} turns, medians):`)
+      const http = () => openaiModel({ baseURL: server.baseURL, model: 'm', maxRetries: 0 })
+      const base = await stepCost(() => Promise.resolve(createAgent({ model: http() })))
+      show('no store', base)
+      for (const [label, store] of [
+        ['memory', () => memoryStore()],
+        ['sqlite', () => sqlite('http-steps')],
+        ['postgres', postgres],
+      ] as const) {
+        show(label, await stepCost(() => createAgent({ model: http(), store: store(), sessionId: `http-step-${n++}` })), base)
+      }
+    } finally {
+      server.stop()
+    }
   } finally {
     for (const store of stores) await store.close()
     await server.stop()
