@@ -127,7 +127,7 @@ function describeReason(reason: unknown): string {
  * Why: an aborted stream must still end with a terminal finish{aborted{failure}}.
  */
 export function abortedFailure(reason?: unknown): LlmFailure {
-  let detail = ''
+  let detail: string
   try {
     detail = reason === undefined ? '' : describeReason(reason)
   } catch {

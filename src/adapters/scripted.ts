@@ -46,7 +46,7 @@ export function scriptedModel(script: readonly ScriptEntry[], options: ScriptedM
       throw new ConfigError(`scriptedModel: ${key} must be a non-empty string`, { path: key })
     }
   }
-  const entries = [...script]
+  const entries: ScriptEntry[] = [...(script as readonly ScriptEntry[])]
   const requests: ModelRequest[] = []
   let next = 0
   const model: ScriptedModel = {

@@ -2,11 +2,11 @@
 // machine's effects the way the runtime does (appends go to a trace, syncs
 // are answered at once) and leaves every async effect pending until a
 // scenario input answers it. As an ActorLogic it can be walked by @xstate/graph.
-import { createActor, type ActorLogic, type AnyStateMachine, type InspectionEvent } from 'xstate'
+import { createActor, type ActorLogic, type AnyStateMachine, type InspectionEvent, type Snapshot } from 'xstate'
 import { z } from 'zod/v4'
 import { StreamAssembler } from '../../adapters/assemble.js'
 import { applySplice } from '../../machines/inbox.js'
-import type { AgentEvent, AppendEffect, Effect, InboxLists, PlannedCall } from '../../machines/types.js'
+import type { AgentContext, AgentEvent, AppendEffect, Effect, InboxLists, PlannedCall } from '../../machines/types.js'
 import type { LlmCallConfig, SessionEventType, StreamChunk, UserMessage } from '../../session/schemas.js'
 import { defineTool, toolSchemas } from '../../tools/define.js'
 import { errorResponse, maxTokensResponse, textResponse, toolCallResponse } from '../responses.js'
@@ -29,7 +29,7 @@ export function scenarioTools(execute: (name: 'p' | 'x', args: unknown, ctx: { c
 
 export const SCENARIO_CONFIG: LlmCallConfig = { provider: 'scripted', model: 'scripted-1' }
 export const SCENARIO_FAILURE = { message: SCRIPTED.listenerFailure, code: 'UNKNOWN' }
-const HEADER_TOOLS = toolSchemas(scenarioTools(async () => ''))
+const HEADER_TOOLS = toolSchemas(scenarioTools(() => Promise.resolve('')))
 
 export { scenarioMessage }
 
@@ -166,25 +166,35 @@ export function transitionKey(t: { source: { id: string }; eventType: string }, 
   return `${t.source.id}#${t.eventType}#${index}`
 }
 
+/** The slice of XState's StateNode and transition definitions the walk reads. */
+interface StateNodeView {
+  id: string
+  transitions: Map<string, TransitionView[]>
+  always?: TransitionView[]
+  states?: Record<string, StateNodeView>
+}
+interface TransitionView {
+  source: StateNodeView
+  eventType: string
+  guard?: unknown
+  target?: readonly StateNodeView[]
+}
+
 /** Every transition of a machine, keyed like `transitionKey`. */
 export function allTransitions(machine: AnyStateMachine): Map<string, { source: string; event: string; guarded: boolean; target: string }> {
   const out = new Map<string, { source: string; event: string; guarded: boolean; target: string }>()
-  const visit = (node: any) => {
-    for (const [eventType, list] of node.transitions as Map<string, any[]>) {
-      list.forEach((t, i) =>
-        out.set(transitionKey(t, i), { source: node.id, event: eventType, guarded: !!t.guard, target: (t.target ?? []).map((s: any) => s.id).join(',') }),
-      )
-    }
-    ;(node.always ?? []).forEach((t: any, i: number) =>
-      out.set(transitionKey(t, i), { source: node.id, event: 'always', guarded: !!t.guard, target: (t.target ?? []).map((s: any) => s.id).join(',') }),
-    )
+  const record = (node: StateNodeView, event: string, t: TransitionView, i: number) =>
+    out.set(transitionKey(t, i), { source: node.id, event, guarded: t.guard !== undefined, target: (t.target ?? []).map((s) => s.id).join(',') })
+  const visit = (node: StateNodeView) => {
+    for (const [eventType, list] of node.transitions) list.forEach((t, i) => record(node, eventType, t, i))
+    ;(node.always ?? []).forEach((t, i) => record(node, 'always', t, i))
     for (const child of Object.values(node.states ?? {})) visit(child)
   }
   visit(machine.root)
   return out
 }
 
-function indexOfTransition(t: any): number {
+function indexOfTransition(t: TransitionView): number {
   const list = t.eventType === '' || t.eventType === undefined ? t.source.always : t.source.transitions.get(t.eventType)
   return (list ?? t.source.always ?? []).indexOf(t)
 }
@@ -249,7 +259,8 @@ class Step {
         }
     const inspect = (event: InspectionEvent) => {
       if (event.type === '@xstate.microstep') {
-        for (const t of (event as any)._transitions as any[]) this.state.taken.push(transitionKey(t, indexOfTransition(t)))
+        // XState reports the transitions a microstep took as `_transitions`
+        for (const t of (event as unknown as { _transitions: TransitionView[] })._transitions) this.state.taken.push(transitionKey(t, indexOfTransition(t)))
       }
     }
     if (!from) {
@@ -259,8 +270,8 @@ class Step {
         else this.state.cancelOn = armed.trigger
       }
     }
-    this.actor = createActor(options.machine, { input: options.input, inspect, ...(from ? { snapshot: from.machine as any } : {}) })
-    this.actor.on('*', (effect: any) => this.buffer.push(effect as Effect))
+    this.actor = createActor(options.machine, { input: options.input, inspect, ...(from ? { snapshot: from.machine as Snapshot<unknown> } : {}) })
+    this.actor.on('*', (effect) => this.buffer.push(effect as Effect))
     this.actor.start()
     this.#perform()
   }
@@ -456,7 +467,7 @@ function unstartedAnswer(effect: Effect): AgentEvent {
   }
 }
 
-const ctxOf = (state: HarnessState) => (state.machine as { context: any; value: unknown }).context
+const ctxOf = (state: HarnessState) => (state.machine as { context: AgentContext; value: unknown }).context
 
 export interface Harness {
   logic: ActorLogic<HarnessState, WalkInput, unknown>
@@ -589,7 +600,7 @@ export function createHarness(options: HarnessOptions): Harness {
           break
         }
         const config = input.decision === 'no-route' ? { provider: '', model: '' } : p.seed
-        const header = { config: config as any, tools: HEADER_TOOLS }
+        const header = { config, tools: HEADER_TOOLS }
         const context = { provider: config.provider, model: config.model }
         step.send({ type: 'request.prepared', id: p.id, config, header, headerKey: JSON.stringify(header), context, contextKey: JSON.stringify(context) })
         break

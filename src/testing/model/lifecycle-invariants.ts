@@ -4,7 +4,15 @@
 interface Event {
   seq: number
   type: string
-  data: any
+  data: unknown
+}
+
+/** The fields of an event's data the rules read (each rule reads them only on the types that have them). */
+interface Fields {
+  turn: number
+  step: number
+  reason?: { kind?: string }
+  chunk?: { type?: string; reason?: { kind?: string } }
 }
 
 export const LIFECYCLE_INVARIANTS = [
@@ -32,18 +40,19 @@ export function checkLifecycleInvariants(events: readonly Event[]): LifecycleVio
   let stepMaxTokens = false
   let pendingFinish: { seq: number; turn: number; step: number } | null = null
   for (const e of events) {
+    const data = e.data as Fields
     switch (e.type) {
       case 'turn/start':
-        starts.set(e.data.turn, e.seq)
-        turn = e.data.turn
+        starts.set(data.turn, e.seq)
+        turn = data.turn
         lastBoundary = e.seq
         sawMaxTokens = false
         break
       case 'turn/end': {
-        const n = e.data.turn
+        const n = data.turn
         ends.set(n, (ends.get(n) ?? 0) + 1)
         if (ends.get(n)! > 1) out.push({ rule: 'turn-closes-once', seq: e.seq, message: `turn ${n} ended twice` })
-        const kind = e.data.reason?.kind
+        const kind = data.reason?.kind
         if (kind === 'blocked') {
           const stepAfter = events.slice(lastBoundary + 1, e.seq).find((x) => x.type === 'step/start')
           if (stepAfter) out.push({ rule: 'no-step-after-reject', seq: stepAfter.seq, message: 'a step opened after the proposal was rejected' })
@@ -62,13 +71,13 @@ export function checkLifecycleInvariants(events: readonly Event[]): LifecycleVio
         pendingFinish = null
         break
       case 'assistant/chunk': {
-        const chunk = e.data.chunk
-        if (pendingFinish && (e.data.turn !== pendingFinish.turn || e.data.step !== pendingFinish.step)) {
+        const chunk = data.chunk
+        if (pendingFinish && (data.turn !== pendingFinish.turn || data.step !== pendingFinish.step)) {
           out.push({ rule: 'retry-stays-in-step', seq: e.seq, message: 'a retry streamed under another step' })
         }
         if (chunk?.type === 'finish') {
           const k = chunk.reason?.kind
-          pendingFinish = k === 'error' || k === 'aborted' ? { seq: e.seq, turn: e.data.turn, step: e.data.step } : null
+          pendingFinish = k === 'error' || k === 'aborted' ? { seq: e.seq, turn: data.turn, step: data.step } : null
           if (k === 'max-tokens') {
             sawMaxTokens = true
             stepMaxTokens = true
