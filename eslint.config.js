@@ -10,7 +10,8 @@ export default tseslint.config(
   {
     files: ['src/**/*.ts'],
     extends: [...tseslint.configs.recommendedTypeChecked],
-    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    // one program per tsconfig is cheaper than the project service's per-file programs (about a third of lint's time)
+    languageOptions: { parserOptions: { project: ['./tsconfig.json', './src/viewer/page/tsconfig.json'], tsconfigRootDir: import.meta.dirname } },
   },
   {
     rules: {
