@@ -162,9 +162,10 @@ void [openaiModel({ model: 'm' }), deepseekModel({ model: 'm', thinking: true, r
   run('node', [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], dir)
 })
 
-step('zod 3.25: tools defined with zod/v4 run a turn, and a consumer typechecks against our declarations', () => {
+step('zod 3.25: tools defined with zod/v4 run a turn (agentchart/testing included), and a consumer typechecks against our declarations', () => {
   const dir = project('zod3', ['zod@3.25.76'], {
-    'turn.mjs': toolTurn("import { z } from 'zod/v4'", 'z.object({ a: z.number(), b: z.number() })', HANDWRITTEN),
+    'turn.mjs': toolTurn("import { z } from 'zod/v4'", 'z.object({ a: z.number(), b: z.number() })', SCRIPTED),
+    'handwritten.mjs': toolTurn("import { z } from 'zod/v4'", 'z.object({ a: z.number(), b: z.number() })', HANDWRITTEN),
     'consumer.ts': `import { z } from 'zod/v4'
 import { createAgent, defineTool, UserMessageSchema, type ModelAdapter } from 'agentchart'
 const add = defineTool({ name: 'add', description: '', input: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => String(a + b) })
@@ -174,7 +175,8 @@ void [agent.run('hi'), UserMessageSchema.parse]
 `,
     'tsconfig.json': TSCONFIG,
   })
-  expect(run('node', ['turn.mjs'], dir).includes('turn ok'), 'no turn')
+  expect(run('node', ['turn.mjs'], dir).includes('turn ok'), 'no turn on the scripted model of agentchart/testing')
+  expect(run('node', ['handwritten.mjs'], dir).includes('turn ok'), 'no turn on a hand-written adapter')
   run('node', [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], dir)
   // the installed CLI writes the committed schema byte for byte (not one recomputed by the consumer's zod) and passes its suite
   const cli = join(dir, 'node_modules/.bin/agentchart')
