@@ -24,6 +24,7 @@ import {
 } from './session/schemas.js'
 import { OutputSchemas, seedConfig, type RequestConfigInput, type RequestOptions } from './request.js'
 import { LogIndex, type RunResult, type UsageTotals } from './results.js'
+import { defaultRetry, sleepFor, type RequestErrorAction, type RetryPolicyOptions } from './retry.js'
 import { RunTracker } from './runs.js'
 import { describeValue } from './session/lossless.js'
 import { repairClosers, openTurnOf } from './session/repair.js'
@@ -52,6 +53,14 @@ export interface AgentOptions {
   logger?: HookLogger
   /** The agent machine to run: `agentMachine` from agentchart/machines with implementations swapped by `.provide()` (docs/machines.md). */
   machine?: AgentMachine
+  /**
+   * The retry policy, `agent/request-error`'s default decision (RQ-14): on by default with RETRY_DEFAULTS
+   * (3 retries, 1 s base, 30 s cap, the retryable codes); options tune it, `false` turns it off (a failed
+   * request then ends the turn unless a listener retries).
+   */
+  retry?: false | RetryPolicyOptions
+  /** How a retry's backoff waits (default: a timer that a cancel ends at once); tests and drivers pass their own clock. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>
   /** Only with StoredAgentOptions: an agent over a store is made by the promise-returning form of createAgent. */
   store?: undefined
 }
@@ -86,7 +95,8 @@ export interface AgentHooks {
     next: Next<LlmCallConfig>,
   ) => LlmCallConfig | RequestConfigInput | Promise<LlmCallConfig | RequestConfigInput>
   'agent/request-error': (
-    p: WithAgent<{ turn: number; step: number; provider?: string; failure: LlmFailure; signal: AbortSignal }>,
+    /** `attempt` is the attempt that failed, 1 for the step's first request. */
+    p: WithAgent<{ turn: number; step: number; provider?: string; failure: LlmFailure; attempt: number; signal: AbortSignal }>,
     next: Next<RequestErrorAction>,
   ) => RequestErrorAction | void | Promise<RequestErrorAction | void>
   'agent/turn-stopping': (p: WithAgent<{ turn: number; signal: AbortSignal }>) => void | Promise<void>
@@ -110,7 +120,6 @@ export interface AgentHooks {
 export type ListenerName = keyof AgentHooks
 
 export type PreStepDecision = { kind: 'reject' } | { kind: 'enter'; messages: readonly UserMessage[] }
-export type RequestErrorAction = { kind: 'retry' } | undefined
 export type PreExecuteDecision = { kind: 'allow' } | { kind: 'deny'; reason: string }
 export type PostExecuteDecision =
   | { kind: 'accept'; content?: string; value?: unknown; additionalContexts?: UserMessage[] }
@@ -226,7 +235,10 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
   if (options.systemPrompt !== undefined && typeof options.systemPrompt !== 'string') {
     throw new ConfigError('systemPrompt must be a string', { path: 'systemPrompt' })
   }
-  return { model, maxTokens, maxParallelToolCalls, tools }
+  const retry = defaultRetry(options.retry)
+  if (options.sleep !== undefined && typeof options.sleep !== 'function') throw new ConfigError('sleep must be a function', { path: 'sleep' })
+  const sleep = options.sleep ?? sleepFor
+  return { model, maxTokens, maxParallelToolCalls, tools, retry, sleep }
 }
 
 /** What an agent over a store holds besides its session. */
@@ -255,7 +267,7 @@ export class Agent {
 
   /** Use createAgent; `durable` is how the stored form hands over its store writer. */
   constructor(options: AgentOptions, durable?: Durable) {
-    const { model, maxTokens, maxParallelToolCalls, tools } = checkOptions(options)
+    const { model, maxTokens, maxParallelToolCalls, tools, retry, sleep } = checkOptions(options)
     if ((options as { store?: unknown }).store !== undefined && durable === undefined) {
       throw new ConfigError('an agent over a store is made by createAgent({ store, ... }), which returns a promise', { path: 'store' })
     }
@@ -306,6 +318,8 @@ export class Agent {
       inspect: options.inspect,
       machine: options.machine,
       ...(durable ? { durability: durable.writer } : {}),
+      retry,
+      sleep,
     })
     this.inbox = new Inbox(
       () => this.#runtime,
@@ -550,4 +564,4 @@ function seedSession(sessionId: string, events: readonly unknown[]): Session {
   }
 }
 
-export type { TurnEndReason }
+export type { TurnEndReason, RequestErrorAction }

@@ -106,3 +106,17 @@ export function defaultRetry(options: false | RetryPolicyOptions | undefined): (
   const policy = normalize(options ?? {})
   return (payload) => decide(policy, payload)
 }
+
+/** The default backoff wait: a timer that a cancel ends at once (the machine has left its backoff then). */
+export function sleepFor(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve()
+    const done = () => {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    signal.addEventListener('abort', done, { once: true })
+  })
+}

@@ -93,7 +93,7 @@ describe('agent.run', () => {
   })
 
   it('an input left queued after an error turn resolves parked and stays in the inbox for the next waking send', async () => {
-    const { agent } = scriptedAgent([errorResponse({ message: 'down', code: 'SERVER' }), textResponse('later'), textResponse('now')])
+    const { agent } = scriptedAgent([errorResponse({ message: 'down', code: 'SERVER' }), textResponse('later'), textResponse('now')], { retry: false })
     const [a, b] = await Promise.all([agent.run('a'), agent.run(userMessage('b', { id: 'b' }))])
     expect(a.end.kind).toBe('error')
     expect(b).toMatchObject({ turn: null, end: { kind: 'parked' }, steps: 0 })

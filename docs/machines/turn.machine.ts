@@ -61,8 +61,14 @@ export const turnMachine = createMachine({
               entry: 'askRequestError',
               on: {
                 'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
-                'hook.done': [{ target: 'building', guard: and(['isAwaited', 'isRetry']) }, { target: 'done', guard: 'isAwaited', actions: 'giveUpRequest' }],
+                'hook.done': [{ target: 'backoff', guard: and(['isAwaited', 'isRetry', 'hasRetryDelay']), actions: 'announceRetry' }, { target: 'building', guard: and(['isAwaited', 'isRetry']) }, { target: 'done', guard: 'isAwaited', actions: 'giveUpRequest' }],
                 'hook.failed': { target: 'done', guard: 'isAwaited', actions: 'failAttempt' },
+              },
+            },
+            backoff: {
+              on: {
+                'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
+                'backoff.elapsed': { target: 'building', guard: 'isAwaited', actions: 'startRetry' },
               },
             },
             done: {

@@ -18,6 +18,7 @@ const ANSWERS = [
   'job.settled',
   'appends.confirmed',
   'append.failed',
+  'backoff.elapsed',
 ] as const
 
 export const activityImplementations = named({

@@ -1,7 +1,8 @@
 // attempt: one model request inside an open step. building (agent/request,
 // route check) -> streaming (the header and route records are logged and the
 // model called) -> done, or recovering (agent/request-error) -> a retry
-// builds again: a new attempt of the same step (RQ-10).
+// builds again: a new attempt of the same step (RQ-10), after a cancellable
+// backoff when the decision names a delay (llm/retry ... llm/retry-started, RQ-14).
 import { and, or } from 'xstate'
 import type { ContentBlock, ReasoningBlock, TextBlock } from '../session/schemas.js'
 import { activityOn } from './activity.js'
@@ -107,9 +108,26 @@ export const attemptImplementations = named({
       d.setRequest({ failure: { failure: finish.failure, step: d.get('step') } })
     }),
     askRequestError: action((d) => {
-      const { failure, config } = d.get('request')
-      const payload = { turn: d.get('turn'), step: d.get('step'), ...(config ? { provider: config.provider } : {}), failure: failure!.failure }
+      const { failure, config, attempt } = d.get('request')
+      const payload = { turn: d.get('turn'), step: d.get('step'), ...(config ? { provider: config.provider } : {}), failure: failure!.failure, attempt }
       d.hook('agent/request-error', payload, { abandonOnCancel: true })
+    }),
+    /** RQ-14: log the retry and its delay, then wait out the backoff (a timer the runtime runs; a cancel ends it at once). */
+    announceRetry: actionOn(['hook.done'], (d, e) => {
+      const { failure, config, attempt } = d.get('request')
+      const delayMs = (e.value as { delayMs: number }).delayMs
+      const retryId = `${d.get('instance').id}-r${d.id()}`
+      const turn = d.get('turn')
+      const step = d.get('step')
+      d.append('llm/retry', { turn, step, retryId, provider: config!.provider, retry: attempt, delayMs, failure: failure!.failure })
+      d.setRequest({ retry: { retryId, retry: attempt } })
+      d.emit({ type: 'fx.wait', id: d.await(), ms: delayMs })
+    }),
+    /** RQ-14: the backoff is over: the retry starts (a new attempt follows). */
+    startRetry: action((d) => {
+      const { retry } = d.get('request')
+      d.append('llm/retry-started', { turn: d.get('turn'), step: d.get('step'), retryId: retry!.retryId, retry: retry!.retry })
+      d.setRequest({ retry: null })
     }),
     /** RQ-9: recovery gave up: the failure ends the turn `error`, verbatim. */
     giveUpRequest: action((d) => endAttempt(d, 'error', d.get('request').failure!)),
@@ -124,6 +142,8 @@ export const attemptImplementations = named({
     /** Only a terminal error or aborted finish is a request failure (RQ-7). */
     isFailedFinish: guardOn(['model.settled'], (_context, e) => e.response.finish.kind === 'error' || e.response.finish.kind === 'aborted'),
     isRetry: guardOn(['hook.done'], (_context, e) => (e.value as { kind?: unknown } | undefined)?.kind === 'retry'),
+    /** A retry that names its delay waits in `backoff` first (a plain retry starts at once). */
+    hasRetryDelay: guardOn(['hook.done'], (_context, e) => typeof (e.value as { delayMs?: unknown } | undefined)?.delayMs === 'number'),
   },
 })
 
@@ -163,11 +183,20 @@ export const attemptState = labelGuards(
             // RQ-12 / CX-8: cancellation beats retry, and no interrupted prefix is written
             'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
             'hook.done': [
+              // RQ-14: a retry with a delay logs llm/retry and waits out its backoff first
+              { guard: and(['isAwaited', 'isRetry', 'hasRetryDelay']), target: 'backoff', actions: 'announceRetry' },
               // RQ-10: a retry is a new attempt in the same step
               { guard: and(['isAwaited', 'isRetry']), target: 'building' },
               { guard: 'isAwaited', target: 'done', actions: 'giveUpRequest' },
             ],
             'hook.failed': { guard: 'isAwaited', target: 'done', actions: 'failAttempt' },
+          },
+        },
+        backoff: {
+          on: {
+            // RQ-12: a cancel ends the backoff at once; no further attempt
+            'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
+            'backoff.elapsed': { guard: 'isAwaited', target: 'building', actions: 'startRetry' },
           },
         },
         done: { type: 'final' },

@@ -17,6 +17,7 @@ export function initialContext(input: AgentInput): AgentContext {
       attempt: 0,
       config: null,
       failure: null,
+      retry: null,
     },
     nextTurn: input.nextTurn ?? [],
     nextStep: input.nextStep ?? [],

@@ -88,6 +88,8 @@ export interface RequestContext {
   config: LlmCallConfig | null
   /** The failure request recovery is deciding about. */
   failure: TurnFailure | null
+  /** The retry waiting in its backoff (RQ-14): logged as llm/retry, started as llm/retry-started. */
+  retry: { retryId: string; retry: number } | null
 }
 
 /**
@@ -229,6 +231,8 @@ export type AgentEvent =
   | { type: 'model.failed'; id: number; failure: LlmFailure }
   | { type: 'tool.settled'; id: number; outcome: ToolOutcome }
   | { type: 'tool.classified'; id: number; mode: 'parallel' | 'exclusive' }
+  /** The backoff of a retry is over (the answer to `fx.wait`). */
+  | { type: 'backoff.elapsed'; id: number }
 
 // ---- effects out ----------------------------------------------------------
 
@@ -270,6 +274,8 @@ export type Effect =
   | { type: 'fx.model'; id: number; turn: number; step: number; config: LlmCallConfig }
   /** Classify a call right before it would start (TL-2, TL-5); answers tool.classified. */
   | { type: 'fx.classify'; id: number; call: PlannedCall }
+  /** Wait `ms` before a retry (its cancellable backoff, RQ-14); answers backoff.elapsed. Abandoned on cancel. */
+  | { type: 'fx.wait'; id: number; ms: number }
   /** Run one tool body; answers tool.settled. */
   | { type: 'fx.tool'; id: number; turn: number; step: number; call: PlannedCall }
   /** Abort the live activity's signal with this cause. */

@@ -11,7 +11,7 @@ import { InboxError } from '../errors.js'
 import { agentMachine } from '../machines/agent.js'
 import { alreadyPending, applySplice, duplicatedBy } from '../machines/inbox.js'
 import type { AgentEvent, AgentInput, AppendEffect, Effect, HookName, InboxLists } from '../machines/types.js'
-import { deepFreeze, toFrozenJson } from '../session/lossless.js'
+import { deepFreeze, describeValue, toFrozenJson } from '../session/lossless.js'
 import {
   UserMessageSchema,
   type LlmCallConfig,
@@ -26,6 +26,7 @@ import type { Durability } from '../stores/writer.js'
 import { checkArguments, classify, describeInvalidArgs, toOutcome, type ToolDefinition } from '../tools/define.js'
 import { errorOutcome } from '../machines/tool-batch.js'
 import { toLoggedConfig, type OutputSchemas } from '../request.js'
+import type { RequestErrorAction, RetryPayload } from '../retry.js'
 import type { CheckResult } from '../schema.js'
 import { Hooks } from './hooks.js'
 import { z } from 'zod/v4'
@@ -54,10 +55,14 @@ export interface RuntimeOptions {
   machine?: typeof agentMachine
   /** The store writer of a durable session: outside work waits for the commits before it (issue #9). */
   durability?: Durability
+  /** The default decision of agent/request-error (the retry policy, RQ-14); absent: give up. */
+  retry?: (payload: RetryPayload) => RequestErrorAction
+  /** Waits out a retry's backoff: resolves after `ms`, or early once `signal` aborts. */
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>
 }
 
 /** Effects that start work outside the machine. */
-type WorkEffect = Extract<Effect, { type: 'fx.hook' | 'fx.prepare' | 'fx.model' | 'fx.tool' | 'fx.job' }>
+type WorkEffect = Extract<Effect, { type: 'fx.hook' | 'fx.prepare' | 'fx.model' | 'fx.tool' | 'fx.job' | 'fx.wait' }>
 
 const ABORT = Symbol('abort')
 
@@ -102,9 +107,25 @@ function checkHookResult(name: HookName, value: unknown): unknown {
       }
       return value
     }
+    case 'agent/request-error':
+      return checkRecoveryAction(value)
     default:
       return value
   }
+}
+
+/** The longest delay a timer can wait (2^31 - 1 ms, about 24.8 days). */
+const MAX_DELAY_MS = 2_147_483_647
+
+/** RQ-9/RQ-14: `{ kind: 'retry', delayMs? }` retries (a delay is whole milliseconds); anything else gives up. */
+function checkRecoveryAction(value: unknown): RequestErrorAction {
+  if ((value as { kind?: unknown } | null | undefined)?.kind !== 'retry') return undefined
+  const delayMs = (value as { delayMs?: unknown }).delayMs
+  if (delayMs === undefined) return { kind: 'retry' }
+  if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs < 0 || delayMs > MAX_DELAY_MS) {
+    throw new TypeError(`agent/request-error: delayMs must be a number of milliseconds from 0 to ${MAX_DELAY_MS}, got ${describeValue(delayMs)}`)
+  }
+  return { kind: 'retry', delayMs: Math.round(delayMs) }
 }
 
 /** What one macrostep's effects came to: the first refused append, and what was left out after it. */
@@ -347,6 +368,8 @@ export class Runtime {
   #reachesOut(effect: WorkEffect): boolean {
     if (effect.type === 'fx.hook') return this.hooks.count(effect.name) > 0
     if (effect.type === 'fx.prepare') return this.hooks.count('agent/request') > 0
+    // a backoff timer stays in-process: it waits only behind held work, to keep the order
+    if (effect.type === 'fx.wait') return false
     return true
   }
 
@@ -401,10 +424,10 @@ export class Runtime {
    * after the macrostep that asked, so listener cancels queued behind it are seen first (PH-2, CX-6);
    * work the machine abandons on cancel does not start once the turn's signal has aborted.
    */
-  #start(effect: Extract<Effect, { type: 'fx.hook' | 'fx.prepare' | 'fx.model' | 'fx.tool' }>): void {
+  #start(effect: Exclude<WorkEffect, { type: 'fx.job' }>): void {
     const signal = this.#controller.signal
     queueMicrotask(() => {
-      const abandoned = effect.type === 'fx.prepare' || (effect.type === 'fx.hook' && effect.abandonOnCancel === true)
+      const abandoned = effect.type === 'fx.prepare' || effect.type === 'fx.wait' || (effect.type === 'fx.hook' && effect.abandonOnCancel === true)
       if (abandoned && signal.aborted) return
       switch (effect.type) {
         case 'fx.hook':
@@ -415,7 +438,24 @@ export class Runtime {
           return void this.#stream(signal, effect.id, effect.turn, effect.step, effect.config)
         case 'fx.tool':
           return void this.#runTool(signal, effect.id, effect.call.callId, effect.call.name, effect.call.args)
+        case 'fx.wait':
+          return this.#backoff(signal, effect.id, effect.ms)
       }
+    })
+  }
+
+  /**
+   * A retry's backoff (RQ-14): the machine hears backoff.elapsed, unless the turn was cancelled meanwhile
+   * (the machine left the backoff at once then). A `sleep` that throws is logged and the retry starts
+   * without its wait: a broken clock must not leave the turn waiting forever.
+   */
+  #backoff(signal: AbortSignal, id: number, ms: number): void {
+    const elapsed = () => {
+      if (!signal.aborted) this.#send({ type: 'backoff.elapsed', id })
+    }
+    new Promise<void>((resolve) => resolve(this.options.sleep(ms, signal))).then(elapsed, (error: unknown) => {
+      this.hooks.logger.error('agentchart: the sleep of a retry backoff failed; the retry starts now', error)
+      elapsed()
     })
   }
 
@@ -430,6 +470,8 @@ export class Runtime {
         return { type: 'model.failed', id: effect.id, failure }
       case 'fx.classify':
         return { type: 'tool.classified', id: effect.id, mode: 'exclusive' }
+      case 'fx.wait':
+        return { type: 'backoff.elapsed', id: effect.id }
       default:
         return { type: 'hook.failed', id: (effect as { id: number }).id, failure }
     }
@@ -481,8 +523,11 @@ export class Runtime {
 
   #runHook(signal: AbortSignal, id: number, name: HookName, payload: Record<string, unknown>, fallback: unknown): void {
     const full = { ...payload, signal, agent: this.options.agent }
+    // the retry policy is agent/request-error's default decision: listeners run first and can ask it with next()
+    const { retry } = this.options
+    const decideByDefault = name === 'agent/request-error' && retry ? () => retry(full as unknown as RetryPayload) : () => fallback
     this.#settle(id, async () => {
-      const value = name === 'agent/turn-stopping' ? await this.hooks.serial(name, full) : await this.hooks.waterfall(name, full, () => fallback)
+      const value = name === 'agent/turn-stopping' ? await this.hooks.serial(name, full) : await this.hooks.waterfall(name, full, decideByDefault)
       // the machine's own default needs no check; what a listener returned does
       return { type: 'hook.done', id, value: value === fallback ? value : checkHookResult(name, value) }
     })

@@ -187,7 +187,7 @@ describe('PH — Agent phases and status', () => {
   })
 
   it('PH-5: after an error turn the driver goes idle with work parked', async () => {
-    const { agent } = scriptedAgent([errorResponse({ message: 'overloaded', code: 'SERVER' }), textResponse('q')])
+    const { agent } = scriptedAgent([errorResponse({ message: 'overloaded', code: 'SERVER' }), textResponse('q')], { retry: false })
     agent.followup(m('p'))
     agent.followup(m('q'))
     agent.inject(m('ctx'))
@@ -235,7 +235,7 @@ describe('PH — Agent phases and status', () => {
   })
 
   it('PH-6: one running and one idle per activity, idle after the last turn/end', async () => {
-    const { agent } = scriptedAgent([textResponse('a'), errorResponse({ message: 'down', code: 'SERVER' }), textResponse('c')])
+    const { agent } = scriptedAgent([textResponse('a'), errorResponse({ message: 'down', code: 'SERVER' }), textResponse('c')], { retry: false })
     const out = timeline(agent, { errors: true })
     agent.followup(m('p1'))
     agent.followup(m('p2'))
@@ -343,7 +343,7 @@ describe('PH — Agent phases and status', () => {
   })
 
   it('PH-8: agent/error reports a failure verbatim before the turn/end{error} it explains', async () => {
-    const { agent } = scriptedAgent([errorResponse({ message: 'overloaded', code: 'SERVER', status: 503 })])
+    const { agent } = scriptedAgent([errorResponse({ message: 'overloaded', code: 'SERVER', status: 503 })], { retry: false })
     const out = timeline(agent, { errors: true })
     const errors: unknown[] = []
     agent.on('agent/error', ({ error }) => errors.push(error))

@@ -386,9 +386,9 @@ describe('RQ — Request attempts and retry', () => {
 
   it.each([
     { name: 'a listener returning nothing', listen: true },
-    { name: 'no listener', listen: false },
+    { name: 'no listener, retry policy off', listen: false },
   ])('RQ-9: a request failure is offered while the step is open; by default ($name) step/end, agent/error, turn/end{error}', async ({ listen }) => {
-    const { agent, model } = scriptedAgent([errorResponse(server)])
+    const { agent, model } = scriptedAgent([errorResponse(server)], { retry: false })
     const calls: Array<Record<string, unknown>> = []
     if (listen) {
       agent.on('agent/request-error', (p) => {

@@ -176,7 +176,7 @@ describe('ST — Step', () => {
       tail: ['tool/call(c1)'],
     },
   ])('ST-4: after step/start every exit path ($name) writes step/end before the turn continues or closes', async ({ script, setup, tail }) => {
-    const { agent } = scriptedAgent(script, { tools: [lookup] })
+    const { agent } = scriptedAgent(script, { tools: [lookup], retry: false })
     setup(agent)
     agent.followup('go')
     await agent.whenIdle()

@@ -410,7 +410,7 @@ describe('TU — Turn', () => {
 
   it('TU-13: turn/end{error} carries the facts of a harness LLM error verbatim', async () => {
     const facts = { message: 'slow down', code: 'RATE_LIMIT', status: 429, providerRetryAfterMs: 1500, requestId: 'req-7' }
-    const { agent } = scriptedAgent([errorResponse(facts)])
+    const { agent } = scriptedAgent([errorResponse(facts)], { retry: false })
     agent.followup('go')
     await agent.whenIdle()
     expect(turnEnds(agent)).toEqual([{ kind: 'error', error: facts }])

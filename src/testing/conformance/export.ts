@@ -42,6 +42,9 @@ export function freePaths(event: { type: string; data: unknown }): string[] {
     case 'assistant/message':
     case 'tool/result':
       return ['/data/message/id']
+    case 'llm/retry':
+    case 'llm/retry-started':
+      return ['/data/retryId']
     case 'turn/end':
       return data.reason?.kind === 'error' && data.reason.error?.code === 'NO_ADAPTER' ? ['/data/reason/error/message'] : []
     default:

@@ -1,4 +1,4 @@
-// The portable conformance format, version 2: one scenario file says
+// The portable conformance format, version 3: one scenario file says
 // everything a driver needs (the agent's setup, every input with its exact
 // payload, the whole expected log). docs/conformance.md is its normative
 // text; this zod schema is the source of the JSON Schema shipped beside it.
@@ -32,11 +32,13 @@ export type ScenarioInput =
   | { type: 'maintenance' }
   | { type: 'job-done' }
   | { type: 'dispose' }
+  /** The backoff of the retry that waits is over (its timer fires, RQ-14). */
+  | { type: 'backoff-elapsed' }
   | { type: 'cancel-on'; trigger: CancelTrigger; cause: AgentCancelCause; keepInbox: boolean }
   | FailAppend
   | ({ type: 'pre-step' } & ListenerAction<PreStepValue>)
   | ({ type: 'request' } & ListenerAction<{ provider: string; model: string }>)
-  | ({ type: 'request-error' } & ListenerAction<{ kind: 'retry' }>)
+  | ({ type: 'request-error' } & ListenerAction<{ kind: 'retry'; delayMs?: number }>)
   | ({ type: 'turn-stopping' } & ({ action: 'return'; steer?: UserMessage } | { action: 'throw'; message: string }))
   | ({ type: 'tool-pre'; callId: string } & ListenerAction<PreExecuteValue>)
   | ({ type: 'tool-post'; callId: string } & ListenerAction<PostExecuteValue>)
@@ -107,9 +109,9 @@ export interface Suite {
 // ---- schemas ---------------------------------------------------------------------------
 
 /** The version of the file format this module reads and writes; see the changelog in docs/conformance.md. */
-export const FORMAT_VERSION = 2
+export const FORMAT_VERSION = 3
 /** The manifest's format tag. */
-export const SUITE_FORMAT = 'agentchart-conformance/2' as const
+export const SUITE_FORMAT = 'agentchart-conformance/3' as const
 
 const id = z.string().min(1)
 const message = z.string().min(1)
@@ -160,6 +162,8 @@ export const ScenarioInputSchema = z.union([
   z.object({ type: z.literal('maintenance') }).strict(),
   z.object({ type: z.literal('job-done') }).strict(),
   z.object({ type: z.literal('dispose') }).strict(),
+  // ---- the clock --------------------------------------------------------------------------
+  z.object({ type: z.literal('backoff-elapsed') }).strict(),
   // ---- a listener that cancels when something happens next ------------------------------
   z
     .object({
@@ -180,7 +184,7 @@ export const ScenarioInputSchema = z.union([
     Throw,
   ),
   ...hook('request', {}, Next, Return(z.object({ provider: z.string(), model: z.string() }).strict()), Throw),
-  ...hook('request-error', {}, Next, Return(z.object({ kind: z.literal('retry') }).strict()), Throw),
+  ...hook('request-error', {}, Next, Return(z.object({ kind: z.literal('retry'), delayMs: z.number().int().nonnegative().optional() }).strict()), Throw),
   ...hook('turn-stopping', {}, { action: z.literal('return'), steer: UserMessageSchema.optional() }, Throw),
   ...hook(
     'tool-pre',

@@ -7,7 +7,9 @@
 // How it works: every listener the scenario answers (agent/pre-step,
 // agent/request, agent/request-error, agent/turn-stopping, tools/pre-execute,
 // tools/post-execute), the model stream and each tool body *wait* until the
-// input that answers them is performed. After each input the driver lets the
+// input that answers them is performed; so does a retry's backoff (the agent's
+// clock is the `backoff-elapsed` input), and no retry policy is installed: the
+// scenario's request-error inputs decide. After each input the driver lets the
 // agent run until it waits again or rests (one setImmediate: agentchart's own
 // waits are promise jobs), then performs the next input.
 import { createAgent, type Agent, type AgentOptions } from '../../agent.js'
@@ -20,7 +22,7 @@ import type { CancelTrigger, Scenario, ScenarioInput, ScenarioTool } from './for
 
 type Input<T extends ScenarioInput['type']> = Extract<ScenarioInput, { type: T }>
 /** The waits an input can answer, keyed by input type (and call id for the tool inputs). */
-type WaitKind = 'pre-step' | 'request' | 'request-error' | 'turn-stopping' | 'tool-pre' | 'tool' | 'tool-post' | 'model' | 'job-done'
+type WaitKind = 'pre-step' | 'request' | 'request-error' | 'turn-stopping' | 'tool-pre' | 'tool' | 'tool-post' | 'model' | 'job-done' | 'backoff-elapsed'
 
 /** A wait ended by its turn's abort rather than by an input. */
 const WITHDRAWN = Symbol('withdrawn')
@@ -197,6 +199,9 @@ export async function runOnAgentchart(
     maxParallelToolCalls: setup.maxParallelToolCalls,
     session,
     logger: { error: () => {} },
+    // the scenario decides every recovery, and its backoff-elapsed input is the clock (spec section 4)
+    retry: false,
+    sleep: async (_ms, signal) => void (await waits.wait('backoff-elapsed', undefined, signal)),
     ...(options.machine ? { machine: options.machine } : {}),
   })
   options.observe?.(agent)

@@ -78,6 +78,7 @@ export type Pending =
   | { kind: 'model'; id: number; turn: number; step: number; partial?: { chunkSeqs: number[]; chunks: StreamChunk[] } }
   | { kind: 'tool'; id: number; call: PlannedCall }
   | { kind: 'job'; id: number }
+  | { kind: 'wait'; id: number; ms: number }
 
 export interface TraceEvent {
   type: string
@@ -367,7 +368,7 @@ class Step {
         s.aborted = true
         // the runtime stops reading an aborted stream at once; the machine stops waiting for the
         // work it abandons on cancel, whose late answers it would drop, so it is no longer pending
-        const dropped = s.pending.filter((p) => (p.kind === 'hook' && p.abandonOnCancel) || p.kind === 'prepare' || p.kind === 'model')
+        const dropped = s.pending.filter((p) => (p.kind === 'hook' && p.abandonOnCancel) || p.kind === 'prepare' || p.kind === 'model' || p.kind === 'wait')
         s.pending = s.pending.filter((p) => !dropped.includes(p))
         for (const p of dropped) if (p.kind === 'model') this.send(this.#cancelledModel(p))
         return
@@ -411,6 +412,11 @@ class Step {
         return
       case 'fx.tool':
         s.pending.push({ kind: 'tool', id: effect.id, call: effect.call })
+        return
+      case 'fx.wait':
+        // a backoff is abandoned on cancel: the runtime does not start its timer once the signal has aborted
+        if (s.aborted) return
+        s.pending.push({ kind: 'wait', id: effect.id, ms: effect.ms })
         return
     }
   }
@@ -462,6 +468,8 @@ function unstartedAnswer(effect: Effect): AgentEvent {
       return { type: 'model.failed', id: effect.id, failure: STORE_FAILURE }
     case 'fx.classify':
       return { type: 'tool.classified', id: effect.id, mode: 'exclusive' }
+    case 'fx.wait':
+      return { type: 'backoff.elapsed', id: effect.id }
     default:
       return { type: 'hook.failed', id: (effect as { id: number }).id, failure: STORE_FAILURE }
   }
@@ -619,7 +627,18 @@ export function createHarness(options: HarnessOptions): Harness {
         if (!p) return false
         take(p)
         if (input.decision === 'throw') step.send(listenerThrew(p.id))
-        else step.send({ type: 'hook.done', id: p.id, value: input.decision === 'retry' ? { kind: 'retry' } : undefined })
+        else {
+          const value =
+            input.decision === 'retry' ? { kind: 'retry' } : input.decision === 'retry-later' ? { kind: 'retry', delayMs: SCRIPTED.retryDelayMs } : undefined
+          step.send({ type: 'hook.done', id: p.id, value })
+        }
+        break
+      }
+      case 'backoff-elapsed': {
+        const p = first('wait')
+        if (!p) return false
+        take(p)
+        step.send({ type: 'backoff.elapsed', id: p.id })
         break
       }
       case 'turn-stopping': {
@@ -699,7 +718,7 @@ export function createHarness(options: HarnessOptions): Harness {
               })),
             )
           if (p.name === 'agent/request-error') {
-            const decisions = ctx.request.attempt < budget.attempts ? (['retry', 'give-up', 'throw'] as const) : (['give-up', 'throw'] as const)
+            const decisions = ctx.request.attempt < budget.attempts ? (['retry', 'retry-later', 'give-up', 'throw'] as const) : (['give-up', 'throw'] as const)
             out.push(...decisions.map((decision) => ({ type: 'request-error' as const, decision })))
           }
           if (p.name === 'agent/turn-stopping') {
@@ -747,6 +766,9 @@ export function createHarness(options: HarnessOptions): Harness {
           break
         case 'job':
           out.push({ type: 'job-done' })
+          break
+        case 'wait':
+          out.push({ type: 'backoff-elapsed' })
           break
       }
     }
@@ -855,6 +877,8 @@ function defaultAnswer(state: HarnessState): WalkInput | null {
       return { type: 'tool', callId: p.call.callId, outcome: 'ok' }
     case 'job':
       return { type: 'job-done' }
+    case 'wait':
+      return { type: 'backoff-elapsed' }
   }
 }
 

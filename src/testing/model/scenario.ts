@@ -42,7 +42,10 @@ export const WalkInputSchema = z.discriminatedUnion('type', [
       response: z.enum(['text', 'empty', 'tools', 'tools-mixed', 'max-tokens', 'max-tokens-tools', 'error', 'partial']),
     })
     .strict(),
-  z.object({ type: z.literal('request-error'), decision: z.enum(['retry', 'give-up', 'throw']) }).strict(),
+  /** `retry` at once, `retry-later` after a backoff (RQ-14), `give-up`, or a throwing listener. */
+  z.object({ type: z.literal('request-error'), decision: z.enum(['retry', 'retry-later', 'give-up', 'throw']) }).strict(),
+  /** The backoff of the waiting retry is over (its timer fires). */
+  z.object({ type: z.literal('backoff-elapsed') }).strict(),
   z.object({ type: z.literal('turn-stopping'), decision: z.enum(['none', 'steer', 'throw']) }).strict(),
   z.object({ type: z.literal('tool-pre'), callId: id, decision: z.enum(['allow', 'deny', 'throw']) }).strict(),
   z.object({ type: z.literal('tool'), callId: id, outcome: z.enum(['ok', 'error', 'concludes', 'context']) }).strict(),

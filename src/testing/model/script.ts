@@ -12,6 +12,8 @@ export const SCRIPTED = {
   storeFailure: 'scripted store failure',
   toolFailure: 'scripted tool failure',
   modelFailure: 'scripted model failure',
+  /** The backoff a `retry-later` decision asks for, in milliseconds. */
+  retryDelayMs: 25,
   denial: 'scripted denial',
   replaced: 'replaced',
   blocked: 'blocked',
@@ -53,6 +55,7 @@ export function scriptInput(input: WalkInput, detail: ScriptDetail = {}): Scenar
     case 'maintenance':
     case 'job-done':
     case 'dispose':
+    case 'backoff-elapsed':
       return { type: input.type }
     case 'fail-next':
       return { type: 'fail-append', eventType: input.eventType, message: SCRIPTED.storeFailure }
@@ -84,6 +87,8 @@ export function scriptInput(input: WalkInput, detail: ScriptDetail = {}): Scenar
       switch (input.decision) {
         case 'retry':
           return { type: 'request-error', action: 'return', value: { kind: 'retry' } }
+        case 'retry-later':
+          return { type: 'request-error', action: 'return', value: { kind: 'retry', delayMs: SCRIPTED.retryDelayMs } }
         case 'give-up':
           return { type: 'request-error', action: 'next' }
         case 'throw':

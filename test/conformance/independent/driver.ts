@@ -6,7 +6,7 @@ import type { ConformanceDriver, Scenario, ScenarioInput } from '../../../src/te
 import { IndependentAgent, type Chunk, type Json, type Message, type Mutation } from './loop.js'
 
 type Input<T extends ScenarioInput['type']> = Extract<ScenarioInput, { type: T }>
-type Kind = 'pre-step' | 'request' | 'request-error' | 'turn-stopping' | 'model' | 'tool-pre' | 'tool' | 'tool-post' | 'job-done'
+type Kind = 'pre-step' | 'request' | 'request-error' | 'turn-stopping' | 'model' | 'tool-pre' | 'tool' | 'tool-post' | 'job-done' | 'backoff-elapsed'
 
 const WITHDRAWN = Symbol('withdrawn')
 
@@ -51,7 +51,7 @@ const thrown = (message: string): never => {
 
 /** Run one scenario on a fresh independent agent. */
 export async function runIndependent(scenario: Scenario, mutation?: Mutation): Promise<unknown[]> {
-  if (scenario.formatVersion !== 2) throw new Error(`unsupported formatVersion ${scenario.formatVersion}`)
+  if (scenario.formatVersion !== 3) throw new Error(`unsupported formatVersion ${scenario.formatVersion}`)
   const { setup } = scenario
   const waits = new Waits()
   const agent = new IndependentAgent({
@@ -82,6 +82,8 @@ export async function runIndependent(scenario: Scenario, mutation?: Mutation): P
     seed: setup.seed as never,
     faults: setup.faults,
     mutation,
+    // the backoff-elapsed input is the clock (spec 4)
+    sleep: async (_ms, signal) => void (await waits.wait('backoff-elapsed', undefined, signal)),
   })
 
   // the waiting listeners (spec 4.1): the turn-level ones get the turn's signal
@@ -171,6 +173,7 @@ export async function runIndependent(scenario: Scenario, mutation?: Mutation): P
         agent.failNextAppend(input.eventType, new Error(input.message))
         break
       case 'job-done':
+      case 'backoff-elapsed':
       case 'pre-step':
       case 'request':
       case 'request-error':

@@ -62,6 +62,8 @@ export interface LoopOptions {
   /** Store failures armed before the agent is created. */
   faults?: Array<{ eventType: string; message: string }>
   mutation?: Mutation
+  /** Waits out a retry's backoff (RQ-14): resolves when it is over. */
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>
 }
 
 type Listener = (payload: any, next: () => Promise<any>) => any
@@ -552,7 +554,7 @@ export class IndependentAgent {
     const turn = this.#turn
     const step = this.#step
     const signal = this.#controller.signal
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
       let config: any
       try {
         config = await this.#wait(() => this.#waterfall('agent/request', { turn, step, signal }, { ...this.#config }))
@@ -603,6 +605,21 @@ export class IndependentAgent {
           throw { failure: failureOf(error) } // RQ-13
         }
         if (action === CANCELLED) return 'aborted' // RQ-12, CX-8
+        if (action?.kind === 'retry' && typeof action.delayMs === 'number') {
+          // RQ-14: the retry and its delay are logged, the backoff is waited out (a cancel ends it), then the retry starts
+          const retryId = this.#id('r')
+          this.#append('llm/retry', {
+            turn,
+            step,
+            retryId,
+            provider: config.provider,
+            retry: attempt,
+            delayMs: action.delayMs,
+            failure: response.finish.failure,
+          })
+          if ((await this.#wait(() => this.options.sleep(action.delayMs, signal))) === CANCELLED) return 'aborted'
+          this.#append('llm/retry-started', { turn, step, retryId, retry: attempt })
+        }
         if (action?.kind === 'retry') continue // RQ-10
         throw { failure: response.finish.failure } // RQ-9
       }
