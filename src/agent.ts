@@ -26,7 +26,7 @@ import { OutputSchemas, seedConfig, type RequestConfigInput, type RequestOptions
 import { LogIndex, type RunResult, type UsageTotals } from './results.js'
 import { defaultRetry, sleepFor, type RequestErrorAction, type RetryPolicyOptions } from './retry.js'
 import { RunTracker } from './runs.js'
-import { describeValue } from './session/lossless.js'
+import { describeValue } from './foreign.js'
 import { repairClosers, openTurnOf } from './session/repair.js'
 import { createSession, type Session } from './session/session.js'
 import { checkSessionId, DEFAULT_LEASE_MS } from './stores/lease.js'

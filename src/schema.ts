@@ -158,5 +158,6 @@ export function toCheckedSchema<T = unknown>(input: unknown, where: string): Che
 
 /** Issues as one line for a model or a user: `a.b: expected number; c: required`. */
 export function describeIssues(issues: readonly SchemaIssue[]): string {
-  return issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ')
+  // one line, whatever a refinement's message holds
+  return issues.map((issue) => `${issue.path}: ${issue.message}`.replace(/\s*[\r\n]+\s*/g, ' ')).join('; ')
 }

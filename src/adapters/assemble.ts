@@ -1,7 +1,19 @@
 // Stream assembly (BEHAVIOURS 1.4): turns normalized StreamChunks into the
 // content of one assistant message, and keeps adapter failures inside the stream.
-import type { ContentBlock, FinishReason, ReasoningBlock, StreamChunk, TextBlock, TokenUsage, ToolCallBlock } from '../session/schemas.js'
-import { toLlmFailure } from './failure.js'
+import { describeThrown, isRecordLike, peek } from '../foreign.js'
+import { toFrozenJson } from '../session/lossless.js'
+import {
+  StreamChunkSchema,
+  type ContentBlock,
+  type FinishReason,
+  type LlmFailure,
+  type ReasoningBlock,
+  type StreamChunk,
+  type TextBlock,
+  type TokenUsage,
+  type ToolCallBlock,
+} from '../session/schemas.js'
+import { llmFailure, toLlmFailure } from './failure.js'
 import type { ModelAdapter, ModelRequest } from './types.js'
 
 /** CX-7: the non-empty text and reasoning blocks of a cancelled stream, or null when none shows non-whitespace text. */
@@ -47,7 +59,10 @@ const STOP: FinishReason = Object.freeze({ kind: 'stop' })
  *   `replayState.blocks`); a bare `block-start{text}` assembles to `text('')`;
  * - an open image block cannot be assembled from deltas and is dropped;
  * - a delta whose kind disagrees with the kind first seen at its index is ignored;
- * - a tool call keeps the first non-empty `id` and `name` its deltas carry.
+ * - a tool call keeps the first non-empty `id` and `name` its deltas carry;
+ * - call ids are unique in the result (Decision 8): an empty id becomes
+ *   `call-<index>`, and a later call whose id an earlier call of the same
+ *   response already has gets the first free `<id>#<k>`, k = 2, 3, …
  */
 export class StreamAssembler {
   readonly #slots: Slot[] = []
@@ -102,9 +117,11 @@ export class StreamAssembler {
   /** The assembled response; a stream without `finish` counts as `stop`. */
   result(): AssembledResponse {
     const blocks: ContentBlock[] = []
+    const used = new Set<string>()
     for (const slot of this.#slots) {
       const block = blockOf(slot)
-      if (block !== undefined) blocks.push(block)
+      if (block === undefined) continue
+      blocks.push(block.type === 'tool-call' ? withUniqueId(block, slot.index, used) : block)
     }
     const finish = this.#finish ?? STOP
     let content = blocks
@@ -154,6 +171,19 @@ export class StreamAssembler {
   }
 }
 
+/** The first id free in `used` for a call that asked for `id`: `id` itself, else `id#2`, `id#3`, … (Decision 8). */
+export function uniqueCallId(id: string, used: ReadonlySet<string>): string {
+  if (!used.has(id)) return id
+  for (let k = 2; ; k++) if (!used.has(`${id}#${k}`)) return `${id}#${k}`
+}
+
+/** A tool-call block whose id is non-empty and not taken by an earlier call of the response (Decision 8); records it. */
+function withUniqueId(block: ToolCallBlock, index: number, used: Set<string>): ToolCallBlock {
+  const id = uniqueCallId(block.id !== '' ? block.id : `call-${index}`, used)
+  used.add(id)
+  return id === block.id ? block : { ...block, id }
+}
+
 function blockOf(slot: Slot): ContentBlock | undefined {
   if (slot.closed !== undefined) return slot.closed
   switch (slot.kind) {
@@ -165,6 +195,49 @@ function blockOf(slot: Slot): ContentBlock | undefined {
     default:
       return undefined
   }
+}
+
+/** What the adapter boundary made of one yielded chunk: the chunk as checked plain data, or why it was refused. */
+export type AdmittedChunk = { readonly ok: true; readonly chunk: StreamChunk } | { readonly ok: false; readonly failure: LlmFailure }
+
+/**
+ * Checks one chunk an adapter yielded against the schema the log uses (StreamChunkSchema), in full.
+ * Why: a chunk is logged as it arrives and then assembled into the anchor, so a malformed one would
+ * break the log's shape and the assembly; it ends the attempt with a MALFORMED_RESPONSE failure
+ * instead (issue #8). A failure a `finish{error|aborted}` carries is normalised like a thrown one
+ * (placeholders for an empty message or code, bad optional facts dropped, secrets redacted), so
+ * the `turn/end` that may carry it is always appendable. Never throws, whatever the value.
+ */
+export function admitChunk(raw: unknown): AdmittedChunk {
+  try {
+    const parsed = StreamChunkSchema.safeParse(peek(raw, 'type') === 'finish' ? finishWithFacts(raw) : raw)
+    if (parsed.success) return { ok: true, chunk: parsed.data }
+    const issue = parsed.error.issues[0]
+    const at = formatIssuePath(issue.path)
+    return { ok: false, failure: malformedChunk(`${at ? `${at}: ` : ''}${issue.message}`) }
+  } catch (error) {
+    return { ok: false, failure: malformedChunk(`it could not be read: ${describeThrown(error)}`) }
+  }
+}
+
+function malformedChunk(why: string): LlmFailure {
+  return llmFailure({ message: `the model adapter sent a malformed stream chunk: ${why}`, code: 'MALFORMED_RESPONSE' })
+}
+
+/** `chunk.reason.failure` as a zod issue path reads it: `reason.failure.message`, `[0]` for indexes. */
+function formatIssuePath(path: readonly PropertyKey[]): string {
+  return path.map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`)).join('')
+}
+
+/** A finish chunk with its failure normalised (Failures) and its replay envelope copied as JSON; may throw. */
+function finishWithFacts(raw: unknown): unknown {
+  const chunk: Record<string, unknown> = { ...(raw as Record<string, unknown>) }
+  const reason = chunk.reason
+  if (isRecordLike(reason) && (reason.kind === 'error' || reason.kind === 'aborted') && isRecordLike(reason.failure)) {
+    chunk.reason = { ...reason, failure: llmFailure(reason.failure as unknown as LlmFailure) }
+  }
+  if (chunk.replayState !== undefined) chunk.replayState = toFrozenJson(chunk.replayState, 'replayState')
+  return chunk
 }
 
 /** The terminal finish an adapter failure becomes (BEHAVIOURS 1.4, RQ-8). */
@@ -197,22 +270,25 @@ export async function* normalizeStream(adapter: ModelAdapter, request: ModelRequ
   let exhausted = false
   try {
     for (;;) {
-      let step: IteratorResult<StreamChunk>
+      let done: unknown
+      let chunk: StreamChunk
       try {
-        step = await iterator.next()
+        const step = await iterator.next()
+        // the iterator result is the adapter's too: read once, inside the catch
+        done = (step as { done?: unknown }).done
+        chunk = (step as { value: StreamChunk }).value
       } catch (thrown) {
         exhausted = true // a throwing iterator is finished; do not call return() on it
         yield failureFinish(thrown, request.signal)
         return
       }
-      if (step.done === true) {
+      if (done === true) {
         exhausted = true
         return
       }
-      const chunk = step.value
       yield chunk
-      // optional chaining: a garbage chunk is the consumer's to refuse, not a reason to throw here
-      if ((chunk as StreamChunk | undefined)?.type === 'finish') return
+      // a garbage chunk is the consumer's to refuse (admitChunk), not a reason to throw here
+      if (peek(chunk, 'type') === 'finish') return
     }
   } finally {
     // early exit by the consumer, or a finish that left the adapter mid-iteration: let it clean up

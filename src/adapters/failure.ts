@@ -1,5 +1,6 @@
 // Model failures as plain facts: whatever an adapter throws is turned into a
 // frozen, serializable LlmFailure (BEHAVIOURS 1.5, TU-13).
+import { isInstance, peek } from '../foreign.js'
 import { LlmFailureSchema, type LlmFailure } from '../session/schemas.js'
 
 /** The facts an LlmError or a failure finish is built from; bad optional facts are dropped. */
@@ -18,6 +19,35 @@ function nonEmptyString(x: unknown): string | undefined {
   return typeof x === 'string' && x.length > 0 ? x : undefined
 }
 
+const REDACTED = '[redacted]'
+/** Credentials a provider or a transport may echo back in an error text. */
+const SECRETS: ReadonlyArray<[RegExp, string]> = [
+  // an Authorization (or Proxy-Authorization) header value, whatever its scheme
+  [/((?:proxy-)?authorization["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|token|digest)\s+)?[^\s"',;]+/gi, `$1${REDACTED}`],
+  // a bare bearer or basic credential
+  [/\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}/gi, `$1 ${REDACTED}`],
+  // key headers: x-api-key, api-key, x-goog-api-key
+  [/\b((?:x-(?:goog-)?)?api-key["']?\s*[:=]\s*["']?)[^\s"',;&]+/gi, `$1${REDACTED}`],
+  // key and token query values: ?api_key=..., &access_token=..., &key=...
+  [/([?&;](?:api[_-]?key|apikey|key|access[_-]?token|token|secret|password)=)[^\s&#"']+/gi, `$1${REDACTED}`],
+  // api_key=... outside a query string
+  [/\b((?:api[_-]?key|apikey|access[_-]?token|secret[_-]?key)\s*[=:]\s*["']?)[^\s"',;&]+/gi, `$1${REDACTED}`],
+  // provider key formats: sk-..., sk-proj-..., sk-ant-...
+  [/\bsk-[A-Za-z0-9_-]{8,}/g, REDACTED],
+]
+
+/**
+ * The text with credentials replaced by `[redacted]`: Authorization values, bearer tokens,
+ * `sk-…` keys, key headers and `api_key=` style query values.
+ * Why: providers echo the request's credentials in some error bodies, and a failure's message is
+ * logged, shown and sent to listeners; secrets must not reach any of them (issue #8).
+ */
+export function redactSecrets(text: string): string {
+  let out = text
+  for (const [pattern, replacement] of SECRETS) out = out.replace(pattern, replacement)
+  return out
+}
+
 /**
  * Builds a frozen LlmFailure that always satisfies LlmFailureSchema.
  * Why: adapters hand us loose facts (empty status text, NaN retry hints); a
@@ -32,10 +62,12 @@ export function llmFailure(init: LlmFailureInit): LlmFailure {
     providerRetryAfterMs?: number
     requestId?: string
   } = {
-    message: nonEmptyString(init?.message) ?? UNKNOWN_MESSAGE,
-    code: nonEmptyString(init?.code) ?? 'UNKNOWN',
+    message: redactSecrets(nonEmptyString(peek(init, 'message')) ?? UNKNOWN_MESSAGE),
+    code: nonEmptyString(peek(init, 'code')) ?? 'UNKNOWN',
   }
-  const { status, providerRetryAfterMs, requestId } = init ?? {}
+  const status = peek(init, 'status')
+  const providerRetryAfterMs = peek(init, 'providerRetryAfterMs')
+  const requestId = peek(init, 'requestId')
   if (typeof status === 'number' && Number.isInteger(status) && status >= 100 && status <= 599) out.status = status
   if (typeof providerRetryAfterMs === 'number' && Number.isFinite(providerRetryAfterMs) && providerRetryAfterMs > 0) {
     out.providerRetryAfterMs = providerRetryAfterMs
@@ -64,11 +96,11 @@ export class LlmError extends Error {
   }
 }
 
-/** A thrown non-Error: its own string `message`, else its string conversion. */
+/** A thrown non-Error: its own string `message`, else its string conversion ('' when it has none). */
 function plainMessage(x: unknown): string {
   if (typeof x === 'string') return x
   if (typeof x === 'object' && x !== null) {
-    const message = (x as { message?: unknown }).message
+    const message = peek(x, 'message')
     if (typeof message === 'string') return message
   }
   try {
@@ -85,9 +117,11 @@ function chainMessage(error: Error): string {
   let current: unknown = error
   while (current !== undefined && current !== null && !seen.has(current) && seen.size < MAX_CAUSE_DEPTH) {
     seen.add(current)
-    const text = current instanceof Error ? current.message : plainMessage(current)
+    const isError = isInstance(current, Error)
+    const message = isError ? peek(current, 'message') : plainMessage(current)
+    const text = typeof message === 'string' ? message : ''
     if (text.length > 0 && parts[parts.length - 1] !== text) parts.push(text)
-    current = current instanceof Error ? current.cause : undefined
+    current = isError ? peek(current, 'cause') : undefined
   }
   return parts.join(': ')
 }
@@ -99,18 +133,31 @@ function chainMessage(error: Error): string {
  */
 export function toLlmFailure(thrown: unknown): LlmFailure {
   try {
-    if (thrown instanceof LlmError) return thrown.failure
-    if (typeof thrown === 'object' && thrown !== null && 'failure' in thrown) {
-      const carried = thrown.failure
-      const parsed = LlmFailureSchema.safeParse(carried)
-      if (parsed.success) return Object.isFrozen(carried) ? (carried as LlmFailure) : Object.freeze(parsed.data)
+    if (isInstance(thrown, LlmError)) return thrown.failure
+    if (typeof thrown === 'object' && thrown !== null) {
+      const carried = peek(thrown, 'failure')
+      if (carried !== undefined) {
+        const failure = carriedFailure(carried)
+        if (failure !== undefined) return failure
+      }
     }
-    const message = thrown instanceof Error ? chainMessage(thrown) : plainMessage(thrown)
+    const message = isInstance(thrown, Error) ? chainMessage(thrown) : plainMessage(thrown)
     return llmFailure({ message, code: 'UNKNOWN' })
   } catch {
     // a hostile value (throwing getters, revoked proxy) still normalizes
     return llmFailure({ message: UNKNOWN_MESSAGE, code: 'UNKNOWN' })
   }
+}
+
+/** A failure another library carries: trusted when it is valid, as a plain frozen copy with secrets redacted. */
+function carriedFailure(carried: unknown): LlmFailure | undefined {
+  let parsed
+  try {
+    parsed = LlmFailureSchema.safeParse(carried)
+  } catch {
+    return undefined // a hostile carrier: described like any thrown value
+  }
+  return parsed.success ? llmFailure(parsed.data) : undefined
 }
 
 /** Renders an abort reason: a cancel cause `{kind, reason?}`, an Error, or anything else. */

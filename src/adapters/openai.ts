@@ -30,6 +30,7 @@ import type {
   ToolSchema,
 } from '../session/schemas.js'
 import { abortedFailure, llmFailure, LlmError, toLlmFailure, type LlmFailureInit } from './failure.js'
+import { uniqueCallId } from './assemble.js'
 import type { ModelAdapter, ModelRequest } from './types.js'
 
 export interface OpenAIModelOptions {
@@ -496,6 +497,8 @@ interface UsageExtensions {
 class ChunkNormalizer {
   readonly #blocks: OpenBlock[] = []
   readonly #byKey = new Map<string, OpenBlock>()
+  /** Call ids given out in this response, so that no two calls share one (Decision 8). */
+  readonly #callIds = new Set<string>()
   #usage: CompletionUsage | undefined
   #finishReason: string | undefined;
 
@@ -526,7 +529,14 @@ class ChunkNormalizer {
     if (reason === undefined) {
       throw new LlmError({ message: 'the stream ended without a finish reason', code: 'STREAM_CLOSED', requestId })
     }
-    for (const block of this.#blocks) yield { type: 'block-end', index: block.index, block: closeBlock(block) }
+    for (const block of this.#blocks) {
+      if (block.kind === 'tool-call' && block.id === undefined) {
+        // a call that never got an id: `call-<index>`, unless another call of the response already has that id
+        block.id = uniqueCallId(`call-${block.index}`, this.#callIds)
+        this.#callIds.add(block.id)
+      }
+      yield { type: 'block-end', index: block.index, block: closeBlock(block) }
+    }
     if (this.#usage !== undefined) yield { type: 'usage', usage: toTokenUsage(this.#usage) }
     yield { type: 'finish', reason: this.#finishOf(reason, requestId) }
   }
@@ -554,10 +564,17 @@ class ChunkNormalizer {
 
   *#toolCall(slot: number, call: ChatCompletionChunk.Choice.Delta.ToolCall): Generator<StreamChunk> {
     const block = yield* this.#open(`tool:${slot}`, 'tool-call')
-    const id = nonEmpty(call.id)
+    let id = nonEmpty(call.id)
     const name = nonEmpty(call.function?.name)
     const argumentsDelta = typeof call.function?.arguments === 'string' ? call.function.arguments : ''
-    if (block.id === undefined && id !== undefined) block.id = id
+    if (id !== undefined) {
+      // Decision 8: a call whose id an earlier call of this response has gets the next free `<id>#<k>`
+      if (block.id === undefined) {
+        block.id = uniqueCallId(id, this.#callIds)
+        this.#callIds.add(block.id)
+      }
+      id = block.id
+    }
     if (block.name === undefined && name !== undefined) block.name = name
     block.text += argumentsDelta
     yield {

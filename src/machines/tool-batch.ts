@@ -5,14 +5,13 @@
 // and appends tool/result strictly in model order. Cancellation drains what
 // started and writes synthetic pairs for the rest (TL-14, TL-15).
 import { and, not, or } from 'xstate'
-import type { UserMessage } from '../session/schemas.js'
 import { activitySetup, standaloneOn } from './activity.js'
 import type { activityImplementations } from './activity.js'
 import { attached } from './attachment.js'
 import { initialContext } from './context.js'
 import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './draft.js'
 import { insertInbox, type inboxImplementations } from './inbox.js'
-import type { PlannedCall, ToolBatchContext, ToolOutcome } from './types.js'
+import type { PlannedCall, PostExecuteDecision, ToolBatchContext, ToolOutcome } from './types.js'
 
 export const ABORTED_BEFORE_DISPATCH: ToolOutcome = {
   isError: true,
@@ -75,25 +74,18 @@ function logResult(d: Draft, call: PlannedCall, outcome: ToolOutcome): void {
   d.append('tool/result', data, { surfaceOp: 'append', citeKeys: [`call:${call.callId}`] })
 }
 
-/** Apply a post-execute decision: accept (optionally replacing content or value), or block with feedback (TL-10). */
+/**
+ * Apply a post-execute decision: accept (optionally with new content), or block with feedback (TL-10). The runtime
+ * hands the machine the decision as plain checked data (PostExecuteDecision): a `value` is already its JSON text.
+ */
 function applyPost(outcome: ToolOutcome, decision: unknown): ToolOutcome {
-  const dec = (decision ?? { kind: 'accept' }) as {
-    kind?: string
-    content?: string
-    value?: unknown
-    feedback?: string
-    additionalContexts?: UserMessage[]
-  }
-  // TL-10: a decision replaces content or value, never both
-  if (dec.content !== undefined && dec.value !== undefined) return errorOutcome('tools/post-execute returned both content and value')
+  const dec = (decision ?? { kind: 'accept' }) as PostExecuteDecision
   if (dec.kind === 'block') {
-    return { isError: true, content: String(dec.feedback ?? ''), ...(dec.additionalContexts?.length ? { additionalContexts: dec.additionalContexts } : {}) }
+    return { isError: true, content: dec.feedback, ...(dec.additionalContexts?.length ? { additionalContexts: [...dec.additionalContexts] } : {}) }
   }
-  const replaced =
-    dec.content !== undefined ? dec.content : dec.value !== undefined ? (typeof dec.value === 'string' ? dec.value : JSON.stringify(dec.value)) : undefined
   const contexts = [...(outcome.additionalContexts ?? []), ...(dec.additionalContexts ?? [])]
   const { additionalContexts: _drop, ...rest } = outcome
-  return { ...rest, ...(replaced !== undefined ? { content: replaced } : {}), ...(contexts.length > 0 ? { additionalContexts: contexts } : {}) }
+  return { ...rest, ...(dec.content !== undefined ? { content: dec.content } : {}), ...(contexts.length > 0 ? { additionalContexts: contexts } : {}) }
 }
 
 /** The call's pre-stage ended without a body: it no longer holds a pool slot. */
@@ -141,7 +133,7 @@ export const toolBatchImplementations = named({
     skipBodyAfterCancel: action((d) => endWithoutBody(d, ABORTED_BEFORE_DISPATCH)),
     /** A denial is the call's error result (TL-9, TL-10). */
     denyCall: actionOn(['hook.done'], (d, e) => {
-      // the runtime lets a deny through only with a string reason, or none
+      // the runtime hands over a deny as {kind:'deny', reason: string}
       const reason = (e.value as { reason?: string }).reason ?? 'denied'
       endWithoutBody(d, errorOutcome(reason, { name: 'ToolDeniedError', code: 'DENIED' }))
     }),

@@ -48,6 +48,14 @@ export interface ToolOutcome {
   concludesTurn?: boolean
 }
 
+/**
+ * A `tools/post-execute` decision as the runtime hands it to the machine (`hook.done.value`): plain checked data,
+ * a `value` already turned into its JSON text as `content` (TL-10).
+ */
+export type PostExecuteDecision =
+  | { kind: 'accept'; content?: string; additionalContexts?: readonly UserMessage[] }
+  | { kind: 'block'; feedback: string; additionalContexts?: readonly UserMessage[] }
+
 /** The two pending lists: a projection of the log's `agent/inbox/spliced` events. */
 export interface InboxLists {
   readonly nextTurn: readonly UserMessage[]

@@ -4,32 +4,32 @@
 // nothing about what happens next (DESIGN.md rule 1).
 import { setMaxListeners } from 'node:events'
 import { createActor, type Actor, type InspectionEvent, type Observer } from 'xstate'
-import { StreamAssembler, normalizeStream } from '../adapters/assemble.js'
+import { StreamAssembler, admitChunk, normalizeStream } from '../adapters/assemble.js'
 import { LlmError, toLlmFailure } from '../adapters/failure.js'
 import type { ModelAdapter, ModelRequest } from '../adapters/types.js'
 import { InboxError } from '../errors.js'
 import { agentMachine } from '../machines/agent.js'
 import { alreadyPending, applySplice, duplicatedBy } from '../machines/inbox.js'
 import type { AgentEvent, AgentInput, AppendEffect, Effect, HookName, InboxLists } from '../machines/types.js'
-import { deepFreeze, describeValue, toFrozenJson } from '../session/lossless.js'
+import { deepFreeze, toFrozenJson } from '../session/lossless.js'
 import {
-  UserMessageSchema,
   type LlmCallConfig,
   type LlmFailure,
   type RequestHeader,
   type SessionEvent,
+  type StreamChunk,
   type SessionEventType,
   type ToolSchema,
 } from '../session/schemas.js'
 import type { Session } from '../session/session.js'
 import type { Durability } from '../stores/writer.js'
-import { checkArguments, classify, describeInvalidArgs, toOutcome, type ToolDefinition } from '../tools/define.js'
+import { checkArguments, classify, describeInvalidArgs, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
 import { errorOutcome } from '../machines/tool-batch.js'
 import { toLoggedConfig, type OutputSchemas } from '../request.js'
 import type { RequestErrorAction, RetryPayload } from '../retry.js'
 import type { CheckResult } from '../schema.js'
+import { hookDecision } from './decisions.js'
 import { Hooks } from './hooks.js'
-import { z } from 'zod/v4'
 
 export interface RuntimeOptions {
   session: Session
@@ -65,6 +65,8 @@ export interface RuntimeOptions {
 type WorkEffect = Extract<Effect, { type: 'fx.hook' | 'fx.prepare' | 'fx.model' | 'fx.tool' | 'fx.job' | 'fx.wait' }>
 
 const ABORT = Symbol('abort')
+/** How many chunks a stream may deliver before the runtime lets the event loop run once. */
+const CHUNKS_PER_YIELD = 256
 
 /** Sort object keys so equal headers and route records serialize equally. */
 export function canonical(value: unknown): string {
@@ -77,55 +79,6 @@ export function canonical(value: unknown): string {
         )
       : v,
   )
-}
-
-const PreStepDecisionSchema = z.union([
-  z.object({ kind: z.literal('reject') }).loose(),
-  z.object({ kind: z.literal('enter'), messages: z.array(UserMessageSchema) }).loose(),
-])
-
-/** Results of listeners are public input: check them where they enter (zod at the boundary). */
-function checkHookResult(name: HookName, value: unknown): unknown {
-  switch (name) {
-    case 'agent/pre-step': {
-      const parsed = PreStepDecisionSchema.safeParse(value)
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0]
-        throw new TypeError(`agent/pre-step must return {kind:'reject'} or {kind:'enter', messages}: ${issue.path.join('.') || '(root)'}: ${issue.message}`)
-      }
-      if (parsed.data.kind === 'reject') return { kind: 'reject' }
-      return { kind: 'enter', messages: (value as { messages: unknown[] }).messages.map((m, i) => deepFreeze(toFrozenJson(m, `messages[${i}]`))) }
-    }
-    case 'tools/pre-execute':
-    case 'tools/post-execute': {
-      if (value !== undefined && (value === null || typeof value !== 'object' || typeof (value as { kind?: unknown }).kind !== 'string')) {
-        throw new TypeError(`${name} must return a decision object with a kind`)
-      }
-      const reason = (value as { kind?: unknown; reason?: unknown } | undefined)?.reason
-      if (name === 'tools/pre-execute' && (value as { kind?: unknown } | undefined)?.kind === 'deny' && reason !== undefined && typeof reason !== 'string') {
-        throw new TypeError('tools/pre-execute must give a deny a string reason')
-      }
-      return value
-    }
-    case 'agent/request-error':
-      return checkRecoveryAction(value)
-    default:
-      return value
-  }
-}
-
-/** The longest delay a timer can wait (2^31 - 1 ms, about 24.8 days). */
-const MAX_DELAY_MS = 2_147_483_647
-
-/** RQ-9/RQ-14: `{ kind: 'retry', delayMs? }` retries (a delay is whole milliseconds); anything else gives up. */
-function checkRecoveryAction(value: unknown): RequestErrorAction {
-  if ((value as { kind?: unknown } | null | undefined)?.kind !== 'retry') return undefined
-  const delayMs = (value as { delayMs?: unknown }).delayMs
-  if (delayMs === undefined) return { kind: 'retry' }
-  if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs < 0 || delayMs > MAX_DELAY_MS) {
-    throw new TypeError(`agent/request-error: delayMs must be a number of milliseconds from 0 to ${MAX_DELAY_MS}, got ${describeValue(delayMs)}`)
-  }
-  return { kind: 'retry', delayMs: Math.round(delayMs) }
 }
 
 /** What one macrostep's effects came to: the first refused append, and what was left out after it. */
@@ -479,12 +432,14 @@ export class Runtime {
 
   /** A live notification; for agent/error the machine's facts become the error itself at this edge. */
   #notify(name: string, payload: Record<string, unknown>): void {
+    if (this.hooks.count(name) === 0) return
     const { agent } = this.options
     if (name === 'agent/error') {
       const { failure, ...rest } = payload as { failure: LlmFailure }
-      return this.hooks.emit(name, { ...rest, error: this.#errorOf(failure), agent })
+      return this.hooks.emit(name, { ...deepFreeze(rest), error: this.#errorOf(failure), agent })
     }
-    this.hooks.emit(name, { ...payload, agent })
+    // listeners get the machine's data frozen: what they do to it cannot reach the machine's context
+    this.hooks.emit(name, { ...deepFreeze(payload), agent })
   }
 
   #tool(name: string): ToolDefinition | undefined {
@@ -522,14 +477,15 @@ export class Runtime {
   }
 
   #runHook(signal: AbortSignal, id: number, name: HookName, payload: Record<string, unknown>, fallback: unknown): void {
-    const full = { ...payload, signal, agent: this.options.agent }
+    // listeners get the machine's data frozen: what they do to it cannot reach the machine's context
+    const full = { ...deepFreeze(payload), signal, agent: this.options.agent }
     // the retry policy is agent/request-error's default decision: listeners run first and can ask it with next()
     const { retry } = this.options
     const decideByDefault = name === 'agent/request-error' && retry ? () => retry(full as unknown as RetryPayload) : () => fallback
     this.#settle(id, async () => {
       const value = name === 'agent/turn-stopping' ? await this.hooks.serial(name, full) : await this.hooks.waterfall(name, full, decideByDefault)
-      // the machine's own default needs no check; what a listener returned does
-      return { type: 'hook.done', id, value: value === fallback ? value : checkHookResult(name, value) }
+      // the machine's own default needs no check; what a listener or the policy returned is read here into plain data (issue #8)
+      return { type: 'hook.done', id, value: value === fallback ? value : hookDecision(name, value, payload) }
     })
   }
 
@@ -551,7 +507,11 @@ export class Runtime {
     })
   }
 
-  /** The hot path: each chunk is appended directly, the machine hears only the outcome (DESIGN rule 1). */
+  /**
+   * The hot path: each chunk is checked at the adapter boundary and appended directly; the machine hears only the
+   * outcome (DESIGN rule 1). A malformed chunk is logged as the failure finish it stands for (MALFORMED_RESPONSE),
+   * and reading stops at the first finish: an adapter whose cleanup never settles cannot hold the attempt open.
+   */
   async #stream(signal: AbortSignal, id: number, turn: number, step: number, config: LlmCallConfig): Promise<void> {
     const { session, model, systemPrompt, toolSchemas } = this.options
     const chunkSeqs: number[] = []
@@ -574,29 +534,36 @@ export class Runtime {
           signal.addEventListener('abort', onAbort, { once: true })
         })
         const iterator = normalizeStream(model, request)[Symbol.asyncIterator]()
+        let done = false
         try {
-          for (;;) {
+          for (let count = 1; ; count++) {
             const next = await Promise.race([iterator.next(), aborted])
             if (next === ABORT || signal.aborted) {
               cancelled = true
-              void iterator.return?.(undefined).catch(() => {})
               break
             }
-            if (next.done) break
-            const event = session.append('assistant/chunk', { turn, step, chunk: next.value })
+            if (next.done) {
+              done = true
+              break
+            }
+            const admitted = admitChunk(next.value)
+            const chunk: StreamChunk = admitted.ok ? admitted.chunk : { type: 'finish', reason: { kind: 'error', failure: admitted.failure } }
+            const event = session.append('assistant/chunk', { turn, step, chunk })
             chunkSeqs.push(event.seq)
-            assembler.push(next.value)
+            assembler.push(chunk)
+            if (chunk.type === 'finish') break
+            // a stream that never waits for I/O would keep timers (a cancel from a setTimeout) from running
+            if (count % CHUNKS_PER_YIELD === 0) await new Promise((resolve) => setImmediate(resolve))
           }
-        } catch (error) {
-          // a refused chunk append (RQ-7) ends the attempt: let the adapter close its stream
-          void iterator.return?.(undefined).catch(() => {})
-          throw error
         } finally {
           signal.removeEventListener('abort', onAbort)
+          // stopped early (cancelled, a finish, a malformed chunk, a refused append): let the adapter close its stream
+          if (!done) void iterator.return?.(undefined).catch(() => {})
         }
       }
     } catch (error) {
       if (!signal.aborted) {
+        // a refused chunk append (RQ-7) ends the attempt without recovery
         this.#send({ type: 'model.failed', id, failure: this.#failureOf(error) })
         return
       }
@@ -616,7 +583,7 @@ export class Runtime {
         const checked = checkArguments(tool, args)
         parsed = checked instanceof Promise ? await checked : checked // a promise only from async refinements
       } catch (error) {
-        parsed = { ok: false, issues: [{ path: '(root)', message: toLlmFailure(error).message }] }
+        parsed = { ok: false, issues: [{ path: '(root)', message: this.#failureOf(error).message }] }
       }
       if (!parsed.ok) {
         outcome = errorOutcome(describeInvalidArgs(name, parsed), { name: 'InvalidArgumentsError', code: 'INVALID_ARGS' })
@@ -624,11 +591,8 @@ export class Runtime {
         try {
           outcome = toOutcome(name, await tool.execute(deepFreeze(parsed.value), { callId, name, signal, agent: this.options.agent }))
         } catch (error) {
-          const coded = error as { code?: unknown; name?: unknown; message?: unknown }
-          outcome = errorOutcome(
-            error instanceof Error ? error.message : String(coded?.message ?? error),
-            typeof coded?.code === 'string' ? { name: typeof coded.name === 'string' ? coded.name : 'Error', code: coded.code } : undefined,
-          )
+          // TL-9: whatever was thrown, however hostile, becomes the call's error result
+          outcome = thrownOutcome(error)
         }
       }
     }

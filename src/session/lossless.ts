@@ -124,17 +124,3 @@ export function isLosslessJson(v: unknown): boolean {
   }
 }
 
-/** A short rendering of any value for an error message: JSON where it has one, else its string form. */
-export function describeValue(value: unknown): string {
-  try {
-    const json = JSON.stringify(value)
-    if (json !== undefined) return json.length > 80 ? `${json.slice(0, 77)}...` : json
-  } catch {
-    // a cycle or a BigInt: fall through to the string form
-  }
-  try {
-    return typeof value === 'object' && value !== null ? Object.prototype.toString.call(value) : String(value)
-  } catch {
-    return 'an unprintable value'
-  }
-}

@@ -1,10 +1,11 @@
 // The append-only session log (SS-1..SS-11): the single source of truth.
 // Every event is validated, copied, and frozen before it is committed; the
 // model-visible surface and the derived history are maintained alongside.
-import { Observable, Subscriber, type Observer, type Subscription } from 'rxjs'
+import { Observable, Subscriber, type Observer, type Operator, type Subscription } from 'rxjs'
 import { ConfigError, SeedRefusedError, SessionAppendError } from '../errors.js'
 import { validatedSeedViolations } from './invariants.js'
-import { describeValue, formatPath, toFrozenJson } from './lossless.js'
+import { describeValue } from '../foreign.js'
+import { formatPath, toFrozenJson } from './lossless.js'
 import {
   EventDataSchemas,
   SURFACE_TYPES,
@@ -136,34 +137,53 @@ export function deriveMessagesFrom(events: readonly SessionEvent[]): Message[] {
 // ---- events$ -----------------------------------------------------------------
 
 /**
- * An Observable whose direct subscribers are shielded: a throwing `next`
- * is reported with console.error instead of rxjs's asynchronous rethrow.
- * Operator chains (`pipe`) subscribe with a Subscriber and keep rxjs's own
- * handling, which never reaches the appender either.
+ * An Observable whose subscribers are shielded, whether they subscribe directly or through
+ * operators: `lift` (which every rxjs operator uses) keeps the chain a ContainedObservable, so
+ * the final observer of `events$.pipe(...)` is wrapped too. A throwing `next`, an error an
+ * operator raised with no error callback to take it, and a throwing `error`/`complete` callback
+ * are reported with console.error instead of rxjs's asynchronous rethrow, which would reach the
+ * process as an uncaught exception (SS-11, issue #8).
  */
 class ContainedObservable<T> extends Observable<T> {
+  override lift<R>(operator?: Operator<T, R>): Observable<R> {
+    const lifted = new ContainedObservable<R>()
+    lifted.source = this
+    lifted.operator = operator
+    return lifted
+  }
+
   override subscribe(
     observerOrNext?: Partial<Observer<T>> | ((value: T) => void) | null,
     error?: ((error: unknown) => void) | null,
     complete?: (() => void) | null,
   ): Subscription {
+    // an operator of the chain subscribing to its source: its own subscriber routes failures downstream
     if (observerOrNext instanceof Subscriber) return super.subscribe(observerOrNext)
     const observer =
       typeof observerOrNext === 'function' || observerOrNext == null
         ? { next: observerOrNext ?? undefined, error: error ?? undefined, complete: complete ?? undefined }
         : observerOrNext
-    const next = observer.next
+    const guarded = (what: string, call: () => void) => {
+      try {
+        call()
+      } catch (err) {
+        console.error(`agentchart: a session events$ subscriber threw in ${what}; contained`, err)
+      }
+    }
     return super.subscribe({
       next: (value: T) => {
-        if (next === undefined) return
-        try {
-          next.call(observer, value)
-        } catch (err) {
-          console.error('agentchart: a session events$ subscriber threw; contained', err)
-        }
+        const next = observer.next
+        if (next !== undefined) guarded('next', () => next.call(observer, value))
       },
-      error: (err: unknown) => observer.error?.call(observer, err),
-      complete: () => observer.complete?.call(observer),
+      error: (err: unknown) => {
+        const onError = observer.error
+        if (onError === undefined) console.error('agentchart: a session events$ pipeline failed with no error callback; contained', err)
+        else guarded('error', () => onError.call(observer, err))
+      },
+      complete: () => {
+        const onComplete = observer.complete
+        if (onComplete !== undefined) guarded('complete', () => onComplete.call(observer))
+      },
     })
   }
 }

@@ -1,5 +1,6 @@
 // Realistic scripted responses: block-start, a few deltas, the authoritative
 // block-end, optional usage, then finish (BEHAVIOURS 1.4).
+import { uniqueCallId } from '../adapters/assemble.js'
 import { llmFailure, type LlmFailureInit } from '../adapters/failure.js'
 import type { FinishReason, StreamChunk, TokenUsage } from '../session/schemas.js'
 
@@ -71,11 +72,18 @@ export function reasoningResponse(reasoning: string, text: string, options?: Res
 /**
  * Optional leading text, then one tool-call block per call, finishing `tool-calls`.
  * Why: drives a tool step; arguments stream as raw text split over deltas.
+ * Call ids are unique in the response, as an adapter must make them (Decision 8): a repeated
+ * id is sent as `<id>#2`, `<id>#3`, …
  */
 export function toolCallResponse(calls: readonly ScriptedToolCall[], text?: string, options?: ResponseOptions): StreamChunk[] {
   const out = text === undefined || text === '' ? [] : textBlock(0, 'text', text)
   const offset = out.length === 0 ? 0 : 1
-  calls.forEach((call, k) => out.push(...toolCallBlock(offset + k, call)))
+  const used = new Set<string>()
+  calls.forEach((call, k) => {
+    const id = uniqueCallId(call.id, used)
+    used.add(id)
+    out.push(...toolCallBlock(offset + k, id === call.id ? call : { ...call, id }))
+  })
   return [...out, ...ending({ kind: 'tool-calls' }, options)]
 }
 

@@ -2,11 +2,14 @@
 // validate function) is both the argument check and the JSON Schema the model
 // sees; bodies return a string or a richer result.
 import { ConfigError } from '../errors.js'
+import { describeThrown, describeValue, fieldsOf, isArrayLike, isRecordLike, peek } from '../foreign.js'
 import { describeIssues, toCheckedSchema, type CheckedSchema, type CheckResult, type InferSchema, type SchemaInput } from '../schema.js'
-import { toFrozenJson } from '../session/lossless.js'
+import { formatPath, toFrozenJson } from '../session/lossless.js'
 import { UserMessageSchema, type ToolSchema, type UserMessage } from '../session/schemas.js'
 import { userMessage } from '../messages.js'
+import { redactSecrets } from '../adapters/failure.js'
 import type { ToolOutcome } from '../machines/types.js'
+import { errorOutcome } from '../machines/tool-batch.js'
 
 export type ExecutionMode = 'parallel' | 'exclusive'
 
@@ -34,6 +37,11 @@ export interface ToolDefinition<S extends SchemaInput<any> = SchemaInput<any>> {
   /** The schema as given. */
   readonly input: S
   readonly executionMode: ExecutionMode | ((args: InferSchema<S>) => ExecutionMode)
+  /**
+   * A call whose body has not settled after this many milliseconds ends as an error result with code
+   * TOOL_TIMEOUT; the body's signal is aborted and its late result dropped. Absent: no limit.
+   */
+  readonly timeoutMs?: number
   readonly execute: (args: InferSchema<S>, context: ToolContext<any>) => string | ToolResultValue | Promise<string | ToolResultValue>
 }
 
@@ -59,6 +67,8 @@ export function defineTool<S extends SchemaInput<any>>(definition: {
   description: string
   input: S
   executionMode?: ExecutionMode | ((args: InferSchema<S>) => ExecutionMode)
+  /** Milliseconds after which an unsettled call ends as a TOOL_TIMEOUT error result (default: no limit). */
+  timeoutMs?: number
   execute: (args: InferSchema<S>, context: ToolContext<any>) => string | ToolResultValue | Promise<string | ToolResultValue>
 }): ToolDefinition<S> {
   if (typeof definition?.name !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(definition.name)) {
@@ -69,6 +79,12 @@ export function defineTool<S extends SchemaInput<any>>(definition: {
   const mode = definition.executionMode ?? 'exclusive'
   if (mode !== 'parallel' && mode !== 'exclusive' && typeof mode !== 'function') {
     throw new ConfigError(`tool ${definition.name}: executionMode must be 'parallel', 'exclusive' or a function`, { path: 'executionMode' })
+  }
+  const { timeoutMs } = definition
+  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0 && !Number.isNaN(timeoutMs))) {
+    throw new ConfigError(`tool ${definition.name}: timeoutMs must be a positive number of milliseconds (or Infinity), got ${describeValue(timeoutMs)}`, {
+      path: 'timeoutMs',
+    })
   }
   const tool: ToolDefinition<S> = Object.freeze({ ...definition, description: definition.description ?? '', executionMode: mode })
   checkedSchemas.set(tool, checked)
@@ -102,34 +118,75 @@ export function classify(tool: ToolDefinition | undefined, args: unknown): Execu
   }
 }
 
-/** Explain refused arguments to the model: the failing paths and what was expected. */
+/** Explain refused arguments to the model in one line: the failing paths and what was expected. */
 export function describeInvalidArgs(name: string, failed: Extract<CheckResult<unknown>, { ok: false }>): string {
   return `invalid arguments for tool ${name}: ${describeIssues(failed.issues)}`
 }
 
-function contextsOf(callName: string, contexts: unknown): UserMessage[] | undefined {
+/**
+ * A user message someone else built, as a checked frozen JSON copy; a refusal reads as one sentence naming the path.
+ * Why: messages from tool results and listeners enter the inbox and the log, so they meet the inbox's rules (IN-7, IN-8).
+ */
+export function checkedMessage(value: unknown, where: string): UserMessage {
+  const copy = toFrozenJson(value, where)
+  const parsed = UserMessageSchema.safeParse(copy)
+  if (parsed.success) return copy as UserMessage
+  const issue = parsed.error.issues[0]
+  throw new TypeError(`${where} is not a user message: ${formatPath(where, issue.path)}: ${issue.message}`)
+}
+
+/** Additional contexts of a result or a post-execute decision (TL-12): strings become plugin messages of the tool. */
+export function contextsOf(callName: string, contexts: unknown, what = `tool ${callName}`): UserMessage[] | undefined {
   if (contexts === undefined) return undefined
-  if (!Array.isArray(contexts)) throw new TypeError('additionalContexts must be an array')
-  return contexts.map((c, i) =>
+  if (!isArrayLike(contexts)) throw new TypeError(`${what}: additionalContexts must be an array of strings or user messages`)
+  return Array.from(contexts, (c, i) =>
     typeof c === 'string'
       ? userMessage(c, { source: { kind: 'plugin', plugin: `tool:${callName}`, form: 'additional-context' } })
-      : toFrozenJson<UserMessage>(UserMessageSchema.parse(c), `additionalContexts[${i}]`),
+      : checkedMessage(c, `${what}: additionalContexts[${i}]`),
   )
 }
 
-/** Normalize whatever a body returned into a tool outcome. */
+/**
+ * Normalize whatever a body returned into a frozen tool outcome, reading each field once; throws a TypeError
+ * naming what is wrong. Why: the outcome goes into the machine and the log as plain data (issue #8).
+ */
 export function toOutcome(callName: string, value: unknown): ToolOutcome {
-  if (typeof value === 'string') return { isError: false, content: value }
-  if (value === null || typeof value !== 'object' || typeof (value as ToolResultValue).content !== 'string') {
-    throw new TypeError(`tool ${callName} returned neither a string nor { content: string }`)
-  }
-  const v = value as ToolResultValue
-  const additionalContexts = contextsOf(callName, v.additionalContexts)
-  return {
-    isError: v.isError === true,
-    content: v.content,
-    ...(v.meta !== undefined ? { meta: toFrozenJson(v.meta, 'meta') } : {}),
-    ...(additionalContexts && additionalContexts.length ? { additionalContexts } : {}),
-    ...(v.concludesTurn === true ? { concludesTurn: true } : {}),
+  if (typeof value === 'string') return Object.freeze({ isError: false, content: value })
+  const invalid = `tool ${callName} returned neither a string nor { content: string }`
+  if (!isRecordLike(value)) throw new TypeError(invalid)
+  const field = fieldsOf(value, `tool ${callName}'s result`)
+  const content = field('content')
+  if (typeof content !== 'string') throw new TypeError(invalid)
+  const meta = field('meta')
+  const additionalContexts = contextsOf(callName, field('additionalContexts'))
+  return Object.freeze({
+    isError: field('isError') === true,
+    content,
+    ...(meta !== undefined ? { meta: toFrozenJson(meta, 'meta') } : {}),
+    ...(additionalContexts && additionalContexts.length ? { additionalContexts: Object.freeze(additionalContexts) as UserMessage[] } : {}),
+    ...(field('concludesTurn') === true ? { concludesTurn: true } : {}),
+  })
+}
+
+/**
+ * The error result of a body that threw (TL-9): its message, and `{name, code}` when it carries a string code.
+ * Why: whatever was thrown (a null-prototype object, a revoked proxy, getters that throw) must become a result;
+ * reads that throw count as absent, and credentials in the message are redacted like a model failure's.
+ */
+export function thrownOutcome(thrown: unknown): ToolOutcome {
+  const code = peek(thrown, 'code')
+  const name = peek(thrown, 'name')
+  const info = typeof code === 'string' && code !== '' ? { name: typeof name === 'string' && name !== '' ? name : 'Error', code } : undefined
+  return Object.freeze(errorOutcome(redactSecrets(thrownMessage(thrown)), info))
+}
+
+/** What a thrown value says: an Error's message, a string `message`, else its string form (or a description). */
+function thrownMessage(thrown: unknown): string {
+  const message = peek(thrown, 'message')
+  if (typeof message === 'string') return message
+  try {
+    return String(message ?? thrown)
+  } catch {
+    return describeThrown(thrown)
   }
 }
