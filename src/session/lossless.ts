@@ -123,4 +123,3 @@ export function isLosslessJson(v: unknown): boolean {
     throw err
   }
 }
-

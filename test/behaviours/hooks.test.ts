@@ -359,8 +359,9 @@ describe('HK-6: adapter throws versus refused chunks', () => {
   })
 
   it('HK-6: a chunk the log refuses ends the turn error directly, without request recovery', async () => {
-    const garbage = [{ type: 'not-a-chunk', index: 0 } as unknown as StreamChunk, ...textResponse('never')]
-    const { agent } = scriptedAgent([garbage])
+    // the store refuses the first chunk (a malformed chunk is the adapter's failure instead: it goes to recovery, ST-6)
+    const { agent } = scriptedAgent([textResponse('never')])
+    agent.session.failNextAppend('assistant/chunk')
     const seen = agentErrors(agent)
     const recovery: unknown[] = []
     agent.on('agent/request-error', (p) => void recovery.push(p.failure))
