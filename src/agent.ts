@@ -249,6 +249,28 @@ interface Durable {
 
 /** Live agents by session id, so a second instance cannot take over an open turn (RS-7). */
 const liveAgents = new Map<string, WeakRef<Agent>>()
+/** An agent dropped without dispose() leaves the registry when it is collected (issue #8). */
+const collected = new FinalizationRegistry<string>((id) => {
+  if (liveAgents.get(id)?.deref() === undefined) liveAgents.delete(id)
+})
+
+/** How many session ids the live-agent registry holds. Why: a test can check that dropped agents do not leak. */
+export function liveAgentCount(): number {
+  return liveAgents.size
+}
+
+/** How `dispose()` treats work that does not settle (issue #8). */
+export interface DisposeOptions {
+  /**
+   * Abandon tool bodies and listeners still running `graceMs` after the cancel: a call closes with a
+   * TOOL_OUTCOME_UNKNOWN error result (late results are dropped), a listener as failed, so the log closes.
+   */
+  force?: boolean
+  /** How long a forced disposal waits for running work first; default 1000 ms. */
+  graceMs?: number
+}
+
+const DEFAULT_GRACE_MS = 1000
 
 export class Agent {
   readonly id: string
@@ -258,6 +280,7 @@ export class Agent {
   readonly #hooks: Hooks
   #started = false
   #disposed: Promise<void> | null = null
+  #forced = false
   readonly #resumed: boolean
   readonly #index: LogIndex
   readonly #runs: RunTracker
@@ -335,6 +358,7 @@ export class Agent {
       running: () => this.status === 'running',
     })
     liveAgents.set(session.id, new WeakRef(this))
+    collected.register(this, session.id, this)
     queueMicrotask(() => this.#start())
   }
 
@@ -446,9 +470,37 @@ export class Agent {
     return this.#hooks.on(name, listener)
   }
 
-  /** Cancel with `disposed`, wait for quiescence, then deregister (CX-17). */
-  dispose(): Promise<void> {
-    if (this.#disposed) return this.#disposed
+  /**
+   * Cancel with `disposed`, wait for quiescence, then deregister (CX-17). With `force`, work that has not settled
+   * `graceMs` after the cancel is abandoned, so a body that ignores its signal cannot keep disposal waiting.
+   */
+  dispose(options: DisposeOptions = {}): Promise<void> {
+    const force = options?.force === true
+    const graceMs = options?.graceMs ?? DEFAULT_GRACE_MS
+    if (typeof graceMs !== 'number' || Number.isNaN(graceMs) || graceMs < 0) {
+      throw new ConfigError(`dispose: graceMs must be a number of milliseconds >= 0, got ${describeValue(graceMs)}`, { path: 'graceMs' })
+    }
+    const disposing = this.#disposed ?? this.#disposeNow()
+    if (force && !this.#forced) {
+      this.#forced = true
+      void this.#abandonAfter(graceMs)
+    }
+    return disposing
+  }
+
+  /** While the agent is not idle: wait `graceMs`, then abandon what still runs (dispose({ force })). */
+  async #abandonAfter(graceMs: number): Promise<void> {
+    for (;;) {
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const lapsed = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), graceMs)))
+      const idle = await Promise.race([this.#runtime.whenIdle().then(() => true), lapsed])
+      clearTimeout(timer)
+      if (idle) return
+      this.#runtime.abandonRunning()
+    }
+  }
+
+  #disposeNow(): Promise<void> {
     this.#disposed = (async () => {
       try {
         this.cancel({ kind: 'disposed' })
@@ -462,6 +514,7 @@ export class Agent {
       await this.#durable?.writer.close().catch((error: unknown) => this.#hooks.logger.error('agentchart: releasing the store lease failed', error))
       this.#hooks.clear()
       if (liveAgents.get(this.id)?.deref() === this) liveAgents.delete(this.id)
+      collected.unregister(this)
       this.#unobserve?.()
       this.#unobserve = null
     })()

@@ -3,6 +3,7 @@ export { createAgent, Agent, Inbox } from './agent.js'
 export type {
   AgentOptions,
   StoredAgentOptions,
+  DisposeOptions,
   AgentStatus,
   AgentHooks,
   ListenerName,

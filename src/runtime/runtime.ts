@@ -10,7 +10,7 @@ import type { ModelAdapter, ModelRequest } from '../adapters/types.js'
 import { InboxError } from '../errors.js'
 import { agentMachine } from '../machines/agent.js'
 import { alreadyPending, applySplice, duplicatedBy } from '../machines/inbox.js'
-import type { AgentEvent, AgentInput, AppendEffect, Effect, HookName, InboxLists } from '../machines/types.js'
+import type { AgentEvent, AgentInput, AppendEffect, Effect, HookName, InboxLists, ToolOutcome } from '../machines/types.js'
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
 import {
   type LlmCallConfig,
@@ -65,6 +65,18 @@ export interface RuntimeOptions {
 type WorkEffect = Extract<Effect, { type: 'fx.hook' | 'fx.prepare' | 'fx.model' | 'fx.tool' | 'fx.job' | 'fx.wait' }>
 
 const ABORT = Symbol('abort')
+
+/** The result of a tool call abandoned while its body ran: the same words and code a repaired log uses. */
+const ABANDONED_TOOL: ToolOutcome = Object.freeze({
+  isError: true,
+  content: 'Error: the outcome of this tool call is unknown: it was abandoned while it ran. Retry it blindly only if the call is safe to repeat.',
+  error: Object.freeze({ name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' }),
+})
+
+/** What an abandoned hook or request answers with. */
+function abandonedFailure(): LlmFailure {
+  return Object.freeze({ message: 'abandoned: it did not settle after the cancel', code: 'ABANDONED' })
+}
 /** How many chunks a stream may deliver before the runtime lets the event loop run once. */
 const CHUNKS_PER_YIELD = 256
 
@@ -112,6 +124,11 @@ export class Runtime {
   /** True while the macrostep of the caller's own `dispatch` event runs: only its refusals are the caller's to throw. */
   #own = false
   #idleWaiters: Array<() => void> = []
+  /**
+   * Work started outside the machine and not yet answered, by effect id, each with the answer it gets if it is
+   * abandoned (`abandonRunning`); an answer that arrives after that is dropped by id (issue #8).
+   */
+  readonly #running = new Map<number, AgentEvent>()
   /** Outside work waiting for the store, each with the log length it must see committed; started in order. */
   #held: Array<{ effect: WorkEffect; through: number }> = []
   #gate: 'open' | 'draining' | 'waiting' = 'open'
@@ -186,11 +203,50 @@ export class Runtime {
     }
   }
 
-  /** Resolves once the machine rests in idle (PH-7). */
+  /**
+   * Resolves once the machine rests in idle (PH-7) and stays there: after it reaches idle, the work listeners
+   * queued on the way (a followup from a `turn/end` or `agent/status` listener, in a microtask or at once) runs
+   * first, and a turn it opened is waited for too.
+   */
   whenIdle(): Promise<void> {
+    // resting now: at once (PH-7)
+    return this.#resting() ? Promise.resolve() : this.#nextRest()
+  }
+
+  async #nextRest(): Promise<void> {
+    for (;;) {
+      if (!this.#resting()) await new Promise<void>((resolve) => this.#idleWaiters.push(resolve))
+      // one turn of the event loop: what listeners queued while the turn closed gets to run
+      await new Promise((resolve) => setImmediate(resolve))
+      if (this.#resting()) return
+    }
+  }
+
+  #resting(): boolean {
     const snapshot = this.actor.getSnapshot()
-    if (snapshot.value === 'idle' || snapshot.status !== 'active') return Promise.resolve()
-    return new Promise((resolve) => this.#idleWaiters.push(resolve))
+    return snapshot.value === 'idle' || snapshot.status !== 'active'
+  }
+
+  /**
+   * Answers every piece of outside work still running as abandoned: a tool body as a TOOL_OUTCOME_UNKNOWN error
+   * result, a hook or request preparation as failed; their late answers are dropped. Why: a body or listener that
+   * never settles must not keep a cancelled turn open forever (`dispose({ force: true })`, issue #8).
+   */
+  abandonRunning(): number {
+    const answers = [...this.#running.values()]
+    this.#running.clear()
+    for (const answer of answers) this.#send(answer)
+    return answers.length
+  }
+
+  /** Records outside work as running; the returned function answers the machine once, unless it was abandoned. */
+  #track(id: number, abandoned: AgentEvent): (event: AgentEvent) => void {
+    this.#running.set(id, abandoned)
+    return (event) => {
+      if (this.#running.get(id) !== abandoned) return // abandoned: its answer was given already
+      this.#running.delete(id)
+      this.#send(event)
+    }
   }
 
   #releaseIdle(): void {
@@ -470,10 +526,8 @@ export class Runtime {
 
   /** Run work that answers with one event; a throw is answered as hook.failed. */
   #settle(id: number, work: () => Promise<AgentEvent>): void {
-    work().then(
-      (event) => this.#send(event),
-      (error) => this.#send({ type: 'hook.failed', id, failure: this.#failureOf(error) }),
-    )
+    const answer = this.#track(id, { type: 'hook.failed', id, failure: abandonedFailure() })
+    work().then(answer, (error) => answer({ type: 'hook.failed', id, failure: this.#failureOf(error) }))
   }
 
   #runHook(signal: AbortSignal, id: number, name: HookName, payload: Record<string, unknown>, fallback: unknown): void {
@@ -513,6 +567,7 @@ export class Runtime {
    * and reading stops at the first finish: an adapter whose cleanup never settles cannot hold the attempt open.
    */
   async #stream(signal: AbortSignal, id: number, turn: number, step: number, config: LlmCallConfig): Promise<void> {
+    const answer = this.#track(id, { type: 'model.failed', id, failure: abandonedFailure() })
     const { session, model, systemPrompt, toolSchemas } = this.options
     const chunkSeqs: number[] = []
     const assembler = new StreamAssembler()
@@ -564,15 +619,16 @@ export class Runtime {
     } catch (error) {
       if (!signal.aborted) {
         // a refused chunk append (RQ-7) ends the attempt without recovery
-        this.#send({ type: 'model.failed', id, failure: this.#failureOf(error) })
+        answer({ type: 'model.failed', id, failure: this.#failureOf(error) })
         return
       }
       cancelled = true
     }
-    this.#send({ type: 'model.settled', id, chunkSeqs, response: assembler.result(), cancelled })
+    answer({ type: 'model.settled', id, chunkSeqs, response: assembler.result(), cancelled })
   }
 
   async #runTool(signal: AbortSignal, id: number, callId: string, name: string, args: unknown): Promise<void> {
+    const answer = this.#track(id, { type: 'tool.settled', id, outcome: ABANDONED_TOOL })
     const tool = this.#tool(name)
     let outcome
     if (!tool) {
@@ -588,15 +644,47 @@ export class Runtime {
       if (!parsed.ok) {
         outcome = errorOutcome(describeInvalidArgs(name, parsed), { name: 'InvalidArgumentsError', code: 'INVALID_ARGS' })
       } else {
-        try {
-          outcome = toOutcome(name, await tool.execute(deepFreeze(parsed.value), { callId, name, signal, agent: this.options.agent }))
-        } catch (error) {
-          // TL-9: whatever was thrown, however hostile, becomes the call's error result
-          outcome = thrownOutcome(error)
-        }
+        outcome = await this.#execute(tool, parsed.value, callId, signal)
       }
     }
-    this.#send({ type: 'tool.settled', id, outcome })
+    answer({ type: 'tool.settled', id, outcome })
+  }
+
+  /** One body run, under the tool's `timeoutMs` when it has one: a body still running then gets its signal aborted and its late result dropped. */
+  async #execute(tool: ToolDefinition, args: unknown, callId: string, turnSignal: AbortSignal): Promise<ToolOutcome> {
+    const { name, timeoutMs } = tool
+    const limited = timeoutMs !== undefined && timeoutMs !== Infinity
+    // the body's own signal: aborted by the turn's, or by the timeout
+    const controller = limited ? new AbortController() : null
+    const follow = () => controller?.abort(turnSignal.reason)
+    if (controller) {
+      if (turnSignal.aborted) follow()
+      else turnSignal.addEventListener('abort', follow, { once: true })
+    }
+    const signal = controller ? controller.signal : turnSignal
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const body = (async () => {
+      try {
+        return toOutcome(name, await tool.execute(deepFreeze(args), { callId, name, signal, agent: this.options.agent }))
+      } catch (error) {
+        // TL-9: whatever was thrown, however hostile, becomes the call's error result
+        return thrownOutcome(error)
+      }
+    })()
+    if (!controller) return body
+    const timedOut = new Promise<ToolOutcome>((resolve) => {
+      timer = setTimeout(() => {
+        const message = `tool ${name} did not settle within ${timeoutMs} ms`
+        controller.abort(new Error(message))
+        resolve(errorOutcome(message, { name: 'ToolTimeoutError', code: 'TOOL_TIMEOUT' }))
+      }, timeoutMs)
+    })
+    try {
+      return await Promise.race([body, timedOut])
+    } finally {
+      clearTimeout(timer)
+      turnSignal.removeEventListener('abort', follow)
+    }
   }
 
   #startJob(id: number): void {

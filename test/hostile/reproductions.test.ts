@@ -3,11 +3,14 @@
 // to wedge an agent (stuck running, log left open, cancel/dispose never
 // settling) or corrupt its log, and asserts the rule instead: the agent comes
 // back to idle, the log is sound, and the next turn runs.
+import { execFile } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import { map } from 'rxjs'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createAgent, defineTool, userMessage, type Agent, type AgentOptions, type ModelAdapter, type StreamChunk } from '../../src/index.js'
-import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
+import { checkSessionInvariants, hang, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
 import { ofType, tick, turnEnds } from '../helpers.js'
 
 // ---- plumbing -------------------------------------------------------------------
@@ -338,6 +341,81 @@ describe('#8.6 duplicate tool-call ids in one step', () => {
   })
 })
 
+// ---- 7. whenIdle and turns started by listeners ----------------------------------------------------
+
+describe('#8.7 whenIdle() resolves only when no turn is open', () => {
+  it('PH-7: a followup sent from a turn/end listener after a cancel is waited for', async () => {
+    const model = scriptedModel([hang, textResponse('second')])
+    const agent = createAgent({ model, logger: quiet })
+    let once = true
+    agent.on('session/event', ({ event }) => {
+      if (event.type === 'turn/end' && once) {
+        once = false
+        queueMicrotask(() => agent.followup('from the listener'))
+      }
+    })
+    agent.followup('first')
+    await tick()
+    agent.cancel()
+    await agent.whenIdle()
+    expect(agent.status).toBe('idle')
+    const starts = ofType(agent, 'turn/start').length
+    expect(ofType(agent, 'turn/end').length).toBe(starts)
+  })
+
+  it('PH-7: a followup sent from an agent/status idle listener after a cancel is waited for', async () => {
+    const model = scriptedModel([hang, textResponse('second')])
+    const agent = createAgent({ model, logger: quiet })
+    let once = true
+    agent.on('agent/status', ({ status }) => {
+      if (status === 'idle' && once) {
+        once = false
+        agent.followup('from the listener')
+      }
+    })
+    agent.followup('first')
+    await tick()
+    agent.cancel()
+    await agent.whenIdle()
+    expect(agent.status).toBe('idle')
+    expect(ofType(agent, 'turn/end').length).toBe(ofType(agent, 'turn/start').length)
+  })
+})
+
+// ---- 9. tools that never settle -------------------------------------------------------------------
+
+describe('#8.9 an escape from a tool that never settles', () => {
+  it('TL-15: a per-tool timeoutMs settles the call as an error result', async () => {
+    const stuck = defineTool({
+      name: 'stuck',
+      description: 'never returns',
+      input: z.object({}).loose(),
+      timeoutMs: 30,
+      execute: () => new Promise<string>(() => {}),
+    } as never)
+    const model = scriptedModel([toolCallResponse([{ id: 'c1', name: 'stuck', arguments: '{}' }]), textResponse('gave up on it')])
+    const agent = createAgent({ model, tools: [stuck], logger: quiet })
+    agent.followup('go')
+    await expectRecovered(agent)
+    const result = resultOf(agent, 'c1')!
+    expect(result.data.message.content[0].isError).toBe(true)
+    expect(turnEnds(agent)[0]).toEqual({ kind: 'completed' })
+  })
+
+  it('CX-17: dispose({ force: true }) abandons a body that ignores its signal and closes the log', async () => {
+    const stuck = defineTool({ name: 'stuck', description: 'ignores its signal', input: z.object({}).loose(), execute: () => new Promise<string>(() => {}) })
+    const model = scriptedModel([toolCallResponse([{ id: 'c1', name: 'stuck', arguments: '{}' }])])
+    const agent = createAgent({ model, tools: [stuck], logger: quiet })
+    agent.followup('go')
+    await tick(20)
+    const disposed = await Promise.race([(agent.dispose as (o: unknown) => Promise<void>)({ force: true }).then(() => true), tick(3000).then(() => false)])
+    expect(disposed).toBe(true)
+    expect(checkSessionInvariants(agent.session.events)).toEqual([])
+    expect(turnEnds(agent)[0]).toEqual({ kind: 'aborted', reason: { kind: 'disposed' } })
+    expect(resultOf(agent, 'c1')!.data.message.content[0].isError).toBe(true)
+  })
+})
+
 // ---- 10. events$ through operators ----------------------------------------------------------------
 
 describe('#8.10 observers are contained whether they subscribe directly or through operators', () => {
@@ -402,6 +480,19 @@ describe('#8.12 secrets never reach the log; validation errors read as a sentenc
     expect(content).toMatch(/\ba\b/)
     expect(content).toMatch(/b\.c/)
     expect(content.split('\n')).toHaveLength(1)
+  })
+})
+
+// ---- 13. agents never disposed ------------------------------------------------------------------------
+
+describe('#8.13 agents that are never disposed', () => {
+  it('RS-7: a dropped idle agent does not keep its session id registered forever', async () => {
+    // collection needs --expose-gc: always measured in a child process that has it, never skipped
+    const child = fileURLToPath(new URL('./registry-child.ts', import.meta.url))
+    const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--import', 'tsx', child], { timeout: 60_000 })
+    const { before, whileHeld, after } = JSON.parse(stdout) as { before: number; whileHeld: number; after: number }
+    expect(whileHeld - before, 'held agents are registered').toBe(200)
+    expect(after - before, 'dropped agents leave the registry').toBeLessThan(20)
   })
 })
 
