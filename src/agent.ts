@@ -5,7 +5,7 @@ import type { agentMachine } from './machines/agent.js'
 
 type AgentMachine = typeof agentMachine
 import type { ModelAdapter } from './adapters/types.js'
-import { AgentchartError, AgentStateError, ConfigError, SessionAppendError, StoredLogError } from './errors.js'
+import { AgentchartError, AgentStateError, ApprovalError, ConfigError, SessionAppendError, StoredLogError } from './errors.js'
 import { applySplice, duplicatePending, hasPending } from './machines/inbox.js'
 import type { InboxLists, ToolOutcome } from './machines/types.js'
 import { toInboxMessage } from './messages.js'
@@ -27,6 +27,7 @@ import { LogIndex, type RunResult, type UsageTotals } from './results.js'
 import { defaultRetry, sleepFor, type RequestErrorAction, type RetryPolicyOptions } from './retry.js'
 import { RunTracker } from './runs.js'
 import { describeValue } from './foreign.js'
+import { approvalResume, pendingApprovals, type PendingApproval } from './session/approvals.js'
 import { repairClosers, openTurnOf } from './session/repair.js'
 import { createSession, type Session } from './session/session.js'
 import { checkSessionId, DEFAULT_LEASE_MS } from './stores/lease.js'
@@ -61,6 +62,11 @@ export interface AgentOptions {
   retry?: false | RetryPolicyOptions
   /** How a retry's backoff waits (default: a timer that a cancel ends at once); tests and drivers pass their own clock. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>
+  /**
+   * TL-18: a `tools/pre-execute` answer `ask{reason}` waits for `agent.approve` / `agent.deny` when this is true
+   * or a `tools/approval-requested` listener is registered; with neither, nobody could answer, so `ask` is a deny.
+   */
+  approvals?: boolean
   /** Only with StoredAgentOptions: an agent over a store is made by the promise-returning form of createAgent. */
   store?: undefined
 }
@@ -106,6 +112,8 @@ export interface AgentHooks {
     next: Next<PostExecuteDecision>,
   ) => PostExecuteDecision | Promise<PostExecuteDecision>
   'tools/result': (p: WithAgent<ToolExecution & { outcome: ToolOutcomeView }>) => void
+  /** TL-18: a call waits for `agent.approve(callId)` or `agent.deny(callId, reason)`; registering this makes the agent an approver. */
+  'tools/approval-requested': (p: WithAgent<Omit<ToolExecution, 'signal'> & { reason: string }>) => void
   'agent/status': (p: WithAgent<{ status: AgentStatus }>) => void
   'agent/inbox/inserted': (p: WithAgent<{ message: UserMessage }>) => void
   'agent/inbox/discarded': (p: WithAgent<{ message: UserMessage }>) => void
@@ -120,7 +128,8 @@ export interface AgentHooks {
 export type ListenerName = keyof AgentHooks
 
 export type PreStepDecision = { kind: 'reject' } | { kind: 'enter'; messages: readonly UserMessage[] }
-export type PreExecuteDecision = { kind: 'allow' } | { kind: 'deny'; reason: string }
+/** `ask` makes the call wait for a person's answer (TL-18); with no approver configured it behaves as `deny`. */
+export type PreExecuteDecision = { kind: 'allow' } | { kind: 'deny'; reason: string } | { kind: 'ask'; reason: string }
 export type PostExecuteDecision =
   | { kind: 'accept'; content?: string; value?: unknown; additionalContexts?: UserMessage[] }
   | { kind: 'block'; feedback: string; additionalContexts?: UserMessage[] }
@@ -317,6 +326,8 @@ export class Agent {
     const events = session.events
     const lastTurn = events.reduce((max, e) => (e.type === 'turn/start' ? Math.max(max, e.data.turn) : max), 0)
     const priorHeader = events.some((e) => e.type === 'request/header')
+    // TL-18: a log that stops while a call waits for approval resumes in that wait instead of being repaired
+    const resume = approvalResume(events, maxParallelToolCalls)
     const lastRoute = events.findLast((e) => e.type === 'request/context')
     this.#resumed = events.length > 0
     const outputSchemas = new OutputSchemas()
@@ -334,7 +345,9 @@ export class Agent {
       lastTurn,
       priorHeader,
       ...(lastRoute ? { contextKey: canonical(lastRoute.data) } : {}),
-      repair: repairClosers(events),
+      repair: resume ? [] : repairClosers(events),
+      ...(resume ? { resume } : {}),
+      approvals: options.approvals === true,
       maxParallelToolCalls,
       hooks: this.#hooks,
       agent: this,
@@ -438,6 +451,33 @@ export class Agent {
     const parsed = AgentCancelCauseSchema.safeParse(cause)
     if (!parsed.success) throw new ConfigError(`invalid cancel cause: ${parsed.error.issues[0].message}`, { path: 'cause' })
     this.#runtime.dispatch({ type: 'agent.cancel', cause, keepInbox: options.keepInbox === true })
+  }
+
+  /** The calls waiting for a person's answer (TL-18), read from the log: they survive a restart over a store. */
+  get pendingApprovals(): readonly PendingApproval[] {
+    return pendingApprovals(this.session.events)
+  }
+
+  /** Run the waiting call `callId` (its body runs once; no second pre-execute). Refuses unknown or answered ids. */
+  approve(callId: string): void {
+    this.#answer(callId, true)
+  }
+
+  /** Refuse the waiting call `callId`: its result is the error `reason`, which the model reads (post-execute still runs). */
+  deny(callId: string, reason: string): void {
+    if (typeof reason !== 'string') throw new ConfigError('deny needs a string reason (the model reads it)', { path: 'reason' })
+    this.#answer(callId, false, reason)
+  }
+
+  #answer(callId: string, approved: boolean, reason?: string): void {
+    this.#assertLive()
+    if (typeof callId !== 'string') throw new ConfigError('callId must be a string', { path: 'callId' })
+    if (!this.pendingApprovals.some((p) => p.callId === callId)) {
+      const asked = this.session.events.some((e) => e.type === 'tool/approval-request' && e.data.callId === callId)
+      if (asked) throw new ApprovalError('APPROVAL_ALREADY_ANSWERED', callId, `the approval of call ${callId} was already answered or closed`)
+      throw new ApprovalError('APPROVAL_UNKNOWN', callId, `no call waits for approval under id ${JSON.stringify(callId)}`)
+    }
+    this.#runtime.dispatch({ type: 'approval.answered', callId, approved, ...(reason !== undefined ? { reason } : {}) })
   }
 
   /** Resolves when the agent rests idle with no maintenance (PH-7) and, over a store, its log is committed (or the store failed). */

@@ -105,3 +105,16 @@ export class StoreError extends AgentchartError {
     this.sessionId = sessionId
   }
 }
+
+/**
+ * An approval answer that cannot be given (TL-18): `APPROVAL_UNKNOWN` when no call of the open step waits for
+ * one under that id, `APPROVAL_ALREADY_ANSWERED` when its question was answered or closed (cancelled) already.
+ */
+export class ApprovalError extends AgentchartError {
+  readonly callId: string
+  constructor(code: 'APPROVAL_UNKNOWN' | 'APPROVAL_ALREADY_ANSWERED', callId: string, message: string) {
+    super(code, message, { path: 'callId' })
+    this.name = 'ApprovalError'
+    this.callId = callId
+  }
+}

@@ -140,6 +140,13 @@ const agentConfig = labelGuards(
   ),
 )
 
+/**
+ * Where an instance resumes a call that waits for approval (TL-18): inside the open turn's step, its tool batch
+ * dispatch waiting for the answer and the commit lane ready to write what it owes. The runtime restores this
+ * state with `machine.resolveState({ value, context })` and then sends `agent.resumed`.
+ */
+export const AWAITING_APPROVAL = { running: { turn: { step: { toolBatch: { running: { dispatch: 'awaitingApproval', commit: 'waiting' } } } } } } as const
+
 /** The agent: idle, running (one turn at a time), maintenance, disposed. */
 export const agentMachine = agentSetup.createMachine({
   id: 'agent',

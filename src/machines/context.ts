@@ -34,6 +34,10 @@ export function initialContext(input: AgentInput): AgentContext {
     stepOutcome: null,
     ids: { next: 1, waiting: 0 },
     toolBatch: newToolBatch(input.calls ?? [], maxParallelToolCalls),
+    // a resumed approval wait (TL-18) continues the open turn and step with the batch the log describes
+    ...(input.resume
+      ? { turn: input.resume.turn, step: input.resume.step, maxTokensSeen: input.resume.maxTokensSeen, toolBatch: input.resume.toolBatch }
+      : {}),
   }
 }
 
@@ -55,5 +59,6 @@ export function newToolBatch(calls: readonly PlannedCall[], cap: number): ToolBa
     classifyId: 0,
     concluded: false,
     failure: null,
+    approval: null,
   }
 }

@@ -1,6 +1,6 @@
 // agentchart/machines: the five statecharts, each walkable on its own, the
 // setup their named implementations live in, and the vocabulary they share.
-export { agentMachine, agentSetup } from './agent.js'
+export { agentMachine, agentSetup, AWAITING_APPROVAL } from './agent.js'
 export { turnMachine, turnState } from './turn.js'
 export { stepMachine, stepState } from './step.js'
 export { attemptMachine, attemptState, parseArguments } from './attempt.js'

@@ -137,6 +137,40 @@ export const toolBatchImplementations = named({
       const reason = (e.value as { reason?: string }).reason ?? 'denied'
       endWithoutBody(d, errorOutcome(reason, { name: 'ToolDeniedError', code: 'DENIED' }))
     }),
+    /**
+     * TL-18: pre-execute asked for a person's approval: the call keeps its slot and dispatch waits (approvals are
+     * asked one at a time, in model order, like pre-execute itself); the question is logged so it survives a restart.
+     */
+    requestApproval: actionOn(['hook.done'], (d, e) => {
+      const b = batchOf(d)
+      const call = b.calls[b.nextStart]
+      const reason = (e.value as { reason?: string }).reason ?? 'approval required'
+      d.setToolBatch({ preId: 0, approval: call.callId })
+      d.append('tool/approval-request', { turn: d.get('turn'), step: d.get('step'), callId: call.callId, name: call.name, reason })
+      d.notify('tools/approval-requested', { ...executionOf(d, call), reason })
+    }),
+    /** TL-18: the answer is logged; an approval runs the body (no second pre-execute). */
+    approveCall: actionOn(['approval.answered'], (d, e) => {
+      d.append('tool/approval-answer', { turn: d.get('turn'), step: d.get('step'), callId: e.callId, decision: 'approve' })
+      d.setToolBatch({ approval: null })
+    }),
+    /** TL-18: a person's denial is the call's error result, like a pre-execute deny (post-execute still runs). */
+    denyApprovalCall: actionOn(['approval.answered'], (d, e) => {
+      const reason = e.reason ?? 'denied'
+      d.append('tool/approval-answer', { turn: d.get('turn'), step: d.get('step'), callId: e.callId, decision: 'deny', reason })
+      d.setToolBatch({ approval: null })
+      endWithoutBody(d, errorOutcome(reason, { name: 'ToolDeniedError', code: 'DENIED' }))
+    }),
+    /** TL-18: a cancel ends the wait: the call never started, its result says so through the normal pipeline (TL-16). */
+    abandonApprovalOnCancel: action((d) => {
+      d.setToolBatch({ approval: null })
+      endWithoutBody(d, ABORTED_BEFORE_DISPATCH)
+    }),
+    /** TL-17: a scheduler failure while the call waits ends the wait; the call never reaches its body. */
+    abandonApprovalAfterFailure: action((d) => {
+      d.setToolBatch({ approval: null })
+      endWithoutBody(d, ABORTED_BEFORE_DISPATCH, true)
+    }),
     /** A throwing pre-execute is that call's error result and skips post-execute (TL-10, HK-9). */
     failPreExecute: actionOn(['hook.failed'], (d, e) => endWithoutBody(d, errorOutcome(e.failure.message), true)),
     /** Run the body; the next call may start while it runs. */
@@ -221,6 +255,11 @@ export const toolBatchImplementations = named({
     isClassification: guardOn(['tool.classified'], (context, e) => e.id === context.toolBatch.classifyId),
     isClassifiedParallel: guardOn(['tool.classified'], (_context, e) => e.mode === 'parallel'),
     isDenied: guardOn(['hook.done'], (_context, e) => (e.value as { kind?: string } | undefined)?.kind === 'deny'),
+    /** TL-18: pre-execute answered `ask{reason}` (the runtime has already turned it into a deny when no approver is configured). */
+    isAsk: guardOn(['hook.done'], (_context, e) => (e.value as { kind?: string } | undefined)?.kind === 'ask'),
+    /** The answer is for the call that waits now. */
+    isAwaitedApproval: guardOn(['approval.answered'], (context, e) => context.toolBatch.approval === e.callId),
+    isApproved: guardOn(['approval.answered'], (_context, e) => e.approved),
     /** No new call starts once the turn is cancelled or the scheduler failed (TL-14, TL-17). */
     isHalted: guard(halted),
     hasSchedulerFailure: guard((context) => context.toolBatch.failure !== null),
@@ -294,9 +333,22 @@ export const toolBatchState = labelGuards(
                       { guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), target: 'next', actions: 'skipBodyAfterFailure' },
                       { guard: and(['isPreExecuteAnswer', 'isCancelled']), target: 'next', actions: 'skipBodyAfterCancel' },
                       { guard: and(['isPreExecuteAnswer', 'isDenied']), target: 'next', actions: 'denyCall' },
+                      { guard: and(['isPreExecuteAnswer', 'isAsk']), target: 'awaitingApproval', actions: 'requestApproval' },
                       { guard: 'isPreExecuteAnswer', target: 'next', actions: 'startBody' },
                     ],
                     'hook.failed': { guard: 'isPreExecuteAnswer', target: 'next', actions: 'failPreExecute' },
+                  },
+                },
+                // TL-18: the call waits for agent.approve / agent.deny; a resumed instance starts here after a restart
+                awaitingApproval: {
+                  always: { guard: 'hasSchedulerFailure', target: 'next', actions: 'abandonApprovalAfterFailure' },
+                  on: {
+                    'approval.answered': [
+                      { guard: and(['isAwaitedApproval', 'isApproved']), target: 'next', actions: ['approveCall', 'startBody'] },
+                      { guard: 'isAwaitedApproval', target: 'next', actions: 'denyApprovalCall' },
+                    ],
+                    // cancel ends the wait like any other: the signal aborts, the call is closed as not started
+                    'agent.cancel': { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
                   },
                 },
                 finished: { type: 'final' },

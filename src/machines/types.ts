@@ -161,6 +161,8 @@ export interface ToolBatchContext {
   concluded: boolean
   /** First scheduler failure (TL-17). */
   failure: TurnFailure | null
+  /** The call whose pre-execute asked for approval and now waits for a person's answer (TL-18), or null. */
+  approval: string | null
 }
 
 /** A repair closer: a session event appended before anything else when the log ends inside a turn (RS-4). */
@@ -187,6 +189,16 @@ export interface AgentInput {
   repair?: readonly RepairAppend[]
   /** Distinguishes this instance in generated message ids (default `i0`). */
   instance?: string
+  /** Resuming inside a tool batch whose call waits for approval (TL-18): the batch as the log leaves it. */
+  resume?: ResumeInput
+}
+
+/** Where a resumed instance picks up an approval wait: the open turn and step, and the batch to restore. */
+export interface ResumeInput {
+  turn: number
+  step: number
+  maxTokensSeen: boolean
+  toolBatch: ToolBatchContext
 }
 
 // ---- events in ------------------------------------------------------------
@@ -241,6 +253,13 @@ export type AgentEvent =
   | { type: 'tool.classified'; id: number; mode: 'parallel' | 'exclusive' }
   /** The backoff of a retry is over (the answer to `fx.wait`). */
   | { type: 'backoff.elapsed'; id: number }
+  /** A person answered the approval the call `callId` waits for (TL-18); a denial's reason is what the model reads. */
+  | { type: 'approval.answered'; callId: string; approved: boolean; reason?: string }
+  /**
+   * Sent once by the runtime to an instance restored inside a tool batch (a resumed approval wait): it lets the
+   * commit lane write what it owes at once. Nothing handles it; its macrostep runs the eventless transitions.
+   */
+  | { type: 'agent.resumed' }
 
 // ---- effects out ----------------------------------------------------------
 
@@ -262,7 +281,14 @@ export interface AppendEffect {
 /** The extension points the machines wait on (the waterfall and serial ones of BEHAVIOURS 1.6). */
 export type HookName = 'agent/pre-step' | 'agent/request' | 'agent/request-error' | 'agent/turn-stopping' | 'tools/pre-execute' | 'tools/post-execute'
 
-export type NotificationName = 'agent/status' | 'agent/inbox/inserted' | 'agent/inbox/discarded' | 'agent/inbox/claimed' | 'agent/error' | 'tools/result'
+export type NotificationName =
+  | 'agent/status'
+  | 'agent/inbox/inserted'
+  | 'agent/inbox/discarded'
+  | 'agent/inbox/claimed'
+  | 'agent/error'
+  | 'tools/result'
+  | 'tools/approval-requested'
 
 export type Effect =
   | AppendEffect

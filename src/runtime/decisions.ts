@@ -63,10 +63,16 @@ function requestError(value: unknown): unknown {
 }
 
 function preExecute(value: unknown): unknown {
-  const shapes = "{kind:'allow'} or {kind:'deny', reason}"
+  const shapes = "{kind:'allow'}, {kind:'deny', reason} or {kind:'ask', reason}"
   const field = decisionFields(value, 'tools/pre-execute', shapes)
   const kind = field('kind')
   if (kind === 'allow') return Object.freeze({ kind: 'allow' })
+  if (kind === 'ask') {
+    // TL-18: the question a person answers
+    const question = field('reason')
+    if (typeof question !== 'string') throw new TypeError('tools/pre-execute must give an ask a string reason (the question a person answers)')
+    return Object.freeze({ kind: 'ask', reason: question })
+  }
   if (kind !== 'deny') throw new TypeError(`tools/pre-execute must return ${shapes}, got kind ${describeValue(kind)}`)
   const reason = field('reason')
   if (reason !== undefined && typeof reason !== 'string') throw new TypeError('tools/pre-execute must give a deny a string reason')

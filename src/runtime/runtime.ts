@@ -8,7 +8,8 @@ import { StreamAssembler, admitChunk, normalizeStream } from '../adapters/assemb
 import { LlmError, toLlmFailure } from '../adapters/failure.js'
 import type { ModelAdapter, ModelRequest } from '../adapters/types.js'
 import { InboxError } from '../errors.js'
-import { agentMachine } from '../machines/agent.js'
+import { agentMachine, AWAITING_APPROVAL } from '../machines/agent.js'
+import { initialContext } from '../machines/context.js'
 import { alreadyPending, applySplice, duplicatedBy } from '../machines/inbox.js'
 import type { AgentEvent, AgentInput, AppendEffect, Effect, HookName, InboxLists, ToolOutcome } from '../machines/types.js'
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
@@ -59,6 +60,10 @@ export interface RuntimeOptions {
   retry?: (payload: RetryPayload) => RequestErrorAction
   /** Waits out a retry's backoff: resolves after `ms`, or early once `signal` aborts. */
   sleep: (ms: number, signal: AbortSignal) => Promise<void>
+  /** `ask` waits for a person even with no `tools/approval-requested` listener (TL-18); otherwise such a listener is the approver. */
+  approvals?: boolean
+  /** The log stops while a call waits for approval: the instance resumes in that wait (TL-18). */
+  resume?: { input: NonNullable<AgentInput['resume']>; callSeqs: ReadonlyMap<string, number> }
 }
 
 /** Effects that start work outside the machine. */
@@ -139,20 +144,23 @@ export class Runtime {
     this.hooks = options.hooks
     this.lists = options.inbox
     deepFreeze(options.toolSchemas) // they travel in every request (RQ-6)
-    this.actor = createActor(options.machine ?? agentMachine, {
-      input: {
-        seedConfig: options.seedConfig,
-        priorHeader: options.priorHeader,
-        contextKey: options.contextKey,
-        lastTurn: options.lastTurn,
-        repair: options.repair,
-        maxParallelToolCalls: options.maxParallelToolCalls,
-        nextTurn: options.inbox.nextTurn,
-        nextStep: options.inbox.nextStep,
-        instance: Math.random().toString(36).slice(2, 10),
-      },
-      inspect: options.inspect,
-    })
+    const machine = options.machine ?? agentMachine
+    const input: AgentInput = {
+      seedConfig: options.seedConfig,
+      priorHeader: options.priorHeader,
+      contextKey: options.contextKey,
+      lastTurn: options.lastTurn,
+      repair: options.repair,
+      maxParallelToolCalls: options.maxParallelToolCalls,
+      nextTurn: options.inbox.nextTurn,
+      nextStep: options.inbox.nextStep,
+      instance: Math.random().toString(36).slice(2, 10),
+      ...(options.resume ? { resume: options.resume.input } : {}),
+    }
+    // TL-18: a call that waited for approval when the last process stopped still waits; its calls' seqs are cited
+    const resumed = options.resume ? machine.resolveState({ value: AWAITING_APPROVAL, context: initialContext(input) }) : undefined
+    for (const [callId, seq] of options.resume?.callSeqs ?? []) this.#keys.set(`call:${callId}`, seq)
+    this.actor = createActor(machine, { input, ...(resumed ? { snapshot: resumed } : {}), inspect: options.inspect })
     this.actor.on('*', (effect) => {
       try {
         this.#perform(effect)
@@ -171,6 +179,8 @@ export class Runtime {
       error: (error) => this.hooks.logger.error('agentchart machine stopped on an error', error),
     })
     this.actor.start()
+    // the restored batch commits what it owes (results of calls the stop interrupted) before anything else
+    if (resumed) this.#send({ type: 'agent.resumed' })
   }
 
   /** Send an event from the public API; at top level, throw what the machine refused while processing it (IN-6, IN-7). */
@@ -539,8 +549,16 @@ export class Runtime {
     this.#settle(id, async () => {
       const value = name === 'agent/turn-stopping' ? await this.hooks.serial(name, full) : await this.hooks.waterfall(name, full, decideByDefault)
       // the machine's own default needs no check; what a listener or the policy returned is read here into plain data (issue #8)
-      return { type: 'hook.done', id, value: value === fallback ? value : hookDecision(name, value, payload) }
+      const decided = value === fallback ? value : hookDecision(name, value, payload)
+      return { type: 'hook.done', id, value: name === 'tools/pre-execute' ? this.#withoutApprover(decided) : decided }
     })
+  }
+
+  /** TL-18: with nobody to answer, `ask` behaves as deny (the question becomes the model's error result). */
+  #withoutApprover(decision: unknown): unknown {
+    const ask = decision as { kind?: string; reason?: string } | undefined
+    if (ask?.kind !== 'ask' || this.options.approvals === true || this.hooks.count('tools/approval-requested') > 0) return decision
+    return { kind: 'deny', reason: `approval required, and no approver is configured: ${ask.reason}` }
   }
 
   /** agent/request, then the frozen config, header and route record of the request (RQ-1, RQ-2). */

@@ -39,6 +39,9 @@
 // | retry-sequence                   | llm/retry (in its step, numbered 1, 2, … per step) follows a failed finish of the step; the     |
 // |                                  | next attempt starts only after llm/retry-started names that retry; a retry left waiting at     |
 // |                                  | step/end means the turn ends aborted (cancelled during the backoff) (RQ-10, RQ-12, RQ-14)      |
+// | approval-sequence                | tool/approval-request names a logged, unanswered tool/call of the open step, once per call;    |
+// |                                  | tool/approval-answer names a call whose request is still open, once; neither comes after the   |
+// |                                  | call's tool/result (TL-18)                                                                     |
 //
 // Violations name the offending event by its position in the list (its seq in a
 // contiguous log); a non-array input is reported as `shape` at seq -1. A malformed
@@ -72,6 +75,7 @@ export type SessionInvariantRule =
   | 'interrupted-prefix'
   | 'sticky-max-tokens'
   | 'retry-sequence'
+  | 'approval-sequence'
 
 export interface SessionInvariantViolation {
   readonly rule: SessionInvariantRule
@@ -117,6 +121,8 @@ interface StepState {
   retries: number
   /** An llm/retry whose llm/retry-started has not come yet. */
   waitingRetry: { retryId: string; retry: number } | undefined
+  /** Calls that asked for approval: waiting for the answer, or answered (TL-18). */
+  approvals: Map<string, 'waiting' | 'answered'>
 }
 
 interface TurnState {
@@ -163,6 +169,7 @@ export const SEED_RULES: ReadonlySet<SessionInvariantRule> = new Set<SessionInva
   'call-result-pairing',
   'chunk-citation',
   'surface-metadata',
+  'approval-sequence',
 ])
 
 /**
@@ -295,6 +302,10 @@ class Checker {
       case 'tool/result':
         if (e.surfaceOp === 'append' && this.#enclosed(e, index, e.data) && step !== undefined) this.#toolResult(e, index, step)
         break
+      case 'tool/approval-request':
+      case 'tool/approval-answer':
+        if (this.#enclosed(e, index, e.data) && step !== undefined) this.#approval(e, index, step)
+        break
       case 'request/header':
       case 'request/context':
       case 'todo/write':
@@ -410,6 +421,7 @@ class Checker {
       pastInput: false,
       retries: 0,
       waitingRetry: undefined,
+      approvals: new Map(),
     }
   }
 
@@ -550,6 +562,22 @@ class Checker {
     }
     if (k < step.nextBlock) this.#add('call-from-anchor', index, `tool/call ${callId} is out of model order`)
     step.nextBlock = Math.max(step.nextBlock, k + 1)
+  }
+
+  /** TL-18: a question follows its logged call, and its one answer follows the question, both before the result. */
+  #approval(e: SessionEventOf<'tool/approval-request' | 'tool/approval-answer'>, index: number, step: StepState): void {
+    const { callId } = e.data
+    const call = step.calls.get(callId)
+    const state = step.approvals.get(callId)
+    if (call === undefined) return this.#add('approval-sequence', index, `${e.type} for ${callId}, which is no tool/call of the step`)
+    if (call.answered) return this.#add('approval-sequence', index, `${e.type} for ${callId} after its tool/result`)
+    if (e.type === 'tool/approval-request') {
+      if (state !== undefined) this.#add('approval-sequence', index, `second tool/approval-request for ${callId}`)
+      step.approvals.set(callId, 'waiting')
+      return
+    }
+    if (state !== 'waiting') this.#add('approval-sequence', index, `tool/approval-answer for ${callId}, which has no open approval request`)
+    step.approvals.set(callId, 'answered')
   }
 
   #toolResult(e: SessionEventOf<'tool/result'>, index: number, step: StepState): void {

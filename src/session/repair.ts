@@ -10,7 +10,7 @@ export interface RepairCloser {
   intent?: AppendIntent
 }
 
-const UNKNOWN_OUTCOME =
+export const UNKNOWN_OUTCOME =
   'Error: the outcome of this tool call is unknown: the session was interrupted while it ran. Retry it blindly only if the call is safe to repeat.'
 const NOT_STARTED = 'Error: this tool call was never started: the session was interrupted before it ran. You may retry it.'
 

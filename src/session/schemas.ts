@@ -252,6 +252,11 @@ export const EventDataSchemas = {
       meta: z.unknown().optional(),
     })
     .strict(),
+  // TL-18: pre-execute asked a person; the call waits until the answer is logged (or the turn is cancelled)
+  'tool/approval-request': z.object({ ...turnStep, callId: nonEmpty, name: z.string(), reason: z.string() }).strict(),
+  'tool/approval-answer': z
+    .object({ ...turnStep, callId: nonEmpty, decision: z.enum(['approve', 'deny']), reason: z.string().optional() })
+    .strict(),
   'request/header': z.object({ header: RequestHeaderSchema, reason: z.enum(['initial', 'resume', 'change']) }).strict(),
   'request/context': z.object({ provider: nonEmpty, model: nonEmpty, contextWindow: z.number().int().positive().optional() }).strict(),
   'agent/inbox/spliced': z
