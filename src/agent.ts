@@ -5,7 +5,7 @@ import type { agentMachine } from './machines/agent.js'
 
 type AgentMachine = typeof agentMachine
 import type { ModelAdapter } from './adapters/types.js'
-import { AgentchartError, AgentStateError, ApprovalError, ConfigError, SessionAppendError, StoredLogError } from './errors.js'
+import { AgentchartError, AgentStateError, ApprovalError, ConfigError, ForkError, SessionAppendError, SessionInUseError, StoredLogError } from './errors.js'
 import { applySplice, duplicatePending, hasPending } from './machines/inbox.js'
 import type { InboxLists, ToolOutcome } from './machines/types.js'
 import { toInboxMessage } from './messages.js'
@@ -28,6 +28,7 @@ import { defaultRetry, sleepFor, type RequestErrorAction, type RetryPolicyOption
 import { RunTracker } from './runs.js'
 import { describeValue } from './foreign.js'
 import { approvalResume, pendingApprovals, type PendingApproval } from './session/approvals.js'
+import { forkLineageOf, forkSession, type ForkOptions } from './session/fork.js'
 import { repairClosers, openTurnOf } from './session/repair.js'
 import { createSession, type Session } from './session/session.js'
 import { checkSessionId, DEFAULT_LEASE_MS } from './stores/lease.js'
@@ -200,13 +201,14 @@ export class Inbox {
 
 /**
  * Rebuild the lists from the log's splices (IN-14, RS-2); a splice that does not fit, or that would leave an id
- * pending twice, names its seq. Every splice counts: `session.seedLength` marks where this instance's appends
- * begin, and a resume seed is the agent's own log (forks, whose inherited splices would be skipped, are SS-14, later).
+ * pending twice, names its seq. A resume seed is the agent's own log, so its splices count; a fork's inherited
+ * ones (before its `session/end-seed{fork}` marker) do not: a fork starts with empty lists (SS-14).
  */
 function replayInbox(session: Session): InboxLists {
   let lists: InboxLists = { nextTurn: [], nextStep: [] }
   const events = session.events
-  for (let seq = 0; seq < events.length; seq++) {
+  const from = (forkLineageOf(events)?.seq ?? -1) + 1
+  for (let seq = from; seq < events.length; seq++) {
     const event = events[seq]
     if (event.type !== 'agent/inbox/spliced') continue
     try {
@@ -559,6 +561,37 @@ export class Agent {
       this.#unobserve = null
     })()
     return this.#disposed
+  }
+
+  /**
+   * A new session seeded with this agent's log up to `upTo` (inclusive, outside any open turn), recording this
+   * session as its parent (SS-14). Over a store the fork is stored too, under its own id (refused if taken),
+   * so `createAgent({ store, sessionId: fork.id, model })` continues it there; both sessions go on independently.
+   */
+  async fork(options: Omit<ForkOptions, 'now'>): Promise<Session> {
+    this.#assertLive()
+    const id = options?.id ?? crypto.randomUUID()
+    const owner = liveAgents.get(id)?.deref()
+    if (owner && !owner.#disposed) throw new ForkError('FORK_ID_TAKEN', `session ${id} belongs to a live agent`, { path: 'id' })
+    const fork = forkSession(this.session, { ...options, id })
+    const store = this.#durable?.store
+    if (store === undefined) return fork
+    const taken = (why: string) => new ForkError('FORK_ID_TAKEN', `session ${id} ${why} in the ${store.kind} store`, { path: 'id' })
+    const handle = await store
+      .open(id, {
+        check: (events) => {
+          if (events.length > 0) throw taken('already exists')
+        },
+      })
+      .catch((error: unknown) => {
+        throw error instanceof SessionInUseError ? taken('is in use') : error
+      })
+    try {
+      await handle.append(fork.events)
+    } finally {
+      await handle.release()
+    }
+    return fork
   }
 
   /** The derived history the next request would carry. */

@@ -118,3 +118,15 @@ export class ApprovalError extends AgentchartError {
     this.callId = callId
   }
 }
+
+/**
+ * A fork that cannot be made (SS-14): `FORK_UNKNOWN_SEQ` (the boundary is not a seq of the log),
+ * `FORK_INSIDE_TURN` (the prefix would end inside an open turn), `FORK_ID_TAKEN` (the child id is the
+ * parent's, a live agent's, or already stored), `FORK_DETACHED` (the source session is halted).
+ */
+export class ForkError extends AgentchartError {
+  constructor(code: 'FORK_UNKNOWN_SEQ' | 'FORK_INSIDE_TURN' | 'FORK_ID_TAKEN' | 'FORK_DETACHED', message: string, options?: { path?: string }) {
+    super(code, message, options)
+    this.name = 'ForkError'
+  }
+}

@@ -268,7 +268,15 @@ export const EventDataSchemas = {
       outcome: z.literal('canceled').optional(),
     })
     .strict(),
-  'session/end-seed': z.object({}).strict(),
+  // SS-14: a fork's seed ends with the lineage: the parent session, the inclusive boundary seq, and the seed's length
+  'session/end-seed': z
+    .object({
+      fork: z
+        .object({ parent: nonEmpty, upTo: z.number().int().nonnegative(), seedLength: z.number().int().positive() })
+        .strict()
+        .optional(),
+    })
+    .strict(),
   // RQ-14: a failed attempt will be retried after `delayMs` (the backoff is cancellable), then the retry starts
   'llm/retry': z
     .object({ ...turnStep, retryId: nonEmpty, provider: nonEmpty, retry: turnNo, delayMs: z.number().int().nonnegative(), failure: LlmFailureSchema })

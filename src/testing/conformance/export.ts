@@ -84,6 +84,8 @@ export function toPortable(generated: GeneratedScenario, options: { validate?: b
     ...scenarioSetup(),
     ...(generated.seed ? { seed: generated.seed } : {}),
     ...(generated.faults ? { faults: generated.faults } : {}),
+    // TL-18: a scenario whose pre-execute asks runs with an approver, so the ask waits for its approval input
+    ...(generated.script.some((i) => i.type === 'tool-pre' && i.action === 'return' && i.value.kind === 'ask') ? { approvals: true } : {}),
   }
   // a round trip through JSON: what a file holds, without undefined fields or shared references
   const scenario: unknown = JSON.parse(

@@ -11,7 +11,7 @@ import type { AgentCancelCause, InboxTarget, StreamChunk, UserMessage } from '..
 /** How a listener answers: `next` returns what the rest of the chain gives, `return` a value, `throw` throws `Error(message)`. */
 export type ListenerAction<V> = { action: 'next' } | { action: 'return'; value: V } | { action: 'throw'; message: string }
 export type PreStepValue = { kind: 'reject' } | { kind: 'enter'; messages: UserMessage[] }
-export type PreExecuteValue = { kind: 'allow' } | { kind: 'deny'; reason: string }
+export type PreExecuteValue = { kind: 'allow' } | { kind: 'deny'; reason: string } | { kind: 'ask'; reason: string }
 export type PostExecuteValue = { kind: 'accept'; content?: string } | { kind: 'block'; feedback: string }
 /** What a scripted tool body returns (a failing body throws instead). */
 export interface ToolReturn {
@@ -42,6 +42,8 @@ export type ScenarioInput =
   | ({ type: 'turn-stopping' } & ({ action: 'return'; steer?: UserMessage } | { action: 'throw'; message: string }))
   | ({ type: 'tool-pre'; callId: string } & ListenerAction<PreExecuteValue>)
   | ({ type: 'tool-post'; callId: string } & ListenerAction<PostExecuteValue>)
+  /** A person answers the approval the call `callId` waits for (format 3, TL-18). */
+  | { type: 'approval'; callId: string; decision: 'approve' } | { type: 'approval'; callId: string; decision: 'deny'; reason: string }
   | { type: 'model'; chunks: StreamChunk[]; end: boolean }
   | ({ type: 'tool'; callId: string; afterAbort: boolean } & ({ action: 'return'; value: ToolReturn } | { action: 'throw'; message: string }))
 export type ScenarioInputType = ScenarioInput['type']
@@ -78,6 +80,8 @@ export interface ScenarioSetup {
   maxParallelToolCalls: number
   seed?: SeedEvent[]
   faults?: FailAppend[]
+  /** Format 3: `ask` answers of tools/pre-execute wait for an `approval` input (an approver is configured). */
+  approvals?: boolean
 }
 
 /** One event of the expected log: compared in full but `time` and the JSON Pointers in `free`. */
@@ -190,9 +194,18 @@ export const ScenarioInputSchema = z.union([
     'tool-pre',
     { callId },
     Next,
-    Return(z.union([z.object({ kind: z.literal('allow') }).strict(), z.object({ kind: z.literal('deny'), reason: z.string() }).strict()])),
+    Return(
+      z.union([
+        z.object({ kind: z.literal('allow') }).strict(),
+        z.object({ kind: z.literal('deny'), reason: z.string() }).strict(),
+        z.object({ kind: z.literal('ask'), reason: z.string() }).strict(),
+      ]),
+    ),
     Throw,
   ),
+  // ---- a person answering an approval (TL-18) ----------------------------------------------
+  z.object({ type: z.literal('approval'), callId, decision: z.literal('approve') }).strict(),
+  z.object({ type: z.literal('approval'), callId, decision: z.literal('deny'), reason: z.string() }).strict(),
   ...hook(
     'tool-post',
     { callId },
@@ -243,6 +256,8 @@ export const ScenarioSetupSchema: z.ZodType<ScenarioSetup> = z
     seed: z.array(SeedEventSchema).optional(),
     /** Store failures armed on the session before the agent is created (e.g. to refuse a repair closer). */
     faults: z.array(z.object({ type: z.literal('fail-append'), eventType: id, message }).strict()).optional(),
+    /** An approver is configured: a tools/pre-execute `ask` waits for an `approval` input (absent: `ask` is a deny). */
+    approvals: z.boolean().optional(),
   })
   .strict()
 

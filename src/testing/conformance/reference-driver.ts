@@ -198,6 +198,7 @@ export async function runOnAgentchart(
     tools: toolsOf(setup.tools, waits),
     maxParallelToolCalls: setup.maxParallelToolCalls,
     session,
+    ...(setup.approvals ? { approvals: true } : {}),
     logger: { error: () => {} },
     // the scenario decides every recovery, and its backoff-elapsed input is the clock (spec section 4)
     retry: false,
@@ -257,6 +258,11 @@ export async function runOnAgentchart(
         break
       case 'fail-append':
         agent.session.failNextAppend(input.eventType, new Error(input.message))
+        break
+      case 'approval':
+        // the call waits for this answer (TL-18); a refusal would mean the scenario and the agent disagree
+        if (input.decision === 'approve') agent.approve(input.callId)
+        else agent.deny(input.callId, input.reason)
         break
       case 'tool':
       case 'tool-pre':

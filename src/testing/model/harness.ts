@@ -136,6 +136,8 @@ export interface Budget {
   input?: Record<string, unknown>
   /** A stored log the agent starts over: the walk's input is what the agent would derive from it (turn number, repair closers). */
   seed?: ReadonlyArray<{ seq: number; time: number; type: string; data: unknown }>
+  /** Try `ask` at pre-execute and both answers of a person (TL-18). */
+  approvals?: boolean
   /** Listener-triggered cancels to try. */
   cancelTriggers?: readonly ('agent/status' | 'turn/start' | 'step/start' | 'request/header' | 'assistant/message' | 'tools/result')[]
 }
@@ -517,7 +519,7 @@ export function createHarness(options: HarnessOptions): Harness {
   function complete(state: HarnessState, limit = 200): HarnessState {
     const step = new Step(options, state)
     for (let i = 0; i < limit; i++) {
-      const answer = defaultAnswer(step.state)
+      const answer = defaultAnswer(step.state, step.actor.getSnapshot().context)
       if (!answer) return step.run()
       if (!applyOn(step, answer)) throw new Error(`default answer ${JSON.stringify(answer)} does not apply`)
       step.drain()
@@ -664,7 +666,28 @@ export function createHarness(options: HarnessOptions): Harness {
         if (!p) return false
         take(p)
         if (input.decision === 'throw') step.send(listenerThrew(p.id))
-        else step.send({ type: 'hook.done', id: p.id, value: input.decision === 'deny' ? { kind: 'deny', reason: SCRIPTED.denial } : { kind: 'allow' } })
+        else
+          step.send({
+            type: 'hook.done',
+            id: p.id,
+            value:
+              input.decision === 'deny'
+                ? { kind: 'deny', reason: SCRIPTED.denial }
+                : input.decision === 'ask'
+                  ? { kind: 'ask', reason: SCRIPTED.question }
+                  : { kind: 'allow' },
+          })
+        break
+      }
+      case 'approval': {
+        // the person answers only the call that waits now
+        if (step.actor.getSnapshot().context.toolBatch.approval !== input.callId) return false
+        step.send({
+          type: 'approval.answered',
+          callId: input.callId,
+          approved: input.decision === 'approve',
+          ...(input.decision === 'deny' ? { reason: SCRIPTED.refusal } : {}),
+        })
         break
       }
       case 'tool': {
@@ -727,7 +750,10 @@ export function createHarness(options: HarnessOptions): Harness {
           }
           if (p.name === 'tools/pre-execute')
             out.push(
-              ...pick(['allow', 'deny', 'throw'] as const, ['allow'] as const).map((decision) => ({
+              ...(budget.approvals
+                ? (['allow', 'ask'] as const)
+                : pick(['allow', 'deny', 'throw'] as const, ['allow'] as const)
+              ).map((decision) => ({
                 type: 'tool-pre' as const,
                 callId: String(p.payload.callId),
                 decision,
@@ -772,6 +798,9 @@ export function createHarness(options: HarnessOptions): Harness {
           break
       }
     }
+    // TL-18: a person answers the call that waits for approval
+    const waiting: string | null = ctx.toolBatch?.approval ?? null
+    if (waiting !== null) out.push({ type: 'approval', callId: waiting, decision: 'approve' }, { type: 'approval', callId: waiting, decision: 'deny' })
     // user actions: from idle, or while exactly one effect is pending
     if (state.pending.length <= 1) {
       const turnsLeft = ctx.turn < budget.turns || value === 'idle'
@@ -834,6 +863,7 @@ export function createHarness(options: HarnessOptions): Harness {
         ctx.toolBatch.pool,
         ctx.toolBatch.concluded,
         ctx.toolBatch.failure !== null,
+        ctx.toolBatch.approval !== null,
       ],
       [state.counters.sends, state.counters.cancels, state.counters.removes, state.counters.fails, state.counters.maintenance, state.cancelOn],
     ])
@@ -852,8 +882,11 @@ export function createHarness(options: HarnessOptions): Harness {
 }
 
 /** The default answer to the oldest pending effect, or null when nothing is pending. */
-function defaultAnswer(state: HarnessState): WalkInput | null {
+function defaultAnswer(state: HarnessState, context: { toolBatch?: { approval: string | null } }): WalkInput | null {
   const p = state.pending[0]
+  // TL-18: with nothing else to wait for, the person approves the call that waits
+  const waiting = context.toolBatch?.approval ?? null
+  if (!p && waiting !== null && !state.done) return { type: 'approval', callId: waiting, decision: 'approve' }
   if (!p) return null
   switch (p.kind) {
     case 'hook':

@@ -35,6 +35,9 @@ export const AGENT_PROFILES: Budget[] = [
   { sends: 1, ...few, responses: ['text', 'tools'], seed: CRASHED },
   { sends: 1, ...few, responses: ['text'], seed: CRASHED, prelude: [{ type: 'fail-next', eventType: 'step/end' }] },
   { sends: 1, ...few, responses: ['text'], seed: CRASHED, prelude: [{ type: 'fail-next', eventType: 'turn/end' }] },
+  // TL-18: calls that ask a person, answered either way or cancelled while they wait; a store refusing the question
+  { sends: 1, cancels: 1, ...few, responses: ['tools-mixed'], approvals: true },
+  { sends: 1, fails: 1, ...few, responses: ['tools'], approvals: true, failTypes: ['tool/approval-request', 'tool/approval-answer'] },
 ]
 
 export interface Walk {
@@ -69,6 +72,9 @@ export function walks(): Walk[] {
     { sends: 1, cancels: 1, ...few, responses: ['text', 'tools-mixed', 'error', 'partial'], cancelTriggers: triggers },
     { sends: 0, fails: 1, ...few, responses: ['text', 'tools'] },
     { sends: 2, removes: 1, fails: 1, ...few, responses: ['text'], failTypes: ['agent/inbox/spliced'] },
+    // TL-18: the approval wait, answered, cancelled, or cut short by a refused append
+    { sends: 0, cancels: 1, ...few, responses: ['tools'], approvals: true },
+    { sends: 0, fails: 1, ...few, responses: ['tools'], approvals: true, failTypes: ['tool/approval-request', 'tool/approval-answer'] },
   ]
   // a refused append meeting a cancel or a failed request: the turn writes turn/end again
   const refusedBeforeTurnEnd: Budget = {

@@ -47,7 +47,9 @@ export const WalkInputSchema = z.discriminatedUnion('type', [
   /** The backoff of the waiting retry is over (its timer fires). */
   z.object({ type: z.literal('backoff-elapsed') }).strict(),
   z.object({ type: z.literal('turn-stopping'), decision: z.enum(['none', 'steer', 'throw']) }).strict(),
-  z.object({ type: z.literal('tool-pre'), callId: id, decision: z.enum(['allow', 'deny', 'throw']) }).strict(),
+  z.object({ type: z.literal('tool-pre'), callId: id, decision: z.enum(['allow', 'deny', 'throw', 'ask']) }).strict(),
+  /** A person answers the approval the call waits for (TL-18). */
+  z.object({ type: z.literal('approval'), callId: id, decision: z.enum(['approve', 'deny']) }).strict(),
   z.object({ type: z.literal('tool'), callId: id, outcome: z.enum(['ok', 'error', 'concludes', 'context']) }).strict(),
   z.object({ type: z.literal('tool-post'), callId: id, decision: z.enum(['accept', 'replace', 'block', 'throw']) }).strict(),
 ])

@@ -15,6 +15,8 @@ export const SCRIPTED = {
   /** The backoff a `retry-later` decision asks for, in milliseconds. */
   retryDelayMs: 25,
   denial: 'scripted denial',
+  question: 'scripted question',
+  refusal: 'scripted refusal',
   replaced: 'replaced',
   blocked: 'blocked',
 } as const
@@ -106,8 +108,14 @@ export function scriptInput(input: WalkInput, detail: ScriptDetail = {}): Scenar
           return { type: 'tool-pre', callId: input.callId, action: 'return', value: { kind: 'deny', reason: SCRIPTED.denial } }
         case 'throw':
           return { type: 'tool-pre', callId: input.callId, ...thrown }
+        case 'ask':
+          return { type: 'tool-pre', callId: input.callId, action: 'return', value: { kind: 'ask', reason: SCRIPTED.question } }
       }
       break
+    case 'approval':
+      return input.decision === 'approve'
+        ? { type: 'approval', callId: input.callId, decision: 'approve' }
+        : { type: 'approval', callId: input.callId, decision: 'deny', reason: SCRIPTED.refusal }
     case 'tool': {
       const base = { type: 'tool' as const, callId: input.callId, afterAbort: detail.aborted ?? false }
       const content = `ok ${input.callId}`

@@ -81,6 +81,7 @@ export async function runIndependent(scenario: Scenario, mutation?: Mutation): P
     maxParallelToolCalls: setup.maxParallelToolCalls,
     seed: setup.seed as never,
     faults: setup.faults,
+    approvals: setup.approvals === true,
     mutation,
     // the backoff-elapsed input is the clock (spec 4)
     sleep: async (_ms, signal) => void (await waits.wait('backoff-elapsed', undefined, signal)),
@@ -185,6 +186,10 @@ export async function runIndependent(scenario: Scenario, mutation?: Mutation): P
       case 'tool-pre':
       case 'tool-post':
         answer(input, input.type, input.callId)
+        break
+      case 'approval':
+        if (!agent.answerApproval(input.callId, input.decision === 'approve' ? { approved: true } : { approved: false, reason: input.reason }))
+          throw new Error(`${scenario.id}: no call waits for the approval input of ${input.callId}`)
         break
       default:
         throw new Error(`${scenario.id}: unsupported input type ${(input as { type: string }).type}`)

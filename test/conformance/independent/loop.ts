@@ -64,6 +64,8 @@ export interface LoopOptions {
   mutation?: Mutation
   /** Waits out a retry's backoff (RQ-14): resolves when it is over. */
   sleep: (ms: number, signal: AbortSignal) => Promise<void>
+  /** An approver is configured: an `ask` waits for answerApproval (spec 7.7); without one it is a deny. */
+  approvals?: boolean
 }
 
 type Listener = (payload: any, next: () => Promise<any>) => any
@@ -699,6 +701,16 @@ export class IndependentAgent {
   messageId(): string {
     return this.#id('r')
   }
+  /** Calls waiting for a person's answer, by call id (TL-18). */
+  readonly approvalWaits = new Map<string, (answer: { approved: boolean; reason?: string }) => void>()
+  /** A person answers; false when no call waits under that id. */
+  answerApproval(callId: string, answer: { approved: boolean; reason?: string }): boolean {
+    const resolve = this.approvalWaits.get(callId)
+    if (!resolve) return false
+    this.approvalWaits.delete(callId)
+    resolve(answer)
+    return true
+  }
   insertNextStep(messages: Message[]): void {
     if (messages.length === 0) return
     this.#append('agent/inbox/spliced', { target: 'next-step', start: this.#nextStep.length, inserted: messages })
@@ -845,6 +857,11 @@ class ToolBatch {
         this.#nextStart = i + 1
         if (this.#failure) return this.#endWithoutBody(i, ABORTED_BEFORE_DISPATCH, true)
         if (this.agent.cancelled) return this.#endWithoutBody(i, ABORTED_BEFORE_DISPATCH) // TL-16
+        if (decision?.kind === 'ask' && !this.agent.options.approvals) {
+          const reason = `approval required, and no approver is configured: ${String(decision.reason)}`
+          return this.#endWithoutBody(i, errorOutcome(reason, { name: 'ToolDeniedError', code: 'DENIED' }))
+        }
+        if (decision?.kind === 'ask') return this.#ask(i, execution, String(decision.reason))
         if (decision?.kind === 'deny') return this.#endWithoutBody(i, errorOutcome(String(decision.reason), { name: 'ToolDeniedError', code: 'DENIED' }))
         this.#runBody(i, execution)
         this.#pump()
@@ -855,6 +872,41 @@ class ToolBatch {
         this.#endWithoutBody(i, errorOutcome(failureOf(error).message), true) // TL-10: post-execute skipped
       },
     )
+  }
+
+  /** TL-18: the call waits for a person; nothing else starts meanwhile; a cancel closes it as not started. */
+  #ask(i: number, execution: { callId: string; signal: AbortSignal; arguments: unknown }, reason: string): void {
+    const { turn, step } = this.agent.turnStep
+    const call = this.calls[i]
+    try {
+      this.agent.append('tool/approval-request', { turn, step, callId: call.id, name: call.name, reason })
+    } catch (error) {
+      this.#fail(error) // TL-17: the call never reaches its body
+      return this.#endWithoutBody(i, ABORTED_BEFORE_DISPATCH, true)
+    }
+    this.#preRunning = true // dispatch waits for the answer
+    const signal = this.agent.signal
+    const onAbort = () => {
+      this.agent.approvalWaits.delete(call.id)
+      this.#preRunning = false
+      this.#endWithoutBody(i, ABORTED_BEFORE_DISPATCH)
+    }
+    signal.addEventListener('abort', onAbort, { once: true })
+    this.agent.approvalWaits.set(call.id, ({ approved, reason: why }) => {
+      signal.removeEventListener('abort', onAbort)
+      this.#preRunning = false
+      const answer = approved ? { decision: 'approve' } : { decision: 'deny', reason: why ?? 'denied' }
+      try {
+        this.agent.append('tool/approval-answer', { turn, step, callId: call.id, ...answer })
+      } catch (error) {
+        this.#fail(error)
+        return this.#endWithoutBody(i, ABORTED_BEFORE_DISPATCH, true)
+      }
+      if (!approved) return this.#endWithoutBody(i, errorOutcome(why ?? 'denied', { name: 'ToolDeniedError', code: 'DENIED' }))
+      this.#runBody(i, execution)
+      this.#pump()
+    })
+    this.#pump()
   }
 
   #endWithoutBody(i: number, outcome: Outcome, skipPost = false): void {
