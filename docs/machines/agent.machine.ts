@@ -148,9 +148,16 @@ export const agentMachine = createMachine({
                             preExecuting: {
                               entry: 'startCall',
                               on: {
-                                'hook.done': [{ target: 'next', guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), actions: 'skipBodyAfterFailure' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isCancelled']), actions: 'skipBodyAfterCancel' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isDenied']), actions: 'denyCall' }, { target: 'next', guard: 'isPreExecuteAnswer', actions: 'startBody' }],
+                                'hook.done': [{ target: 'next', guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), actions: 'skipBodyAfterFailure' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isCancelled']), actions: 'skipBodyAfterCancel' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isDenied']), actions: 'denyCall' }, { target: 'awaitingApproval', guard: and(['isPreExecuteAnswer', 'isAsk']), actions: 'requestApproval' }, { target: 'next', guard: 'isPreExecuteAnswer', actions: 'startBody' }],
                                 'hook.failed': { target: 'next', guard: 'isPreExecuteAnswer', actions: 'failPreExecute' },
                               },
+                            },
+                            awaitingApproval: {
+                              on: {
+                                'approval.answered': [{ target: 'next', guard: and(['isAwaitedApproval', 'isApproved']), actions: ['approveCall', 'startBody'] }, { target: 'next', guard: 'isAwaitedApproval', actions: 'denyApprovalCall' }],
+                                'agent.cancel': { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
+                              },
+                              always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
                             },
                             finished: {
                               type: 'final',

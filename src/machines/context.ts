@@ -35,9 +35,7 @@ export function initialContext(input: AgentInput): AgentContext {
     ids: { next: 1, waiting: 0 },
     toolBatch: newToolBatch(input.calls ?? [], maxParallelToolCalls),
     // a resumed approval wait (TL-18) continues the open turn and step with the batch the log describes
-    ...(input.resume
-      ? { turn: input.resume.turn, step: input.resume.step, maxTokensSeen: input.resume.maxTokensSeen, toolBatch: input.resume.toolBatch }
-      : {}),
+    ...(input.resume ? { turn: input.resume.turn, step: input.resume.step, maxTokensSeen: input.resume.maxTokensSeen, toolBatch: input.resume.toolBatch } : {}),
   }
 }
 

@@ -282,13 +282,7 @@ export interface AppendEffect {
 export type HookName = 'agent/pre-step' | 'agent/request' | 'agent/request-error' | 'agent/turn-stopping' | 'tools/pre-execute' | 'tools/post-execute'
 
 export type NotificationName =
-  | 'agent/status'
-  | 'agent/inbox/inserted'
-  | 'agent/inbox/discarded'
-  | 'agent/inbox/claimed'
-  | 'agent/error'
-  | 'tools/result'
-  | 'tools/approval-requested'
+  'agent/status' | 'agent/inbox/inserted' | 'agent/inbox/discarded' | 'agent/inbox/claimed' | 'agent/error' | 'tools/result' | 'tools/approval-requested'
 
 export type Effect =
   | AppendEffect

@@ -41,7 +41,8 @@ function openStepOf(events: readonly SessionEvent[]): OpenStep | null {
   let maxTokensSeen = false
   for (let i = from + 1; i < events.length; i++) {
     const e = events[i]
-    if (e.type === 'step/start') open = { ...e.data, planned: [], calls: new Map(), results: new Set(), requests: new Map(), answered: new Set(), maxTokensSeen }
+    if (e.type === 'step/start')
+      open = { ...e.data, planned: [], calls: new Map(), results: new Set(), requests: new Map(), answered: new Set(), maxTokensSeen }
     else if (e.type === 'step/end') open = null
     else if (e.type === 'assistant/chunk' && e.data.chunk.type === 'finish' && e.data.chunk.reason.kind === 'max-tokens') maxTokensSeen = true
     if (open === null) continue

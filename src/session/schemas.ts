@@ -254,9 +254,7 @@ export const EventDataSchemas = {
     .strict(),
   // TL-18: pre-execute asked a person; the call waits until the answer is logged (or the turn is cancelled)
   'tool/approval-request': z.object({ ...turnStep, callId: nonEmpty, name: z.string(), reason: z.string() }).strict(),
-  'tool/approval-answer': z
-    .object({ ...turnStep, callId: nonEmpty, decision: z.enum(['approve', 'deny']), reason: z.string().optional() })
-    .strict(),
+  'tool/approval-answer': z.object({ ...turnStep, callId: nonEmpty, decision: z.enum(['approve', 'deny']), reason: z.string().optional() }).strict(),
   'request/header': z.object({ header: RequestHeaderSchema, reason: z.enum(['initial', 'resume', 'change']) }).strict(),
   'request/context': z.object({ provider: nonEmpty, model: nonEmpty, contextWindow: z.number().int().positive().optional() }).strict(),
   'agent/inbox/spliced': z
@@ -271,10 +269,7 @@ export const EventDataSchemas = {
   // SS-14: a fork's seed ends with the lineage: the parent session, the inclusive boundary seq, and the seed's length
   'session/end-seed': z
     .object({
-      fork: z
-        .object({ parent: nonEmpty, upTo: z.number().int().nonnegative(), seedLength: z.number().int().positive() })
-        .strict()
-        .optional(),
+      fork: z.object({ parent: nonEmpty, upTo: z.number().int().nonnegative(), seedLength: z.number().int().positive() }).strict().optional(),
     })
     .strict(),
   // RQ-14: a failed attempt will be retried after `delayMs` (the backoff is cancellable), then the retry starts

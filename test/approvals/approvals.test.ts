@@ -229,6 +229,38 @@ describe('approvals (TL-18)', () => {
   })
 })
 
+describe('approval events in the invariants (TL-18)', () => {
+  it('TL-18: approval-sequence: a question follows its call, its one answer follows the question, both before the result', async () => {
+    const { tool } = deployTool()
+    const agent = track(createAgent({ model: scriptedModel(oneCall()), tools: [tool], approvals: true, logger: quiet }))
+    askForDeploy(agent)
+    const question = asked(agent)
+    agent.followup('deploy')
+    await question
+    agent.approve('c1')
+    await agent.whenIdle()
+    const log = agent.session.events
+    expect(checkSessionInvariants(log)).toEqual([])
+    const at = (type: string) => log.findIndex((e) => e.type === type)
+    const without = (i: number) => [...log.slice(0, i), ...log.slice(i + 1)].map((e, seq) => ({ ...e, seq }))
+    const swap = (i: number, j: number) => {
+      const copy = [...log]
+      ;[copy[i], copy[j]] = [copy[j], copy[i]]
+      return copy.map((e, seq) => ({ ...e, seq }))
+    }
+    const rules = (events: unknown[]) => checkSessionInvariants(events).map((v) => v.rule)
+    // an answer with no question
+    expect(rules(without(at('tool/approval-request')))).toContain('approval-sequence')
+    // a question before its call
+    expect(rules(swap(at('tool/call'), at('tool/approval-request')))).toContain('approval-sequence')
+    // an answer after the result
+    expect(rules(swap(at('tool/approval-answer'), at('tool/approval-answer') + 1))).toContain('approval-sequence')
+    // a stored log that breaks it is refused as a seed, naming the rule
+    const late = swap(at('tool/approval-answer'), at('tool/approval-answer') + 1)
+    expect(() => createSession({ seed: late })).toThrow(expect.objectContaining({ name: 'SeedRefusedError', rule: 'approval-sequence' }))
+  })
+})
+
 describe('approvals across a real process restart on SQLite (TL-18)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'agentchart-approvals-'))
   afterAll(() => rmSync(dir, { recursive: true, force: true }))

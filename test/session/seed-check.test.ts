@@ -165,6 +165,7 @@ describe('SS-10: the structure of a seed', () => {
 
   it('SS-10: only the rules a resume depends on refuse a seed; the others stay findings of checkSessionInvariants', () => {
     expect([...SEED_RULES].sort()).toEqual([
+      'approval-sequence',
       'call-result-pairing',
       'chunk-citation',
       'contiguous-seq',

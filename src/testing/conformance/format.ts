@@ -43,7 +43,8 @@ export type ScenarioInput =
   | ({ type: 'tool-pre'; callId: string } & ListenerAction<PreExecuteValue>)
   | ({ type: 'tool-post'; callId: string } & ListenerAction<PostExecuteValue>)
   /** A person answers the approval the call `callId` waits for (format 3, TL-18). */
-  | { type: 'approval'; callId: string; decision: 'approve' } | { type: 'approval'; callId: string; decision: 'deny'; reason: string }
+  | { type: 'approval'; callId: string; decision: 'approve' }
+  | { type: 'approval'; callId: string; decision: 'deny'; reason: string }
   | { type: 'model'; chunks: StreamChunk[]; end: boolean }
   | ({ type: 'tool'; callId: string; afterAbort: boolean } & ({ action: 'return'; value: ToolReturn } | { action: 'throw'; message: string }))
 export type ScenarioInputType = ScenarioInput['type']

@@ -477,6 +477,9 @@ function unstartedAnswer(effect: Effect): AgentEvent {
   }
 }
 
+/** The part of a machine's context the approval inputs read (TL-18). */
+type ApprovalView = { toolBatch?: { approval: string | null } }
+
 const ctxOf = (state: HarnessState) => (state.machine as { context: AgentContext; value: unknown }).context
 
 export interface Harness {
@@ -519,7 +522,7 @@ export function createHarness(options: HarnessOptions): Harness {
   function complete(state: HarnessState, limit = 200): HarnessState {
     const step = new Step(options, state)
     for (let i = 0; i < limit; i++) {
-      const answer = defaultAnswer(step.state, step.actor.getSnapshot().context)
+      const answer = defaultAnswer(step.state, step.actor.getSnapshot().context as ApprovalView)
       if (!answer) return step.run()
       if (!applyOn(step, answer)) throw new Error(`default answer ${JSON.stringify(answer)} does not apply`)
       step.drain()
@@ -681,7 +684,7 @@ export function createHarness(options: HarnessOptions): Harness {
       }
       case 'approval': {
         // the person answers only the call that waits now
-        if (step.actor.getSnapshot().context.toolBatch.approval !== input.callId) return false
+        if ((step.actor.getSnapshot().context as ApprovalView).toolBatch?.approval !== input.callId) return false
         step.send({
           type: 'approval.answered',
           callId: input.callId,
@@ -750,10 +753,7 @@ export function createHarness(options: HarnessOptions): Harness {
           }
           if (p.name === 'tools/pre-execute')
             out.push(
-              ...(budget.approvals
-                ? (['allow', 'ask'] as const)
-                : pick(['allow', 'deny', 'throw'] as const, ['allow'] as const)
-              ).map((decision) => ({
+              ...(budget.approvals ? (['allow', 'ask'] as const) : pick(['allow', 'deny', 'throw'] as const, ['allow'] as const)).map((decision) => ({
                 type: 'tool-pre' as const,
                 callId: String(p.payload.callId),
                 decision,
@@ -799,7 +799,7 @@ export function createHarness(options: HarnessOptions): Harness {
       }
     }
     // TL-18: a person answers the call that waits for approval
-    const waiting: string | null = ctx.toolBatch?.approval ?? null
+    const waiting = (ctx as ApprovalView).toolBatch?.approval ?? null
     if (waiting !== null) out.push({ type: 'approval', callId: waiting, decision: 'approve' }, { type: 'approval', callId: waiting, decision: 'deny' })
     // user actions: from idle, or while exactly one effect is pending
     if (state.pending.length <= 1) {
@@ -863,7 +863,7 @@ export function createHarness(options: HarnessOptions): Harness {
         ctx.toolBatch.pool,
         ctx.toolBatch.concluded,
         ctx.toolBatch.failure !== null,
-        ctx.toolBatch.approval !== null,
+        (ctx as ApprovalView).toolBatch?.approval != null,
       ],
       [state.counters.sends, state.counters.cancels, state.counters.removes, state.counters.fails, state.counters.maintenance, state.cancelOn],
     ])
@@ -882,7 +882,7 @@ export function createHarness(options: HarnessOptions): Harness {
 }
 
 /** The default answer to the oldest pending effect, or null when nothing is pending. */
-function defaultAnswer(state: HarnessState, context: { toolBatch?: { approval: string | null } }): WalkInput | null {
+function defaultAnswer(state: HarnessState, context: ApprovalView): WalkInput | null {
   const p = state.pending[0]
   // TL-18: with nothing else to wait for, the person approves the call that waits
   const waiting = context.toolBatch?.approval ?? null
