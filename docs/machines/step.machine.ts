@@ -92,8 +92,14 @@ export const stepMachine = createMachine({
                 },
                 awaitingApproval: {
                   on: {
-                    'approval.answered': [{ target: 'next', guard: and(['isAwaitedApproval', 'isApproved']), actions: ['approveCall', 'startBody'] }, { target: 'next', guard: 'isAwaitedApproval', actions: 'denyApprovalCall' }],
+                    'approval.answered': [{ target: 'next', guard: and(['isAwaitedApproval', 'isApproved']), actions: ['approveCall', 'startBody'] }, { target: 'recordingDenial', guard: 'isAwaitedApproval', actions: 'recordDenial' }],
                     'agent.cancel': { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
+                  },
+                  always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
+                },
+                recordingDenial: {
+                  on: {
+                    'appends.confirmed': { target: 'next', guard: 'isAwaited', actions: 'denyApprovalCall' },
                   },
                   always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
                 },

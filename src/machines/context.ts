@@ -58,5 +58,6 @@ export function newToolBatch(calls: readonly PlannedCall[], cap: number): ToolBa
     concluded: false,
     failure: null,
     approval: null,
+    denial: null,
   }
 }

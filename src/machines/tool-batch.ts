@@ -154,11 +154,20 @@ export const toolBatchImplementations = named({
       d.append('tool/approval-answer', { turn: d.get('turn'), step: d.get('step'), callId: e.callId, decision: 'approve' })
       d.setToolBatch({ approval: null })
     }),
-    /** TL-18: a person's denial is the call's error result, like a pre-execute deny (post-execute still runs). */
-    denyApprovalCall: actionOn(['approval.answered'], (d, e) => {
+    /**
+     * TL-18: a person denied: the answer is logged, and the denial becomes the result only once that append is
+     * confirmed, so a refused answer is a scheduler failure with no result (TL-17), as a refused question is.
+     */
+    recordDenial: actionOn(['approval.answered'], (d, e) => {
       const reason = e.reason ?? 'denied'
       d.append('tool/approval-answer', { turn: d.get('turn'), step: d.get('step'), callId: e.callId, decision: 'deny', reason })
-      d.setToolBatch({ approval: null })
+      d.setToolBatch({ denial: reason })
+      d.confirm()
+    }),
+    /** TL-18: the logged denial is the call's error result, like a pre-execute deny (post-execute still runs). */
+    denyApprovalCall: action((d) => {
+      const reason = batchOf(d).denial ?? 'denied'
+      d.setToolBatch({ approval: null, denial: null })
       endWithoutBody(d, errorOutcome(reason, { name: 'ToolDeniedError', code: 'DENIED' }))
     }),
     /** TL-18: a cancel ends the wait: the call never started, its result says so through the normal pipeline (TL-16). */
@@ -168,7 +177,7 @@ export const toolBatchImplementations = named({
     }),
     /** TL-17: a scheduler failure while the call waits ends the wait; the call never reaches its body. */
     abandonApprovalAfterFailure: action((d) => {
-      d.setToolBatch({ approval: null })
+      d.setToolBatch({ approval: null, denial: null })
       endWithoutBody(d, ABORTED_BEFORE_DISPATCH, true)
     }),
     /** A throwing pre-execute is that call's error result and skips post-execute (TL-10, HK-9). */
@@ -345,11 +354,16 @@ export const toolBatchState = labelGuards(
                   on: {
                     'approval.answered': [
                       { guard: and(['isAwaitedApproval', 'isApproved']), target: 'next', actions: ['approveCall', 'startBody'] },
-                      { guard: 'isAwaitedApproval', target: 'next', actions: 'denyApprovalCall' },
+                      { guard: 'isAwaitedApproval', target: 'recordingDenial', actions: 'recordDenial' },
                     ],
                     // cancel ends the wait like any other: the signal aborts, the call is closed as not started
                     'agent.cancel': { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
                   },
+                },
+                // TL-18: the denial is logged; it becomes the result once the append is confirmed (a refusal: TL-17)
+                recordingDenial: {
+                  always: { guard: 'hasSchedulerFailure', target: 'next', actions: 'abandonApprovalAfterFailure' },
+                  on: { 'appends.confirmed': { guard: 'isAwaited', target: 'next', actions: 'denyApprovalCall' } },
                 },
                 finished: { type: 'final' },
               },

@@ -163,6 +163,8 @@ export interface ToolBatchContext {
   failure: TurnFailure | null
   /** The call whose pre-execute asked for approval and now waits for a person's answer (TL-18), or null. */
   approval: string | null
+  /** The reason of a person's denial, between its logged answer and the result it becomes (TL-18). */
+  denial: string | null
 }
 
 /** A repair closer: a session event appended before anything else when the log ends inside a turn (RS-4). */
