@@ -1,4 +1,4 @@
-// The portable conformance format, version 3: one scenario file says
+// The portable conformance format, version 4: one scenario file says
 // everything a driver needs (the agent's setup, every input with its exact
 // payload, the whole expected log). docs/conformance.md is its normative
 // text; this zod schema is the source of the JSON Schema shipped beside it.
@@ -42,7 +42,7 @@ export type ScenarioInput =
   | ({ type: 'turn-stopping' } & ({ action: 'return'; steer?: UserMessage } | { action: 'throw'; message: string }))
   | ({ type: 'tool-pre'; callId: string } & ListenerAction<PreExecuteValue>)
   | ({ type: 'tool-post'; callId: string } & ListenerAction<PostExecuteValue>)
-  /** A person answers the approval the call `callId` waits for (format 3, TL-18). */
+  /** A person answers the approval the call `callId` waits for (format 4, TL-18). */
   | { type: 'approval'; callId: string; decision: 'approve' }
   | { type: 'approval'; callId: string; decision: 'deny'; reason: string }
   | { type: 'model'; chunks: StreamChunk[]; end: boolean }
@@ -81,7 +81,7 @@ export interface ScenarioSetup {
   maxParallelToolCalls: number
   seed?: SeedEvent[]
   faults?: FailAppend[]
-  /** Format 3: `ask` answers of tools/pre-execute wait for an `approval` input (an approver is configured). */
+  /** Format 4: `ask` answers of tools/pre-execute wait for an `approval` input (an approver is configured). */
   approvals?: boolean
 }
 
@@ -114,9 +114,9 @@ export interface Suite {
 // ---- schemas ---------------------------------------------------------------------------
 
 /** The version of the file format this module reads and writes; see the changelog in docs/conformance.md. */
-export const FORMAT_VERSION = 3
+export const FORMAT_VERSION = 4
 /** The manifest's format tag. */
-export const SUITE_FORMAT = 'agentchart-conformance/3' as const
+export const SUITE_FORMAT = 'agentchart-conformance/4' as const
 
 const id = z.string().min(1)
 const message = z.string().min(1)

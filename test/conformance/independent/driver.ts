@@ -51,7 +51,7 @@ const thrown = (message: string): never => {
 
 /** Run one scenario on a fresh independent agent. */
 export async function runIndependent(scenario: Scenario, mutation?: Mutation): Promise<unknown[]> {
-  if (scenario.formatVersion !== 3) throw new Error(`unsupported formatVersion ${scenario.formatVersion}`)
+  if (scenario.formatVersion !== 4) throw new Error(`unsupported formatVersion ${scenario.formatVersion}`)
   const { setup } = scenario
   const waits = new Waits()
   const agent = new IndependentAgent({
