@@ -180,7 +180,7 @@ export const agentMachine = createMachine({
                               entry: 'askPostExecute',
                               on: {
                                 'hook.done': { target: 'committing', guard: 'isPostExecuteAnswer', actions: 'applyPostExecute' },
-                                'hook.failed': { target: 'committing', guard: 'isPostExecuteAnswer', actions: 'failPostExecute' },
+                                'hook.failed': [{ target: 'finished', guard: and(['isPostExecuteAnswer', 'hasSchedulerFailure']) }, { target: 'committing', guard: 'isPostExecuteAnswer', actions: 'failPostExecute' }],
                               },
                             },
                             committing: {

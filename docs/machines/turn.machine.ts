@@ -140,7 +140,7 @@ export const turnMachine = createMachine({
                       entry: 'askPostExecute',
                       on: {
                         'hook.done': { target: 'committing', guard: 'isPostExecuteAnswer', actions: 'applyPostExecute' },
-                        'hook.failed': { target: 'committing', guard: 'isPostExecuteAnswer', actions: 'failPostExecute' },
+                        'hook.failed': [{ target: 'finished', guard: and(['isPostExecuteAnswer', 'hasSchedulerFailure']) }, { target: 'committing', guard: 'isPostExecuteAnswer', actions: 'failPostExecute' }],
                       },
                     },
                     committing: {

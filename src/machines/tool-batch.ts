@@ -385,7 +385,11 @@ export const toolBatchState = labelGuards(
                   entry: 'askPostExecute',
                   on: {
                     'hook.done': { guard: 'isPostExecuteAnswer', target: 'committing', actions: 'applyPostExecute' },
-                    'hook.failed': { guard: 'isPostExecuteAnswer', target: 'committing', actions: 'failPostExecute' },
+                    'hook.failed': [
+                      // TL-17: the post-execute never started because an append of its macrostep was refused: nothing more commits
+                      { guard: and(['isPostExecuteAnswer', 'hasSchedulerFailure']), target: 'finished' },
+                      { guard: 'isPostExecuteAnswer', target: 'committing', actions: 'failPostExecute' },
+                    ],
                   },
                 },
                 committing: { entry: 'commitResult', always: 'waiting' },
