@@ -67,9 +67,9 @@ export class Draft {
   notify(name: NotificationName, payload: Record<string, unknown>): void {
     this.effects.push({ type: 'fx.notify', name, payload })
   }
-  /** Ask to hear `appends.confirmed` once the appends so far are in the log (or `append.failed`). */
-  confirm(): void {
-    this.effects.push({ type: 'fx.confirm', id: this.await() })
+  /** Ask to hear `appends.confirmed` once the appends so far are in the log (or `append.failed`); `yieldFirst` lets the event loop run first. */
+  confirm(options: { yieldFirst?: boolean } = {}): void {
+    this.effects.push(options.yieldFirst ? { type: 'fx.confirm', id: this.await(), yieldFirst: true } : { type: 'fx.confirm', id: this.await() })
   }
   /** Run an extension point and wait for it; `abandonOnCancel` when a cancel ends the wait (turn-level hooks). */
   hook(name: HookName, payload: Record<string, unknown>, options: { fallback?: unknown; abandonOnCancel?: boolean } = {}): void {

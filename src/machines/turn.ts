@@ -28,8 +28,10 @@ export const turnImplementations = named({
     /**
      * Wait until the appends so far are in the log before claiming: a listener that cancels on turn/start or on
      * an event of the step that just closed is heard first, so its discards come before the claim (CX-6, IN-10).
+     * Between steps (step > 0) the wait may yield to the event loop (the runtime does when steps have followed each
+     * other without it turning), so a turn whose model and tools never wait for I/O still lets timers run (CX-16).
      */
-    confirmAppends: action((d) => d.confirm()),
+    confirmAppends: action((d) => d.confirm({ yieldFirst: d.get('step') > 0 })),
     /** IN-9, IN-10: the claim runs synchronously right after turn/start or the previous step/end. */
     claimProposal: action((d) => claimInbox(d, d.get('step') === 0)),
     /** ST-2: agent/pre-step decides about the claimed batch (default: enter it). */

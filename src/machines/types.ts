@@ -291,7 +291,8 @@ export type Effect =
   /** Fire a live notification. For `agent/error` the payload carries `failure`; the runtime hands listeners the error itself. */
   | { type: 'fx.notify'; name: NotificationName; payload: Record<string, unknown> }
   /** Answer `appends.confirmed{id}` once the appends before it are in the log (`append.failed{id}` if one was refused). */
-  | { type: 'fx.confirm'; id: number }
+  /** `yieldFirst`: answer only after the event loop has run once (timers, I/O), between steps (CX-16, issue #8). */
+  | { type: 'fx.confirm'; id: number; yieldFirst?: true }
   /**
    * Run an extension point; answers hook.done / hook.failed. `fallback` is the default decision (absent: undefined).
    * `abandonOnCancel`: the machine stops waiting when the activity is cancelled, so the runtime does not start it

@@ -84,6 +84,8 @@ function abandonedFailure(): LlmFailure {
 }
 /** How many chunks a stream may deliver before the runtime lets the event loop run once. */
 const CHUNKS_PER_YIELD = 256
+/** How many steps may follow each other without the event loop turning before a step boundary yields to it. */
+const STEPS_PER_YIELD = 16
 
 /** Sort object keys so equal headers and route records serialize equally. */
 export function canonical(value: unknown): string {
@@ -129,6 +131,9 @@ export class Runtime {
   /** True while the macrostep of the caller's own `dispatch` event runs: only its refusals are the caller's to throw. */
   #own = false
   #idleWaiters: Array<() => void> = []
+  /** Steps begun since the event loop last turned, and whether a check of that is scheduled (`#mustYield`). */
+  #stepsWithoutYield = 0
+  #loopWatch = false
   /**
    * Work started outside the machine and not yet answered, by effect id, each with the answer it gets if it is
    * abandoned (`abandonRunning`); an answer that arrives after that is dropped by id (issue #8).
@@ -232,6 +237,24 @@ export class Runtime {
     }
   }
 
+  /**
+   * At a step boundary the machine asked to yield at (CX-16): true once STEPS_PER_YIELD steps ran with no turn of
+   * the event loop between them. Why: a model and tools that never wait for I/O would starve timers (a cancel from
+   * a setTimeout); a turn whose steps wait for I/O anyway keeps its exact ordering.
+   */
+  #mustYield(): boolean {
+    if (!this.#loopWatch) {
+      this.#loopWatch = true
+      setImmediate(() => {
+        this.#loopWatch = false
+        this.#stepsWithoutYield = 0
+      })
+    }
+    if (++this.#stepsWithoutYield < STEPS_PER_YIELD) return false
+    this.#stepsWithoutYield = 0
+    return true
+  }
+
   #resting(): boolean {
     const snapshot = this.actor.getSnapshot()
     return snapshot.value === 'idle' || snapshot.status !== 'active'
@@ -320,6 +343,7 @@ export class Runtime {
         return
       case 'fx.confirm':
         if (batch.failed) batch.confirm = effect.id
+        else if (effect.yieldFirst && this.#mustYield()) setImmediate(() => this.#send({ type: 'appends.confirmed', id: effect.id }))
         else this.#send({ type: 'appends.confirmed', id: effect.id })
         return
       case 'fx.reject':

@@ -382,6 +382,25 @@ describe('#8.7 whenIdle() resolves only when no turn is open', () => {
   })
 })
 
+// ---- 8. runaway models -----------------------------------------------------------------------------
+
+describe('#8.8 a model that always calls a synchronous tool', () => {
+  const forever = (): ModelAdapter => {
+    let n = 0
+    return scriptedModel(Array.from({ length: 1000 }, () => () => toolCallResponse([{ id: `k${++n}`, name: 'sync', arguments: '{}' }])))
+  }
+  const sync = defineTool({ name: 'sync', description: 'instant', input: z.object({}).loose(), execute: () => 'ok' })
+
+  it('CX-16: a timer-driven cancel still fires: the turn yields to the event loop between steps', async () => {
+    const agent = createAgent({ model: forever(), tools: [sync], logger: quiet, maxSteps: Infinity } as AgentOptions)
+    setTimeout(() => agent.cancel(), 50)
+    agent.followup('go')
+    expect(await settles(agent, 3000)).toBe(true)
+    expect(turnEnds(agent)[0]).toEqual({ kind: 'aborted', reason: { kind: 'user' } })
+    expect(checkSessionInvariants(agent.session.events)).toEqual([])
+  })
+})
+
 // ---- 9. tools that never settle -------------------------------------------------------------------
 
 describe('#8.9 an escape from a tool that never settles', () => {
