@@ -1,6 +1,8 @@
 // Scale-out example: several worker processes serve sessions from one
-// PostgreSQL database. Once the first worker has finished a turn it is killed
-// with SIGKILL; when its leases lapse the others take its sessions over,
+// PostgreSQL database. The first worker's model hangs in the second turn (a
+// stand-in for a process stuck mid-request); once it is seen stalling, the
+// worker is killed with SIGKILL, so it surely dies with turns open. When its
+// leases lapse the others take its sessions over,
 // repair the turns it left open, and finish the work. Every log is checked
 // at the end.
 //
@@ -43,8 +45,8 @@ try {
 
   const script = fileURLToPath(new URL('./worker.ts', import.meta.url))
   const lines: string[] = []
-  const start = (w: number) => {
-    const env = { ...process.env, DATABASE_URL: connectionString, WORKER: `worker-${w}`, TURNS: String(turns), LEASE_MS: String(leaseMs) }
+  const start = (w: number, extra: Record<string, string> = {}) => {
+    const env = { ...process.env, DATABASE_URL: connectionString, WORKER: `worker-${w}`, TURNS: String(turns), LEASE_MS: String(leaseMs), ...extra }
     const worker = spawn(process.execPath, ['--import', 'tsx', script], { env, stdio: ['ignore', 'pipe', 'inherit'] })
     worker.stdout!.setEncoding('utf8')
     let partial = ''
@@ -62,10 +64,10 @@ try {
     while (!lines.some((line) => pattern.test(line))) await new Promise((resolve) => setTimeout(resolve, 20))
   }
   // worker-1 first, so it surely holds sessions when it dies; then the others
-  start(1)
+  start(1, { STALL_TURN: String(Math.min(2, turns)) })
   await seen(/^\[worker-1\] took/)
   for (let w = 2; w <= Number(values.workers); w++) start(w)
-  await seen(/^\[worker-1\] .* turn 1 done/)
+  await seen(/^\[worker-1\] .* the model stalls/)
   workers[0].kill('SIGKILL')
   console.log(`killed worker-1 with SIGKILL: its sessions go to the others once their leases lapse (<= ${leaseMs} ms)`)
 

@@ -5,7 +5,9 @@
 // session whose worker died is picked up once its lease lapses; opening it
 // repairs the turn the dead worker left open.
 //
-// Env: DATABASE_URL, WORKER (its name, the lease holder), TURNS, LEASE_MS.
+// Env: DATABASE_URL, WORKER (its name, the lease holder), TURNS, LEASE_MS,
+// STALL_TURN (optional: the model hangs on that turn's request, so the worker
+// can be killed while it surely holds an open turn).
 import { z } from 'zod'
 import { createAgent, defineTool, SessionInUseError, type Agent, type ModelAdapter, type SessionEvent, type StreamChunk } from '../../src/index.js'
 import { postgresStore } from '../../src/stores/index.js'
@@ -15,6 +17,7 @@ const name = process.env.WORKER ?? `worker-${process.pid}`
 const turns = Number(process.env.TURNS ?? 4)
 const leaseMs = Number(process.env.LEASE_MS ?? 1500)
 const perWorker = Number(process.env.SESSIONS_PER_WORKER ?? 3)
+const stallTurn = Number(process.env.STALL_TURN ?? 0)
 const store = postgresStore({ connectionString: process.env.DATABASE_URL!, max: 4 })
 const say = (line: string) => console.log(`[${name}] ${line}`)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -27,6 +30,14 @@ const model: ModelAdapter = {
   provider: 'example',
   model: 'slow-echo',
   async *stream(request): AsyncGenerator<StreamChunk> {
+    const asked = request.messages.findLast((m) => m.role === 'user' && m.content[0]?.type === 'text')?.content[0]
+    const question = asked?.type === 'text' ? asked.text : ''
+    if (stallTurn > 0 && question.startsWith(`question ${stallTurn} `)) {
+      // a stand-in for a process that hangs mid-request: its turn stays open in the log until someone repairs it
+      say(`${question.split(' about ')[1]} turn ${stallTurn}: the model stalls`)
+      await new Promise((resolve) => request.signal.addEventListener('abort', resolve, { once: true }))
+      return
+    }
     const last = request.messages.at(-1)
     const answering = last?.content[0]?.type === 'tool-result'
     const chunks = answering

@@ -28,7 +28,7 @@ function run(args: string[]): {
   stderr: () => string
 } {
   const script = fileURLToPath(new URL('./race-child.ts', import.meta.url))
-  const proc = spawn(process.execPath, ['--import', 'tsx', script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const proc = spawn(process.execPath, ['--import', 'tsx', script, ...args], { stdio: ['pipe', 'pipe', 'pipe'] })
   const lines: string[] = []
   let stderr = ''
   let partial = ''
@@ -45,13 +45,15 @@ function run(args: string[]): {
 describe('PostgreSQL store across processes', () => {
   it('RS-7/RS-8: two processes race to open one session: exactly one drives, the other is refused, then takes over after the first is killed; the log stays contiguous', async () => {
     const url = await createDatabase(server, 'race')
-    const startAt = String(Date.now() + 2500)
-    const a = run([url, 'contested', 'worker-a', startAt, '4'])
-    const b = run([url, 'contested', 'worker-b', startAt, '4'])
+    const a = run([url, 'contested', 'worker-a', '4'])
+    const b = run([url, 'contested', 'worker-b', '4'])
     const children = { 'worker-a': a, 'worker-b': b }
     try {
-      await until(() => [a, b].every((c) => c.lines.length > 0), 30_000, `both children to report (${a.stderr()}${b.stderr()})`)
-      const first = Object.entries(children).map(([name, c]) => [name, c.lines[0]] as const)
+      // both connected, then both open at once; neither runs a turn before both have reported
+      await until(() => [a, b].every((c) => c.lines.includes('READY')), 30_000, `both children to connect (${a.stderr()}${b.stderr()})`)
+      for (const c of [a, b]) c.proc.stdin!.write('open\n')
+      await until(() => [a, b].every((c) => c.lines.length > 1), 30_000, `both children to report (${a.stderr()}${b.stderr()})`)
+      const first = Object.entries(children).map(([name, c]) => [name, c.lines[1]] as const)
       const drivers = first.filter(([, line]) => line.startsWith('DRIVING'))
       const refused = first.filter(([, line]) => line.startsWith('REFUSED'))
       expect(drivers).toHaveLength(1)
@@ -61,6 +63,8 @@ describe('PostgreSQL store across processes', () => {
       expect(refusal).toBe(`REFUSED ${driverName}`)
       const driver = children[driverName as keyof typeof children]
       const other = children[otherName as keyof typeof children]
+      // the driver runs; the other, refused, runs once it takes over
+      for (const c of [driver, other]) c.proc.stdin!.write('run\n')
       // kill the driver mid-way through its second turn
       await until(() => driver.lines.includes('TURN 1'), 30_000, 'the driver to finish a turn')
       driver.proc.kill('SIGKILL')
