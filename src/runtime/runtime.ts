@@ -111,6 +111,9 @@ interface Batch {
   unstarted: Effect[]
 }
 
+/** What `request.prepared` carries beside its id. */
+type PreparedRequest = Omit<Extract<AgentEvent, { type: 'request.prepared' }>, 'type' | 'id'>
+
 const freshBatch = (): Batch => ({ failed: null, skipped: [], confirm: undefined, unstarted: [] })
 
 export class Runtime {
@@ -144,6 +147,8 @@ export class Runtime {
   #gate: 'open' | 'draining' | 'waiting' = 'open'
   /** runMaintenance's promise while its job waits for the store. */
   #heldJob: { resolve: (promise: Promise<unknown>) => void; reject: (error: unknown) => void } | null = null
+  /** The records of the last request prepared, reused while its frozen config comes back unchanged. */
+  #prepared: PreparedRequest | null = null
 
   constructor(readonly options: RuntimeOptions) {
     this.hooks = options.hooks
@@ -587,20 +592,32 @@ export class Runtime {
 
   /** agent/request, then the frozen config, header and route record of the request (RQ-1, RQ-2). */
   #prepare(signal: AbortSignal, id: number, turn: number, step: number, seed: LlmCallConfig): void {
-    const frozenSeed = deepFreeze(toFrozenJson(seed, 'config'))
+    // the seed is usually the config this runtime prepared last time: already a checked frozen copy
+    const frozenSeed = seed === this.#prepared?.config ? seed : deepFreeze(toFrozenJson(seed, 'config'))
     this.#settle(id, async () => {
       const value = await this.hooks.waterfall('agent/request', { turn, step, signal, agent: this.options.agent }, () => frozenSeed)
       // a listener's config may carry a schema as its response format: the log keeps its JSON Schema
       const config = value === frozenSeed ? frozenSeed : toLoggedConfig(value, this.options.outputSchemas, 'agent/request result', true)
-      const { systemPrompt, toolSchemas, model } = this.options
-      const header: RequestHeader = {
-        config: config,
-        ...(systemPrompt ? { system: systemPrompt } : {}),
-        ...(toolSchemas.length ? { tools: [...toolSchemas] } : {}),
-      }
-      const context = { provider: config.provider, model: config.model, ...(model.contextWindow ? { contextWindow: model.contextWindow } : {}) }
-      return { type: 'request.prepared', id, config, header, headerKey: canonical(header), context, contextKey: canonical(context) }
+      return { type: 'request.prepared', id, ...this.#requestRecords(config) }
     })
+  }
+
+  /**
+   * The header and route records of a request with this config, and their keys. Why cached: the same frozen
+   * config comes back step after step, and canonical JSON of a header with tool schemas is the dear part.
+   */
+  #requestRecords(config: LlmCallConfig): PreparedRequest {
+    const { systemPrompt, toolSchemas, model } = this.options
+    // the adapter's context window is read each time: it is the one part that is not fixed for the runtime's life
+    if (this.#prepared?.config === config && this.#prepared.context.contextWindow === model.contextWindow) return this.#prepared
+    const header: RequestHeader = {
+      config: config,
+      ...(systemPrompt ? { system: systemPrompt } : {}),
+      ...(toolSchemas.length ? { tools: [...toolSchemas] } : {}),
+    }
+    const context = { provider: config.provider, model: config.model, ...(model.contextWindow ? { contextWindow: model.contextWindow } : {}) }
+    this.#prepared = { config, header, headerKey: canonical(header), context, contextKey: canonical(context) }
+    return this.#prepared
   }
 
   /**
