@@ -34,11 +34,17 @@ const SECRETS: ReadonlyArray<[RegExp, string]> = [
   [/\b((?:api[_-]?key|apikey|access[_-]?token|secret[_-]?key)\s*[=:]\s*["']?)[^\s"',;&]+/gi, `$1${REDACTED}`],
   // provider key formats: sk-..., sk-proj-..., sk-ant-...
   [/\bsk-[A-Za-z0-9_-]{8,}/g, REDACTED],
+  // a URL's user-info: the password of scheme://user:password@host, up to the authority's last @
+  // (the user name stays)
+  [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s/?#@:]*:)[^\s/?#]+@/gi, `$1${REDACTED}@`],
+  // a URL whose user-info is a lone token, as in https://<token>@github.com
+  [/(\b[a-z][a-z0-9+.-]*:\/\/)[A-Za-z0-9._~-]{16,}@/gi, `$1${REDACTED}@`],
 ]
 
 /**
  * The text with credentials replaced by `[redacted]`: Authorization values, bearer tokens,
- * `sk-…` keys, key headers and `api_key=` style query values.
+ * `sk-…` keys, key headers, `api_key=` style query values and the password (or lone token) of a
+ * URL's user-info.
  * Why: providers echo the request's credentials in some error bodies, and a failure's message is
  * logged, shown and sent to listeners; secrets must not reach any of them (issue #8).
  */

@@ -103,6 +103,31 @@ describe('toLlmFailure', () => {
   })
 })
 
+describe('TU-13 credentials in a URL', () => {
+  it('the password of a URL user-info is redacted, the user name and host stay', () => {
+    const failure = toLlmFailure(new Error('GET https://alice:hunter2@api.example.com/v1/x failed'))
+    expect(failure.message).not.toMatch(/hunter2/)
+    expect(failure.message).toContain('https://alice:[redacted]@api.example.com/v1/x')
+  })
+
+  it("a password holding @ or : is redacted up to the authority's last @", () => {
+    const message = toLlmFailure(new Error('connect postgres://svc:p@ss:w0rd@db:5432/app refused; ftp://u:x@h')).message
+    expect(message).not.toMatch(/p@ss|w0rd/)
+    expect(message).toContain('postgres://svc:[redacted]@db:5432/app')
+    expect(message).toContain('ftp://u:[redacted]@h')
+  })
+
+  it('a lone token as user-info is redacted; URLs without user-info and e-mail addresses are kept', () => {
+    const message = toLlmFailure(
+      new Error('clone https://ghp_0123456789abcdefABCDEF@github.com/o/r failed; see https://example.com/a@b and mail ops@example.com'),
+    ).message
+    expect(message).not.toMatch(/ghp_0123456789/)
+    expect(message).toContain('https://[redacted]@github.com/o/r')
+    expect(message).toContain('https://example.com/a@b')
+    expect(message).toContain('ops@example.com')
+  })
+})
+
 describe('abortedFailure and llmFailure', () => {
   it('abortedFailure has code ABORTED and names the reason', () => {
     expect(abortedFailure()).toEqual({ message: 'request aborted', code: 'ABORTED' })

@@ -488,6 +488,22 @@ describe('#8.12 secrets never reach the log; validation errors read as a sentenc
     expect(logged).toMatch(/redacted/i)
   })
 
+  it('TU-13: the password of a URL echoed by a transport is redacted from turn/end', async () => {
+    const model: ModelAdapter = {
+      provider: 'p',
+      model: 'm',
+      async *stream() {
+        throw new Error('GET https://user:hunter2@api.example.com/v1/chat failed with 401')
+      },
+    }
+    const agent = createAgent({ model, logger: quiet, retry: false } as AgentOptions)
+    agent.followup('go')
+    await agent.whenIdle()
+    const logged = JSON.stringify(agent.session.events)
+    expect(logged).not.toMatch(/hunter2/)
+    expect(logged).toContain('https://user:[redacted]@api.example.com/v1/chat')
+  })
+
   it('TL-1: INVALID_ARGS reads as one sentence naming the path, not a JSON dump', async () => {
     const tool = defineTool({ name: 'add', description: 'adds', input: z.object({ a: z.number(), b: z.object({ c: z.string() }) }), execute: () => 'x' })
     const model = scriptedModel([toolCallResponse([{ id: 'c1', name: 'add', arguments: '{"a":"one","b":{"c":2}}' }]), textResponse('ok')])
