@@ -14,6 +14,7 @@ import { canonical, Runtime } from './runtime/runtime.js'
 import {
   AgentCancelCauseSchema,
   type AgentCancelCause,
+  type EventData,
   type InboxTarget,
   type LlmCallConfig,
   type LlmFailure,
@@ -35,6 +36,7 @@ import { checkSessionId, DEFAULT_LEASE_MS } from './stores/lease.js'
 import type { SessionHandle, SessionStore } from './stores/types.js'
 import { SessionWriter } from './stores/writer.js'
 import { toolSchemas, type ToolDefinition } from './tools/define.js'
+import { resolveCompaction, type CompactionOptions, type ResolvedCompaction } from './compaction.js'
 
 export interface AgentOptions {
   model: ModelAdapter
@@ -68,9 +70,17 @@ export interface AgentOptions {
    * or a `tools/approval-requested` listener is registered; with neither, nobody could answer, so `ask` is a deny.
    */
   approvals?: boolean
+  /**
+   * Compaction (docs/compaction.md): by default on when the model adapter declares a `contextWindow`;
+   * `false` turns it off; an object configures it (and turns it on, given a window there or on the adapter).
+   */
+  compaction?: CompactionOptions | false
   /** Only with StoredAgentOptions: an agent over a store is made by the promise-returning form of createAgent. */
   store?: undefined
 }
+
+/** What agent.compact() came to: the logged record of the summary, or why nothing was replaced. */
+export type CompactionResult = { compacted: true; record: EventData<'compaction/completed'> } | { compacted: false; record?: EventData<'compaction/failed'> }
 
 /** An agent whose session lives in a store: createAgent creates or resumes it and returns a promise (issue #9). */
 export interface StoredAgentOptions extends Omit<AgentOptions, 'session' | 'store'> {
@@ -249,7 +259,8 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
   const retry = defaultRetry(options.retry)
   if (options.sleep !== undefined && typeof options.sleep !== 'function') throw new ConfigError('sleep must be a function', { path: 'sleep' })
   const sleep = options.sleep ?? sleepFor
-  return { model, maxTokens, maxParallelToolCalls, tools, retry, sleep }
+  const compaction = resolveCompaction(options.compaction, model)
+  return { model, maxTokens, maxParallelToolCalls, tools, retry, sleep, compaction }
 }
 
 /** What an agent over a store holds besides its session. */
@@ -298,10 +309,12 @@ export class Agent {
   /** The one session observer feeding `session/event` listeners, installed on first use and removed at disposal. */
   #unobserve: (() => void) | null = null
   readonly #durable: Durable | null
+  readonly #compaction: ResolvedCompaction | null
 
   /** Use createAgent; `durable` is how the stored form hands over its store writer. */
   constructor(options: AgentOptions, durable?: Durable) {
-    const { model, maxTokens, maxParallelToolCalls, tools, retry, sleep } = checkOptions(options)
+    const { model, maxTokens, maxParallelToolCalls, tools, retry, sleep, compaction } = checkOptions(options)
+    this.#compaction = compaction
     if ((options as { store?: unknown }).store !== undefined && durable === undefined) {
       throw new ConfigError('an agent over a store is made by createAgent({ store, ... }), which returns a promise', { path: 'store' })
     }
@@ -358,6 +371,7 @@ export class Agent {
       ...(durable ? { durability: durable.writer } : {}),
       retry,
       sleep,
+      ...(compaction ? { compaction } : {}),
     })
     this.inbox = new Inbox(
       () => this.#runtime,
@@ -500,6 +514,33 @@ export class Agent {
     this.#runtime.pendingJob = job
     this.#runtime.dispatch({ type: 'maintenance.start' })
     return this.#runtime.jobPromise as Promise<T>
+  }
+
+  /**
+   * Compact the history now (CP-4): from idle, the summariser replaces all but the recent tail with a summary,
+   * logged like an automatic compaction with reason `manual`. Resolves when the agent is idle again, with the
+   * record, or `compacted: false` when there was nothing to compact, the summariser failed (its record), or a cancel ended it.
+   */
+  async compact(): Promise<CompactionResult> {
+    this.#assertLive()
+    if (this.#disposed) throw new AgentStateError('AGENT_DISPOSED', 'this agent is being disposed')
+    if (this.#compaction === null) {
+      throw new AgentStateError('COMPACTION_OFF', 'compaction is off: give createAgent a compaction option (and a context window) to use agent.compact()')
+    }
+    if (this.#runtime.actor.getSnapshot().value !== 'idle') {
+      throw new AgentStateError('AGENT_BUSY', 'agent.compact() is accepted only while the agent is idle (during a turn the compaction policy is at work)')
+    }
+    const from = this.session.length
+    this.#start()
+    this.#runtime.dispatch({ type: 'compaction.start' })
+    await this.#runtime.whenIdle()
+    const events = this.session.events
+    for (let seq = from; seq < events.length; seq++) {
+      const event = events[seq]
+      if (event.type === 'compaction/completed' && event.data.reason === 'manual') return { compacted: true, record: event.data }
+      if (event.type === 'compaction/failed' && event.data.reason === 'manual') return { compacted: false, record: event.data }
+    }
+    return { compacted: false }
   }
 
   /** Listen to an extension point or notification; returns a disposer. */

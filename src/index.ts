@@ -13,6 +13,7 @@ export type {
   PostExecuteDecision,
   ToolExecution,
   ToolOutcomeView,
+  CompactionResult,
 } from './agent.js'
 export { createSession, Session } from './session/session.js'
 export type { SessionOptions, SessionObserver } from './session/session.js'
@@ -35,4 +36,8 @@ export { retryPolicy, sleepFor, DEFAULT_RETRYABLE_CODES, RETRY_DEFAULTS } from '
 export type { RetryPolicyOptions, RetryPayload } from './retry.js'
 export type { ModelAdapter, ModelRequest } from './adapters/types.js'
 export { LlmError, toLlmFailure } from './adapters/failure.js'
+export { DEFAULT_INSTRUCTIONS as COMPACTION_INSTRUCTIONS } from './compaction.js'
+export type { CompactionOptions, SummariseInput, SummariseResult } from './compaction.js'
+export { estimateMessageTokens, estimateTextTokens, planCompaction } from './session/compaction.js'
+export type { CompactionPolicy, SurfaceNodeView } from './session/compaction.js'
 export * from './errors.js'

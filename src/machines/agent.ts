@@ -7,6 +7,7 @@ import { attached } from './attachment.js'
 import { initialContext } from './context.js'
 import { action, actionOn, guard, named, labelGuards } from './draft.js'
 import { clearInbox, hasPending, inboxOn } from './inbox.js'
+import { compactionState } from './compaction.js'
 import { turnSetup, turnState, type TurnImplementations } from './turn.js'
 
 export const agentImplementations = named({
@@ -41,6 +42,8 @@ export const agentImplementations = named({
       if (e.cause.kind === 'disposed') d.set({ disposing: true })
       if (!e.keepInbox) clearInbox(d)
     }),
+    /** A refused summary of agent.compact() goes to agent/error; no turn is involved. */
+    reportCompactionStoreFailure: actionOn(['append.failed'], (d, e) => d.notify('agent/error', { turn: d.get('turn'), step: 0, failure: e.failure })),
     /** MT-1: the job the API registered starts now, with its own signal. */
     startJob: action((d) => {
       d.set({ cancelCause: null })
@@ -94,6 +97,8 @@ const agentConfig = labelGuards(
             'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), target: 'running', actions: 'insertSent' },
             'agent.cancel': { actions: 'cancelWhileIdle' },
             'maintenance.start': { target: 'maintenance' },
+            // CP-4: agent.compact() compacts from idle, like a maintenance job
+            'compaction.start': { target: 'compacting', actions: 'beginManualCompaction' },
             'agent.dispose': { target: 'disposed' },
           },
         },
@@ -132,6 +137,17 @@ const agentConfig = labelGuards(
             'agent.cancel': { actions: 'cancelActivity' },
             // MT-3: a waking send during maintenance latches
             'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), actions: ['insertSent', 'latchWake'] },
+          },
+        },
+        compacting: {
+          ...compactionState,
+          exit: 'clearCancelCause',
+          onDone: { target: 'idle' },
+          on: {
+            // like maintenance (MT-3): waking sends latch until it ends (a cancel ends the summariser's wait, in the region)
+            'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), actions: ['insertSent', 'latchWake'] },
+            // the summary or its record was refused: reported, and the agent is idle again
+            'append.failed': { target: 'idle', actions: ['restoreInbox', 'reportCompactionStoreFailure'] },
           },
         },
         disposed: { type: 'final' },

@@ -9,7 +9,7 @@ import { activityOn } from './activity.js'
 import { attached } from './attachment.js'
 import { initialContext, newToolBatch } from './context.js'
 import { action, actionOn, guardOn, type Draft, named, labelGuards } from './draft.js'
-import { toolBatchSetup, type ToolBatchImplementations } from './tool-batch.js'
+import { compactionSetup, compactionState, type CompactionImplementations } from './compaction.js'
 import type { PlannedCall, TurnFailure } from './types.js'
 
 /** TL-1: an empty string is `{}`, valid JSON its value, anything else stays the raw text. */
@@ -147,8 +147,8 @@ export const attemptImplementations = named({
   },
 })
 
-export type AttemptImplementations = typeof attemptImplementations & ToolBatchImplementations
-export const attemptSetup = toolBatchSetup.extend(attemptImplementations)
+export type AttemptImplementations = typeof attemptImplementations & CompactionImplementations
+export const attemptSetup = compactionSetup.extend(attemptImplementations)
 
 export const attemptState = labelGuards(
   attached<AttemptImplementations>()(
@@ -171,11 +171,26 @@ export const attemptState = labelGuards(
           on: {
             'model.settled': [
               { guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), target: 'done', actions: 'keepInterruptedPrefix' },
+              // CP-6: a request refused for its size: compact, then a new attempt in the same step
+              {
+                guard: and(['isAwaited', 'isFailedFinish', 'canCompactOnOverflow']),
+                target: 'compacting',
+                actions: ['recordRequestFailure', 'beginOverflowCompaction'],
+              },
               { guard: and(['isAwaited', 'isFailedFinish']), target: 'recovering', actions: 'recordRequestFailure' },
               { guard: 'isAwaited', target: 'done', actions: 'appendAnchor' },
             ],
             'model.failed': { guard: 'isAwaited', target: 'done', actions: 'failAttempt' },
           },
+        },
+        compacting: {
+          ...compactionState,
+          onDone: [
+            { guard: 'isCancelled', target: 'done', actions: 'abortAttempt' },
+            { guard: 'hasCompacted', target: 'building' },
+            // nothing to compact, or the summariser failed: request recovery decides as for any failure
+            { target: 'recovering' },
+          ],
         },
         recovering: {
           entry: 'askRequestError',

@@ -7,7 +7,7 @@ import type { AgentContext, AgentInput, PlannedCall, ToolBatchContext } from './
 export function initialContext(input: AgentInput): AgentContext {
   const maxParallelToolCalls = input.maxParallelToolCalls ?? 10
   return {
-    instance: { id: input.instance ?? 'i0', maxParallelToolCalls, repair: input.repair ?? [] },
+    instance: { id: input.instance ?? 'i0', maxParallelToolCalls, repair: input.repair ?? [], compaction: input.compaction ?? 'off' },
     request: {
       seedConfig: input.seedConfig,
       priorHeader: input.priorHeader ?? false,
@@ -36,6 +36,7 @@ export function initialContext(input: AgentInput): AgentContext {
     toolBatch: newToolBatch(input.calls ?? [], maxParallelToolCalls),
     // a resumed approval wait (TL-18) continues the open turn and step with the batch the log describes
     ...(input.resume ? { turn: input.resume.turn, step: input.resume.step, maxTokensSeen: input.resume.maxTokensSeen, toolBatch: input.resume.toolBatch } : {}),
+    compaction: { reason: null, plan: null, compacted: false, overflowAt: null },
   }
 }
 

@@ -9,6 +9,7 @@ import { standaloneOn } from './activity.js'
 import { attached } from './attachment.js'
 import { initialContext } from './context.js'
 import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './draft.js'
+import { compactionState } from './compaction.js'
 import { claimInbox } from './inbox.js'
 import { stepSetup, stepState, type StepImplementations } from './step.js'
 
@@ -142,11 +143,17 @@ export const turnState = labelGuards(
               { guard: and(['isAwaited', 'isRejected']), target: 'closing', actions: 'endBlocked' },
               // TU-7 (zero steps) and TU-8 (after a terminal step): close with the standing outcome
               { guard: and(['isAwaited', 'isEmptyEntry', not('followsToolStep')]), target: 'closing', actions: 'endWithStandingReason' },
+              // CP-1: the compaction policy is checked at the pre-step checkpoint, before the step opens
+              { guard: and(['isAwaited', 'isAutoCompaction']), target: 'compacting', actions: ['enterProposal', 'beginAutoCompaction'] },
               { guard: 'isAwaited', target: 'step', actions: 'enterProposal' },
             ],
             // HK-4: no step, the claimed batch is lost
             'hook.failed': { guard: 'isAwaited', target: 'closing', actions: 'failProposal' },
           },
+        },
+        compacting: {
+          ...compactionState,
+          onDone: [{ guard: 'isCancelled', target: 'closing', actions: 'endAborted' }, { target: 'step' }],
         },
         step: {
           ...stepState,

@@ -18,6 +18,9 @@ import type {
   TurnEndReason,
   UserMessage,
 } from '../session/schemas.js'
+import type { CompactionPlan, CompactionReason } from '../session/schemas.js'
+
+export type { CompactionPlan, CompactionReason }
 
 /** The outcome of one step as the turn reads it. */
 export type StepOutcome = 'completed' | 'max-tokens' | 'continue' | 'aborted' | 'error'
@@ -79,6 +82,21 @@ export interface InstanceContext {
   maxParallelToolCalls: number
   /** Repair closers still to append when the instance starts (RS-4). */
   repair: NonNullable<AgentInput['repair']>
+  /** Compaction: `auto` checks the policy before every step and recovers CONTEXT_WINDOW_EXCEEDED; `manual` only the latter and `agent.compact()`. */
+  compaction: CompactionMode
+}
+
+export type CompactionMode = 'off' | 'manual' | 'auto'
+
+/** The compaction under way, if any (CP-*). */
+export interface CompactionContext {
+  reason: CompactionReason | null
+  /** What the runtime measured: the range to replace. */
+  plan: CompactionPlan | null
+  /** The last compaction replaced its range (a summary was logged). */
+  compacted: boolean
+  /** The step whose CONTEXT_WINDOW_EXCEEDED failure was already met with a compaction (once per step, CP-6). */
+  overflowAt: { turn: number; step: number } | null
 }
 
 /** The request side: seed config, logged header and route, the current attempt. */
@@ -136,6 +154,8 @@ export interface AgentContext {
 
   /** The tool batch of the current step. */
   toolBatch: ToolBatchContext
+
+  compaction: CompactionContext
 }
 
 /** Book-keeping of one step's tool batch: two lanes over the same calls. */
@@ -193,6 +213,8 @@ export interface AgentInput {
   instance?: string
   /** Resuming inside a tool batch whose call waits for approval (TL-18): the batch as the log leaves it. */
   resume?: ResumeInput
+  /** Compaction mode (default `off`: the agent turns it on when a context window is known). */
+  compaction?: CompactionMode
 }
 
 /** Where a resumed instance picks up an approval wait: the open turn and step, and the batch to restore. */
@@ -219,6 +241,13 @@ export type AgentEvent =
   | { type: 'agent.cancel'; cause: AgentCancelCause; keepInbox?: boolean }
   | { type: 'agent.dispose' }
   | { type: 'maintenance.start' }
+  /** `agent.compact()` from idle (CP-4). */
+  | { type: 'compaction.start' }
+  /** The answer to `fx.measure`: the range to compact, or null (under the threshold, or nothing to compact). */
+  | { type: 'compaction.measured'; id: number; plan: CompactionPlan | null }
+  /** The summariser's text and what the request will weigh after the replacement. */
+  | { type: 'compaction.summarised'; id: number; summary: string; tokensAfter: number; usage?: TokenUsage }
+  | { type: 'compaction.failed'; id: number; failure: LlmFailure }
   | { type: 'job.settled'; id: number }
   /** Every append emitted before `fx.confirm{id}` is in the log. */
   | { type: 'appends.confirmed'; id: number }
@@ -313,6 +342,13 @@ export type Effect =
   | { type: 'fx.abort'; cause: AgentCancelCause }
   /** Give the activity a fresh signal (new activity or next turn). */
   | { type: 'fx.signal' }
+  /**
+   * Measure the request the next step would send (the history plus `entering`) against the compaction policy;
+   * answers compaction.measured. A pure reading of the log, answered at once.
+   */
+  | { type: 'fx.measure'; id: number; reason: CompactionReason; entering: readonly UserMessage[] }
+  /** Ask the summariser (the model, or the user's) for a summary of the planned range; answers compaction.summarised / compaction.failed. */
+  | { type: 'fx.summarise'; id: number; reason: CompactionReason; plan: CompactionPlan; config: LlmCallConfig }
   /** Start the maintenance job registered by the API; answers job.settled. */
   | { type: 'fx.job'; id: number }
   /** Refuse an inbox request (e.g. duplicate id); the API throws it. */

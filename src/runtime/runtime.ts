@@ -11,11 +11,13 @@ import { InboxError } from '../errors.js'
 import { agentMachine, AWAITING_APPROVAL } from '../machines/agent.js'
 import { initialContext } from '../machines/context.js'
 import { alreadyPending, applySplice, duplicatedBy } from '../machines/inbox.js'
-import type { AgentEvent, AgentInput, AppendEffect, Effect, HookName, InboxLists, ToolOutcome } from '../machines/types.js'
+import type { AgentEvent, AgentInput, AppendEffect, CompactionReason, Effect, HookName, InboxLists, ToolOutcome } from '../machines/types.js'
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
 import {
   type LlmCallConfig,
   type LlmFailure,
+  type Message,
+  type UserMessage,
   type RequestHeader,
   type SessionEvent,
   type StreamChunk,
@@ -31,6 +33,8 @@ import type { RequestErrorAction, RetryPayload } from '../retry.js'
 import type { CheckResult } from '../schema.js'
 import { hookDecision } from './decisions.js'
 import { Hooks } from './hooks.js'
+import { runSummariser, type ResolvedCompaction } from '../compaction.js'
+import { estimateTextTokens, planCompaction, SUMMARY_SOURCE, summaryText, type CompactionPlan, type SurfaceNodeView } from '../session/compaction.js'
 
 export interface RuntimeOptions {
   session: Session
@@ -64,10 +68,12 @@ export interface RuntimeOptions {
   approvals?: boolean
   /** The log stops while a call waits for approval: the instance resumes in that wait (TL-18). */
   resume?: { input: NonNullable<AgentInput['resume']>; callSeqs: ReadonlyMap<string, number> }
+  /** Compaction's policy and summariser; absent when it is off (docs/compaction.md). */
+  compaction?: ResolvedCompaction
 }
 
 /** Effects that start work outside the machine. */
-type WorkEffect = Extract<Effect, { type: 'fx.hook' | 'fx.prepare' | 'fx.model' | 'fx.tool' | 'fx.job' | 'fx.wait' }>
+type WorkEffect = Extract<Effect, { type: 'fx.hook' | 'fx.prepare' | 'fx.model' | 'fx.tool' | 'fx.job' | 'fx.wait' | 'fx.summarise' }>
 
 const ABORT = Symbol('abort')
 
@@ -166,6 +172,7 @@ export class Runtime {
       nextStep: options.inbox.nextStep,
       instance: Math.random().toString(36).slice(2, 10),
       ...(options.resume ? { resume: options.resume.input } : {}),
+      compaction: options.compaction?.mode ?? 'off',
     }
     // TL-18: a call that waited for approval when the last process stopped still waits; its calls' seqs are cited
     const resumed = options.resume ? machine.resolveState({ value: AWAITING_APPROVAL, context: initialContext(input) }) : undefined
@@ -379,6 +386,8 @@ export class Runtime {
       const call = effect.call
       return this.#send({ type: 'tool.classified', id: effect.id, mode: classify(this.#tool(call.name), deepFreeze(call.args)) })
     }
+    // a pure reading of the log, answered at once like a classification (CP-1)
+    if (effect.type === 'fx.measure') return this.#send({ type: 'compaction.measured', id: effect.id, plan: this.#measure(effect.reason, effect.entering) })
     if (this.#holds(effect)) return
     this.#start(effect)
   }
@@ -475,7 +484,11 @@ export class Runtime {
   #start(effect: Exclude<WorkEffect, { type: 'fx.job' }>): void {
     const signal = this.#controller.signal
     queueMicrotask(() => {
-      const abandoned = effect.type === 'fx.prepare' || effect.type === 'fx.wait' || (effect.type === 'fx.hook' && effect.abandonOnCancel === true)
+      const abandoned =
+        effect.type === 'fx.prepare' ||
+        effect.type === 'fx.wait' ||
+        effect.type === 'fx.summarise' ||
+        (effect.type === 'fx.hook' && effect.abandonOnCancel === true)
       if (abandoned && signal.aborted) return
       switch (effect.type) {
         case 'fx.hook':
@@ -488,6 +501,8 @@ export class Runtime {
           return void this.#runTool(signal, effect.id, effect.call.callId, effect.call.name, effect.call.args)
         case 'fx.wait':
           return this.#backoff(signal, effect.id, effect.ms)
+        case 'fx.summarise':
+          return this.#summarise(signal, effect)
       }
     })
   }
@@ -520,6 +535,10 @@ export class Runtime {
         return { type: 'tool.classified', id: effect.id, mode: 'exclusive' }
       case 'fx.wait':
         return { type: 'backoff.elapsed', id: effect.id }
+      case 'fx.measure':
+        return { type: 'compaction.measured', id: effect.id, plan: null }
+      case 'fx.summarise':
+        return { type: 'compaction.failed', id: effect.id, failure }
       default:
         return { type: 'hook.failed', id: (effect as { id: number }).id, failure }
     }
@@ -744,6 +763,56 @@ export class Runtime {
       clearTimeout(timer)
       turnSignal.removeEventListener('abort', follow)
     }
+  }
+
+  // ---- compaction (docs/compaction.md) ---------------------------------------
+
+  /** Estimated tokens per message, remembered by identity (logged messages are frozen and never change). */
+  readonly #tokens = new WeakMap<object, number>()
+  #baseTokens: number | undefined
+
+  #estimate = (message: Message): number => {
+    let tokens = this.#tokens.get(message)
+    if (tokens === undefined) {
+      tokens = this.options.compaction!.estimate(message)
+      this.#tokens.set(message, tokens)
+    }
+    return tokens
+  }
+
+  /** The plan for the request the next step would send, from the current surface (CP-1). */
+  #measure(reason: CompactionReason, entering: readonly UserMessage[]): CompactionPlan | null {
+    const compaction = this.options.compaction
+    if (compaction === undefined) return null
+    const { session, systemPrompt, toolSchemas } = this.options
+    this.#baseTokens ??= estimateTextTokens(systemPrompt ?? '') + (toolSchemas.length ? estimateTextTokens(JSON.stringify(toolSchemas)) : 0)
+    const nodes: SurfaceNodeView[] = session.surface().map((seq) => {
+      const event = session.at(seq)!
+      const message = event.type === 'user/message' ? event.data : (event.data as { message: Message }).message
+      return { seq, type: event.type, message: message.role === 'assistant' && message.content.length === 0 ? undefined : message }
+    })
+    return planCompaction({ nodes, entering, baseTokens: this.#baseTokens, policy: compaction.policy, reason, estimate: this.#estimate })
+  }
+
+  /** Runs the summariser over the planned range; answers compaction.summarised or compaction.failed (CP-2, CP-3). */
+  #summarise(signal: AbortSignal, effect: Extract<Effect, { type: 'fx.summarise' }>): void {
+    const { session, model, toolSchemas } = this.options
+    const compaction = this.options.compaction!
+    const { plan } = effect
+    const messages = plan.sources.flatMap((seq) => {
+      const event = session.at(seq)!
+      const message = event.type === 'user/message' ? event.data : (event.data as { message: Message }).message
+      return message.content.length === 0 ? [] : [message]
+    })
+    const work = runSummariser({ compaction, model, sessionId: session.id, config: effect.config, tools: toolSchemas, messages, reason: effect.reason, signal })
+    work.then(
+      ({ summary, usage }) => {
+        const message = { id: 'summary', role: 'user' as const, content: [{ type: 'text' as const, text: summaryText(summary) }], source: SUMMARY_SOURCE }
+        const tokensAfter = Math.max(0, plan.tokensBefore - plan.rangeTokens + compaction.estimate(message))
+        this.#send({ type: 'compaction.summarised', id: effect.id, summary, tokensAfter, ...(usage ? { usage } : {}) })
+      },
+      (error: unknown) => this.#send({ type: 'compaction.failed', id: effect.id, failure: this.#failureOf(error) }),
+    )
   }
 
   #startJob(id: number): void {

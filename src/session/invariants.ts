@@ -42,6 +42,9 @@
 // | approval-sequence                | tool/approval-request names a logged, unanswered tool/call of the open step, once per call;    |
 // |                                  | tool/approval-answer names a call whose request is still open, once; neither comes after the   |
 // |                                  | call's tool/result (TL-18)                                                                     |
+// | compaction-record                | a compaction summary (a user/message from the `compaction` plugin replacing a range) is        |
+// |                                  | followed at once by its compaction/completed, which names its message id and range; a          |
+// |                                  | compaction/completed follows nothing else (CP-2)                                               |
 //
 // Violations name the offending event by its position in the list (its seq in a
 // contiguous log); a non-array input is reported as `shape` at seq -1. A malformed
@@ -76,6 +79,7 @@ export type SessionInvariantRule =
   | 'sticky-max-tokens'
   | 'retry-sequence'
   | 'approval-sequence'
+  | 'compaction-record'
 
 export interface SessionInvariantViolation {
   readonly rule: SessionInvariantRule
@@ -196,6 +200,8 @@ class Checker {
   #turn: TurnState | undefined
   #highestTurn: number | undefined
   #firstEndSeed = -1
+  /** A compaction summary waiting for its compaction/completed (the very next event). */
+  #summary: { index: number; messageId: string; start: number; end: number } | undefined
 
   constructor(
     readonly events: readonly unknown[],
@@ -252,6 +258,7 @@ class Checker {
 
   #visit(event: LooseEvent, index: number): void {
     this.#surfaceMetadata(event, index)
+    this.#compactionRecord(event, index)
     if (!KNOWN.has(event.type)) return
     const e = event as SessionEvent
     const turn = this.#turn
@@ -641,7 +648,30 @@ class Checker {
     this.#surface.splice(from, to - from + 1, e.seq)
   }
 
+  /** CP-2: a summary and its record come as a pair, in that order, with the same message id and range. */
+  #compactionRecord(event: LooseEvent, index: number): void {
+    const summary = this.#summary
+    this.#summary = undefined
+    if (event.type === 'compaction/completed') {
+      const data = event.data as { messageId?: unknown; start?: unknown; end?: unknown }
+      if (summary === undefined) this.#add('compaction-record', index, 'compaction/completed does not follow a compaction summary')
+      else if (data.messageId !== summary.messageId || data.start !== summary.start || data.end !== summary.end) {
+        this.#add('compaction-record', index, `compaction/completed names another summary or range than seq ${summary.index}`)
+      }
+      return
+    }
+    if (summary !== undefined) this.#add('compaction-record', summary.index, 'compaction summary not followed at once by its compaction/completed')
+    const op = event.surfaceOp
+    const message = event.data as { id?: unknown; source?: { kind?: unknown; plugin?: unknown } } | undefined
+    if (event.type === 'user/message' && op !== undefined && op !== 'append' && message?.source?.kind === 'plugin' && message.source.plugin === 'compaction') {
+      this.#summary = { index, messageId: String(message.id), start: op.start, end: op.end }
+    }
+  }
+
   #finish(): void {
+    if (this.#summary !== undefined && this.complete) {
+      this.#add('compaction-record', this.#summary.index, 'compaction summary not followed by its compaction/completed')
+    }
     const turn = this.#turn
     if (turn === undefined || !this.complete) return
     const last = this.events.length - 1

@@ -231,6 +231,7 @@ export const RequestHeaderSchema = z
 // ---- session events --------------------------------------------------------
 
 const turnStep = { turn: turnNo, step: turnNo }
+const CompactionReasonSchema = z.enum(['auto', 'manual', 'overflow'])
 
 /** Data schema of every event type the loop knows, keyed by type. */
 export const EventDataSchemas = {
@@ -277,6 +278,30 @@ export const EventDataSchemas = {
     .object({ ...turnStep, retryId: nonEmpty, provider: nonEmpty, retry: turnNo, delayMs: z.number().int().nonnegative(), failure: LlmFailureSchema })
     .strict(),
   'llm/retry-started': z.object({ ...turnStep, retryId: nonEmpty, retry: turnNo }).strict(),
+  // compaction: the summary (a user/message replacing the compacted surface range) is followed by this record
+  'compaction/completed': z
+    .object({
+      compactionId: nonEmpty,
+      reason: CompactionReasonSchema,
+      messageId: nonEmpty,
+      start: z.number().int().nonnegative(),
+      end: z.number().int().nonnegative(),
+      tokensBefore: z.number().int().nonnegative(),
+      tokensAfter: z.number().int().nonnegative(),
+      contextWindow: z.number().int().positive(),
+      usage: TokenUsageSchema.optional(),
+    })
+    .strict(),
+  // the summariser failed: nothing was replaced
+  'compaction/failed': z
+    .object({
+      compactionId: nonEmpty,
+      reason: CompactionReasonSchema,
+      start: z.number().int().nonnegative(),
+      end: z.number().int().nonnegative(),
+      failure: LlmFailureSchema,
+    })
+    .strict(),
   'todo/write': z.object({ todos: z.array(z.object({ content: z.string(), status: z.string() }).strict()) }).strict(),
 } as const
 
@@ -303,6 +328,33 @@ export const SessionEventEnvelopeSchema = z
     ignorable: z.literal(true).optional(),
   })
   .strict()
+
+// ---- compaction vocabulary ---------------------------------------------------
+
+/** Why a compaction runs: the policy at a pre-step checkpoint, `agent.compact()`, or a CONTEXT_WINDOW_EXCEEDED failure. */
+export type CompactionReason = 'auto' | 'manual' | 'overflow'
+
+/** What a compaction will replace, and the numbers behind the decision (logged in `compaction/*`). */
+export interface CompactionPlan {
+  /** First and last surface seq of the compacted range (the summary's `surfaceOp: {op:'replace', start, end}`). */
+  start: number
+  end: number
+  /** Every surface node the range shadows, in surface order (the summary's `sourceEventSeqs`). */
+  sources: number[]
+  /** Estimated tokens of the request as it stands (system, tools, history, entering input). */
+  tokensBefore: number
+  /** Estimated tokens of the range's messages. */
+  rangeTokens: number
+  contextWindow: number
+}
+
+/** The source of a compaction summary message; a range that holds only such a message has nothing left to compact. */
+export const SUMMARY_SOURCE = Object.freeze({ kind: 'plugin' as const, plugin: 'compaction' })
+
+/** The text a summary message carries: a marker line, then the summary. */
+export function summaryText(summary: string): string {
+  return `[Summary of the earlier conversation, compacted to fit the context window]\n\n${summary}`
+}
 
 // ---- inferred types --------------------------------------------------------
 

@@ -13,6 +13,8 @@ import { errorResponse, maxTokensResponse, textResponse, toolCallResponse } from
 import type { ScenarioInput } from '../conformance/format.js'
 import type { WalkInput } from './scenario.js'
 import { SCRIPTED, scenarioMessage, scriptInput } from './script.js'
+import { estimateMessageTokens, planCompaction, type CompactionPolicy, type SurfaceNodeView } from '../../session/compaction.js'
+import { SUMMARY_SOURCE, summaryText, type CompactionPlan, type Message } from '../../session/schemas.js'
 
 /** The two tools every scenario knows: `p` is parallel-safe, `x` exclusive. Bodies are scripted. */
 export function scenarioTools(execute: (name: 'p' | 'x', args: unknown, ctx: { callId: string; signal: AbortSignal }) => Promise<any>) {
@@ -65,6 +67,8 @@ export function responseChunks(response: WalkInput & { type: 'model' }, callIds:
       return errorResponse({ message: SCRIPTED.modelFailure, code: 'SERVER' })
     case 'partial':
       return PARTIAL.slice(0, 2) // block-start and a delta, then it waits for the abort
+    case 'overflow':
+      return errorResponse({ message: SCRIPTED.overflow, code: 'CONTEXT_WINDOW_EXCEEDED' })
   }
 }
 
@@ -79,6 +83,7 @@ export type Pending =
   | { kind: 'tool'; id: number; call: PlannedCall }
   | { kind: 'job'; id: number }
   | { kind: 'wait'; id: number; ms: number }
+  | { kind: 'summary'; id: number; plan: CompactionPlan }
 
 export interface TraceEvent {
   type: string
@@ -138,6 +143,8 @@ export interface Budget {
   seed?: ReadonlyArray<{ seq: number; time: number; type: string; data: unknown }>
   /** Try `ask` at pre-execute and both answers of a person (TL-18). */
   approvals?: boolean
+  /** The compaction policy the walk measures its trace with (tool schemas and system prompt count 0 here). */
+  compaction?: CompactionPolicy
   /** Listener-triggered cancels to try. */
   cancelTriggers?: readonly ('agent/status' | 'turn/start' | 'step/start' | 'request/header' | 'assistant/message' | 'tools/result')[]
 }
@@ -370,7 +377,9 @@ class Step {
         s.aborted = true
         // the runtime stops reading an aborted stream at once; the machine stops waiting for the
         // work it abandons on cancel, whose late answers it would drop, so it is no longer pending
-        const dropped = s.pending.filter((p) => (p.kind === 'hook' && p.abandonOnCancel) || p.kind === 'prepare' || p.kind === 'model' || p.kind === 'wait')
+        const dropped = s.pending.filter(
+          (p) => (p.kind === 'hook' && p.abandonOnCancel) || p.kind === 'prepare' || p.kind === 'model' || p.kind === 'wait' || p.kind === 'summary',
+        )
         s.pending = s.pending.filter((p) => !dropped.includes(p))
         for (const p of dropped) if (p.kind === 'model') this.send(this.#cancelledModel(p))
         return
@@ -390,6 +399,13 @@ class Step {
     switch (effect.type) {
       case 'fx.classify':
         return this.send({ type: 'tool.classified', id: effect.id, mode: effect.call.name === 'p' ? 'parallel' : 'exclusive' })
+      case 'fx.measure':
+        // as the runtime: the real plan over the walk's own log, answered at once
+        return this.send({ type: 'compaction.measured', id: effect.id, plan: this.#measure(effect.reason, effect.entering) })
+      case 'fx.summarise':
+        if (s.aborted) return
+        s.pending.push({ kind: 'summary', id: effect.id, plan: effect.plan })
+        return
       case 'fx.hook':
         // the runtime does not start abandoned work once the signal has aborted
         if (effect.abandonOnCancel && s.aborted) return
@@ -421,6 +437,30 @@ class Step {
         s.pending.push({ kind: 'wait', id: effect.id, ms: effect.ms })
         return
     }
+  }
+
+  /** The compaction plan over the trace's surface (CP-1): the runtime's planCompaction with the walk's policy. */
+  #measure(reason: Extract<Effect, { type: 'fx.measure' }>['reason'], entering: readonly UserMessage[]): CompactionPlan | null {
+    const policy = this.options.budget?.compaction
+    if (!policy) return null
+    const seed = this.options.budget?.seed ?? []
+    const offset = this.seq() - this.state.trace.length
+    const nodes: SurfaceNodeView[] = []
+    ;[...seed, ...this.state.trace].forEach((e, k) => {
+      const i = k - seed.length
+      const seq = k < seed.length ? k : offset + i
+      const { surfaceOp } = e as TraceEvent
+      if (surfaceOp === undefined) return
+      const data = e.data as { message?: Message }
+      const message = (e.type === 'user/message' ? e.data : data.message) as Message
+      const node = { seq, type: e.type, message: message.role === 'assistant' && message.content.length === 0 ? undefined : message }
+      if (surfaceOp === 'append') return void nodes.push(node)
+      const op = surfaceOp as { start: number; end: number }
+      const from = nodes.findIndex((n) => n.seq === op.start)
+      const to = nodes.findIndex((n) => n.seq === op.end)
+      nodes.splice(from, to - from + 1, node)
+    })
+    return planCompaction({ nodes, entering, baseTokens: 0, policy, reason, estimate: estimateMessageTokens })
   }
 
   /** A listener's cancel is queued behind the running macrostep, like the runtime's nested send. */
@@ -472,6 +512,10 @@ function unstartedAnswer(effect: Effect): AgentEvent {
       return { type: 'tool.classified', id: effect.id, mode: 'exclusive' }
     case 'fx.wait':
       return { type: 'backoff.elapsed', id: effect.id }
+    case 'fx.measure':
+      return { type: 'compaction.measured', id: effect.id, plan: null }
+    case 'fx.summarise':
+      return { type: 'compaction.failed', id: effect.id, failure: STORE_FAILURE }
     default:
       return { type: 'hook.failed', id: (effect as { id: number }).id, failure: STORE_FAILURE }
   }
@@ -479,6 +523,11 @@ function unstartedAnswer(effect: Effect): AgentEvent {
 
 /** The part of a machine's context the approval inputs read (TL-18). */
 type ApprovalView = { toolBatch?: { approval: string | null } }
+/** CP-6: this step already met an overflow with a compaction (part machines' walks may start without the key). */
+function overflowMet(context: AgentContext): boolean {
+  const at = (context.compaction as AgentContext['compaction'] | undefined)?.overflowAt
+  return at !== undefined && at !== null && at.turn === context.turn && at.step === context.step
+}
 
 const ctxOf = (state: HarnessState) => (state.machine as { context: AgentContext; value: unknown }).context
 
@@ -582,6 +631,22 @@ export function createHarness(options: HarnessOptions): Harness {
         s.counters.maintenance++
         step.send({ type: 'maintenance.start' })
         break
+      case 'compact':
+        s.counters.maintenance++
+        step.send({ type: 'compaction.start' })
+        break
+      case 'summary': {
+        const p = first('summary')
+        if (!p) return false
+        take(p)
+        if (input.outcome === 'fail') step.send({ type: 'compaction.failed', id: p.id, failure: { message: SCRIPTED.summaryFailure, code: 'UNKNOWN' } })
+        else {
+          const message: Message = { id: 'summary', role: 'user', content: [{ type: 'text', text: summaryText(SCRIPTED.summary) }], source: SUMMARY_SOURCE }
+          const tokensAfter = Math.max(0, p.plan.tokensBefore - p.plan.rangeTokens + estimateMessageTokens(message))
+          step.send({ type: 'compaction.summarised', id: p.id, summary: SCRIPTED.summary, tokensAfter })
+        }
+        break
+      }
       case 'job-done': {
         const p = first('job')
         if (!p) return false
@@ -721,7 +786,9 @@ export function createHarness(options: HarnessOptions): Harness {
       }
     }
     s.inputs.push(input)
-    // model, tool and turn-stopping inputs recorded their explicit form above, with what they streamed or settled
+    // model, tool and turn-stopping inputs recorded their explicit form above, with what they streamed or settled;
+    // compaction inputs have no portable form yet (walks with compaction on are not replayable)
+    if (input.type === 'compact' || input.type === 'summary') return true
     if (input.type !== 'model' && input.type !== 'tool' && input.type !== 'turn-stopping') s.script.push(scriptInput(input))
     return true
   }
@@ -796,6 +863,9 @@ export function createHarness(options: HarnessOptions): Harness {
         case 'wait':
           out.push({ type: 'backoff-elapsed' })
           break
+        case 'summary':
+          out.push(...pick(['ok', 'fail'] as const, ['ok', 'fail'] as const).map((outcome) => ({ type: 'summary' as const, outcome })))
+          break
       }
     }
     // TL-18: a person answers the call that waits for approval
@@ -823,7 +893,10 @@ export function createHarness(options: HarnessOptions): Harness {
         if (pendingIds.length > 1) out.push({ type: 'replace', id: pendingIds[0], with: pendingIds[1] })
         if (c.sends < budget.sends) out.push({ type: 'send', id: pendingIds[0], target: 'next-turn', wakeup: false })
       }
-      if (value === 'idle' && c.maintenance < budget.maintenance) out.push({ type: 'maintenance' }, { type: 'dispose' })
+      if (value === 'idle' && c.maintenance < budget.maintenance) {
+        out.push({ type: 'maintenance' }, { type: 'dispose' })
+        if (ctx.instance.compaction !== 'off') out.push({ type: 'compact' })
+      }
       if (c.fails < budget.fails && state.armed === null) {
         for (const eventType of budget.failTypes) {
           out.push({ type: 'fail-next', eventType })
@@ -855,6 +928,8 @@ export function createHarness(options: HarnessOptions): Harness {
       cap(ctx.turn - ((options.input.lastTurn as number | undefined) ?? 0), 3),
       ctx.stepOutcome,
       ctx.endReason?.kind ?? null,
+      // CP-6: whether this step already met an overflow with a compaction
+      overflowMet(ctx),
       [
         ctx.toolBatch.calls.length,
         ctx.toolBatch.nextStart,
@@ -912,6 +987,8 @@ function defaultAnswer(state: HarnessState, context: ApprovalView): WalkInput | 
       return { type: 'job-done' }
     case 'wait':
       return { type: 'backoff-elapsed' }
+    case 'summary':
+      return { type: 'summary', outcome: 'ok' }
   }
 }
 

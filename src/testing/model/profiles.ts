@@ -16,6 +16,29 @@ const CRASHED = [
   { seq: 4, time: 5, type: 'user/message', data: scenarioMessage('m0'), surfaceOp: 'append' },
 ]
 
+/** A policy small enough that the walk's tiny messages pass its threshold within a turn or two (CP-1). */
+const SMALL_WINDOW = { contextWindow: 20, threshold: 0.5, keepRecent: 0.3 }
+/** Compaction on: the walk measures its own log with SMALL_WINDOW (not replayable: format 2 has no compaction setup). */
+const compacting = { input: { compaction: 'auto' }, compaction: SMALL_WINDOW }
+
+/** Walks of the compaction regions: the pre-step policy, agent.compact(), overflow recovery, with cancels and store failures. */
+const COMPACTION_PROFILES: Budget[] = [
+  { sends: 2, ...few, responses: ['text', 'tools', 'overflow'], ...compacting },
+  { sends: 2, cancels: 1, ...few, responses: ['text', 'overflow'], ...compacting },
+  { sends: 1, fails: 1, ...few, responses: ['text', 'overflow'], failTypes: ['user/message', 'compaction/completed', 'compaction/failed'], ...compacting },
+]
+
+/** For the step and attempt walks, whose logs hold one prompt: the whole history is compactable (no tail kept). */
+const partCompacting = { input: { compaction: 'auto' }, compaction: { ...SMALL_WINDOW, keepRecent: 0 } }
+const PART_COMPACTION_PROFILES: Budget[] = [
+  { sends: 0, ...few, responses: ['text', 'overflow'], ...partCompacting },
+  { sends: 0, cancels: 1, ...few, responses: ['overflow'], ...partCompacting },
+  // with a tail kept, the prompt alone is the tail: nothing to compact, so request recovery decides
+  { sends: 0, ...few, responses: ['overflow'], ...compacting },
+]
+/** The attempt starts inside an open step: its log is given that step's prompt as a stored prefix. */
+const PROMPTED = [{ seq: 0, time: 1, type: 'user/message', data: scenarioMessage('m0'), surfaceOp: 'append' }]
+
 const triggers = ['agent/status', 'turn/start', 'step/start', 'request/header', 'assistant/message', 'tools/result'] as const
 
 /** Budgets for the agent machine, from the richest single-prompt walk to focused ones. */
@@ -38,6 +61,10 @@ export const AGENT_PROFILES: Budget[] = [
   // TL-18: calls that ask a person, answered either way or cancelled while they wait; a store refusing the question
   { sends: 1, cancels: 1, ...few, responses: ['tools-mixed'], approvals: true },
   { sends: 1, fails: 1, ...few, responses: ['tools'], approvals: true, failTypes: ['tool/approval-request', 'tool/approval-answer'] },
+  ...COMPACTION_PROFILES,
+  // agent.compact() from idle, around turns, with a cancel, a latched send and a refused summary
+  { sends: 2, maintenance: 1, cancels: 1, ...few, responses: ['text'], ...compacting },
+  { sends: 1, maintenance: 1, fails: 1, ...few, responses: ['text'], failTypes: ['user/message', 'compaction/completed'], ...compacting },
 ]
 
 export interface Walk {
@@ -92,15 +119,15 @@ export function walks(): Walk[] {
       name: 'turn',
       machine: turnMachine,
       input: { ...input, nextTurn: [scenarioMessage('m0')] },
-      profiles: [...part, refusedBeforeTurnEnd, ...armedAtStart(['turn/start'], ['turn/start'])],
+      profiles: [...part, refusedBeforeTurnEnd, ...armedAtStart(['turn/start'], ['turn/start']), ...COMPACTION_PROFILES],
     },
     {
       name: 'step',
       machine: stepMachine,
       input: { ...input, entering: [scenarioMessage('m0')] },
-      profiles: [...part, ...armedAtStart(['step/start', 'user/message'], ['step/start'])],
+      profiles: [...part, ...armedAtStart(['step/start', 'user/message'], ['step/start']), ...PART_COMPACTION_PROFILES],
     },
-    { name: 'attempt', machine: attemptMachine, input, profiles: part },
+    { name: 'attempt', machine: attemptMachine, input, profiles: [...part, ...PART_COMPACTION_PROFILES.map((p) => ({ ...p, seed: PROMPTED }))] },
     { name: 'toolBatch', machine: toolBatchMachine, input: { ...input, calls }, profiles: part },
   ]
 }

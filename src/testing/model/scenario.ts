@@ -39,9 +39,13 @@ export const WalkInputSchema = z.discriminatedUnion('type', [
   z
     .object({
       type: z.literal('model'),
-      response: z.enum(['text', 'empty', 'tools', 'tools-mixed', 'max-tokens', 'max-tokens-tools', 'error', 'partial']),
+      response: z.enum(['text', 'empty', 'tools', 'tools-mixed', 'max-tokens', 'max-tokens-tools', 'error', 'partial', 'overflow']),
     })
     .strict(),
+  /** agent.compact() from idle. */
+  z.object({ type: z.literal('compact') }).strict(),
+  /** The compaction summariser answers with a summary, or fails. */
+  z.object({ type: z.literal('summary'), outcome: z.enum(['ok', 'fail']) }).strict(),
   /** `retry` at once, `retry-later` after a backoff (RQ-14), `give-up`, or a throwing listener. */
   z.object({ type: z.literal('request-error'), decision: z.enum(['retry', 'retry-later', 'give-up', 'throw']) }).strict(),
   /** The backoff of the waiting retry is over (its timer fires). */

@@ -19,6 +19,9 @@ export const SCRIPTED = {
   refusal: 'scripted refusal',
   replaced: 'replaced',
   blocked: 'blocked',
+  summary: 'scripted summary',
+  summaryFailure: 'scripted summariser failure',
+  overflow: 'scripted prompt too long',
 } as const
 
 /** The user message a walk means by an id: its text is the id. */
@@ -144,5 +147,6 @@ export function scriptInput(input: WalkInput, detail: ScriptDetail = {}): Scenar
       }
       break
   }
+  // compact and summary have no portable form yet: walks that use them are not replayable (format 2 has no compaction setup)
   throw new Error(`no explicit form for walk input ${JSON.stringify(input)}`)
 }

@@ -1,0 +1,345 @@
+// CP — Compaction: the policy at the pre-step checkpoint, the summary that
+// replaces the compacted range, agent.compact(), CONTEXT_WINDOW_EXCEEDED
+// recovery, and configuration (docs/compaction.md, docs/behaviours.md CP-*).
+import { describe, expect, it } from 'vitest'
+import {
+  AgentStateError,
+  COMPACTION_INSTRUCTIONS,
+  ConfigError,
+  createAgent,
+  createSession,
+  estimateMessageTokens,
+  userMessage,
+  type Message,
+  type ModelRequest,
+  type SessionEvent,
+} from '../../src/index.js'
+import { checkSessionInvariants, errorResponse, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
+import { ofType, scriptedAgent, trace, track } from '../helpers.js'
+
+const m = (id: string, text = id) => userMessage(text, { id })
+/** A long answer: about 100 tokens by the default estimate. */
+const answer = (n: number) => textResponse(`answer ${n} `.padEnd(400, 'x'))
+const isSummaryRequest = (request: ModelRequest) => request.system === COMPACTION_INSTRUCTIONS
+/** The scripted model's turn requests (the model summariser's requests aside). */
+const turnRequests = (requests: readonly ModelRequest[]) => requests.filter((r) => !isSummaryRequest(r))
+const tokensOf = (messages: readonly Message[]) => messages.reduce((sum, message) => sum + estimateMessageTokens(message), 0)
+const summaryEvents = (events: readonly SessionEvent[]) =>
+  events.filter((e) => e.type === 'user/message' && e.surfaceOp !== 'append' && e.data.source.kind === 'plugin')
+
+/** A model with a small window that summarises when asked (the summariser's request carries its instructions). */
+function windowedModel(contextWindow: number, respond: (request: ModelRequest, n: number) => ScriptEntry = (_r, n) => answer(n)) {
+  let turns = 0
+  let summaries = 0
+  const entry = (request: ModelRequest) => {
+    if (isSummaryRequest(request)) return textResponse(`summary ${++summaries}: the user asked questions and got answers.`)
+    const next = respond(request, ++turns)
+    return typeof next === 'function' ? next(request) : next
+  }
+  return scriptedModel(
+    Array.from({ length: 2000 }, () => entry),
+    { contextWindow },
+  )
+}
+
+describe('CP — Compaction', () => {
+  it('CP-1: past the threshold, the turn compacts before its step: summary, record, then the step with summary + tail + the new prompt', async () => {
+    const model = windowedModel(800)
+    const agent = track(createAgent({ model, logger: { error: () => {} } }))
+    for (let n = 1; n <= 7; n++) await agent.run(m(`p${n}`, `question ${n}`))
+    const compactions = ofType(agent, 'compaction/completed')
+    expect(compactions).toHaveLength(1)
+    const record = compactions[0]
+    const summary = agent.session.at(record.seq - 1)!
+    // the summary sits between the claim and step/start of the turn whose request passed 80% of the window
+    const turn = agent.session.events.findLast((e) => e.type === 'turn/start' && e.seq < record.seq)!
+    expect(trace(agent.session.events.slice(turn.seq, record.seq + 3))).toEqual([
+      `turn/start{${(turn.data as { turn: number }).turn}}`,
+      'spliced(next-turn -1)',
+      expect.stringMatching(/^user\/message\(\[Summary of the earlier conversation/),
+      'compaction/completed',
+      expect.stringMatching(/^step\/start/),
+      expect.stringMatching(/^user\/message\(question/),
+    ])
+    expect(record.data).toMatchObject({ reason: 'auto', messageId: (summary.data as { id: string }).id, contextWindow: 800 })
+    expect(record.data.tokensBefore).toBeGreaterThan(0.8 * 800)
+    expect(record.data.tokensAfter).toBeLessThan(record.data.tokensBefore)
+    // the next request: the summary first, then the verbatim tail, then the prompt; the log keeps everything
+    const requests = turnRequests(model.requests)
+    const after = requests[requests.length - 1 - (7 - (turn.data as { turn: number }).turn)]
+    expect(after.messages[0]).toBe(summary.data)
+    expect(after.messages.at(-1)).toMatchObject({ id: `p${(turn.data as { turn: number }).turn}` })
+    expect(after.messages.length).toBeLessThan(requests[requests.indexOf(after) - 1].messages.length)
+    expect(ofType(agent, 'user/message').filter((e) => e.surfaceOp === 'append')).toHaveLength(7)
+  })
+
+  it('CP-1: under the threshold nothing is compacted and the log is what it would be without compaction', async () => {
+    const script = [answer(1), answer(2)]
+    const withWindow = scriptedAgent(script, { model: scriptedModel(script, { contextWindow: 100_000 }) })
+    const without = scriptedAgent(script)
+    for (const { agent } of [withWindow, without]) {
+      await agent.run(m('a'))
+      await agent.run(m('b'))
+    }
+    expect(trace(withWindow.agent)).toEqual(trace(without.agent))
+    expect(ofType(withWindow.agent, 'compaction/completed')).toEqual([])
+  })
+
+  it('CP-2: the summary replaces the range, citing every shadowed node; the summariser gets exactly those messages', async () => {
+    const seen: Message[][] = []
+    const model = windowedModel(800)
+    const agent = track(
+      createAgent({
+        model,
+        compaction: {
+          summarise: ({ messages, reason }) => {
+            seen.push([...messages])
+            return { summary: `summary of ${messages.length} (${reason})`, usage: { inputTokens: 7, outputTokens: 3 } }
+          },
+        },
+      }),
+    )
+    for (let n = 1; n <= 7; n++) await agent.run(m(`p${n}`, `question ${n}`))
+    const [summary] = summaryEvents(agent.session.events)
+    const op = summary.surfaceOp as { op: 'replace'; start: number; end: number }
+    expect(op.start).toBe(summary.sourceEventSeqs![0])
+    expect(op.end).toBe(summary.sourceEventSeqs!.at(-1))
+    // the summariser saw the shadowed nodes' messages, in order
+    const shadowed = summary.sourceEventSeqs!.map((seq) => {
+      const e = agent.session.at(seq)!
+      return e.type === 'user/message' ? e.data : (e.data as { message: Message }).message
+    })
+    expect(seen).toEqual([shadowed])
+    expect(textOfMessage(summary.data as Message)).toContain(`summary of ${shadowed.length} (auto)`)
+    expect(ofType(agent, 'compaction/completed')[0].data.usage).toEqual({ inputTokens: 7, outputTokens: 3 })
+    // no model request was spent on the summary
+    expect(model.requests.some(isSummaryRequest)).toBe(false)
+  })
+
+  it('CP-2: the model summariser sends the range and one request for the summary, tools declared but not callable', async () => {
+    const model = windowedModel(800)
+    const agent = track(createAgent({ model, tools: [], request: { responseFormat: { type: 'text' } } }))
+    for (let n = 1; n <= 7; n++) await agent.run(m(`p${n}`, `question ${n}`))
+    const summaryRequest = model.requests.find(isSummaryRequest)!
+    const [summary] = summaryEvents(agent.session.events)
+    expect(summaryRequest.messages.slice(0, -1).map((x) => x.id)).toEqual(
+      summary.sourceEventSeqs!.map((seq) => {
+        const e = agent.session.at(seq)!
+        return e.type === 'user/message' ? e.data.id : (e.data as { message: Message }).message.id
+      }),
+    )
+    expect(summaryRequest.messages.at(-1)).toMatchObject({ role: 'user', source: { kind: 'plugin', plugin: 'compaction' } })
+    expect(summaryRequest.config.responseFormat).toBeUndefined()
+    expect(textOfMessage(summary.data as Message)).toContain('summary 1: the user asked')
+  })
+
+  it('CP-3: a failing summariser is logged as compaction/failed, nothing is replaced, and the step runs on the full history', async () => {
+    const model = windowedModel(800)
+    const agent = track(
+      createAgent({
+        model,
+        compaction: {
+          summarise: () => {
+            throw new Error('summariser down')
+          },
+        },
+      }),
+    )
+    for (let n = 1; n <= 7; n++) await agent.run(m(`p${n}`, `question ${n}`))
+    const failed = ofType(agent, 'compaction/failed')
+    expect(failed.length).toBeGreaterThan(0)
+    expect(failed[0].data).toMatchObject({ reason: 'auto', failure: { message: 'summariser down', code: 'UNKNOWN' } })
+    expect(summaryEvents(agent.session.events)).toEqual([])
+    expect(ofType(agent, 'turn/end').map((e) => e.data.reason.kind)).toEqual(Array(7).fill('completed'))
+    // every turn request carries the whole history
+    const requests = turnRequests(model.requests)
+    expect(requests.at(-1)!.messages).toHaveLength(13)
+  })
+
+  it('CP-4: agent.compact() from idle compacts now, status stays idle, and resolves with the record', async () => {
+    const model = windowedModel(100_000)
+    const agent = track(createAgent({ model, compaction: { keepRecent: 0.001 } }))
+    for (let n = 1; n <= 3; n++) await agent.run(m(`p${n}`, `question ${n}`))
+    const statuses: string[] = []
+    agent.on('agent/status', ({ status }) => void statuses.push(status))
+    const before = agent.messages().length
+    const pending = agent.compact()
+    expect(agent.status).toBe('idle')
+    expect(() => agent.runMaintenance(async () => {})).toThrow(AgentStateError)
+    const result = await pending
+    expect(result).toMatchObject({ compacted: true, record: { reason: 'manual' } })
+    expect(statuses).toEqual([])
+    expect(before).toBe(6)
+    expect(agent.messages()).toHaveLength(1)
+    expect(agent.session.events.at(-1)!.type).toBe('compaction/completed')
+    // nothing left to compact: a second call replaces nothing
+    await expect(agent.compact()).resolves.toEqual({ compacted: false })
+  })
+
+  it('CP-4: agent.compact() is refused while a turn runs, and when compaction is off', async () => {
+    const { agent } = scriptedAgent(['hang'], { model: scriptedModel(['hang'], { contextWindow: 800 }) })
+    agent.followup('go')
+    await expect(agent.compact()).rejects.toThrow(/idle/)
+    agent.cancel()
+    await agent.whenIdle()
+    const off = scriptedAgent([], { model: scriptedModel([], { contextWindow: 800 }), compaction: false }).agent
+    await expect(off.compact()).rejects.toMatchObject({ code: 'COMPACTION_OFF' })
+    const unknownWindow = scriptedAgent([]).agent
+    await expect(unknownWindow.compact()).rejects.toMatchObject({ code: 'COMPACTION_OFF' })
+  })
+
+  it('CP-5: a cancel while the summariser runs ends the turn aborted, with nothing replaced or recorded', async () => {
+    let started!: () => void
+    const running = new Promise<void>((resolve) => (started = resolve))
+    const model = windowedModel(800)
+    const agent = track(
+      createAgent({
+        model,
+        logger: { error: () => {} },
+        compaction: {
+          summarise: ({ signal }) => {
+            started()
+            return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('stopped'))))
+          },
+        },
+      }),
+    )
+    for (let n = 1; n <= 6; n++) await agent.run(m(`p${n}`, `question ${n}`))
+    const run = agent.run(m('p7'))
+    await running
+    agent.cancel()
+    const result = await run
+    expect(result.end).toEqual({ kind: 'aborted', reason: { kind: 'user' } })
+    expect(summaryEvents(agent.session.events)).toEqual([])
+    expect(ofType(agent, 'compaction/failed')).toEqual([])
+    expect(trace(agent).slice(-2)).toEqual([expect.stringMatching(/^spliced/), 'turn/end{7,aborted}'])
+  })
+
+  it('CP-5: a cancel during agent.compact() ends it with nothing replaced', async () => {
+    const model = windowedModel(100_000)
+    const agent = track(
+      createAgent({
+        model,
+        compaction: { summarise: ({ signal }) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('stopped')))) },
+      }),
+    )
+    for (let n = 1; n <= 3; n++) await agent.run(m(`p${n}`, `question ${n}`))
+    const pending = agent.compact()
+    await Promise.resolve()
+    agent.cancel()
+    await expect(pending).resolves.toEqual({ compacted: false })
+    expect(summaryEvents(agent.session.events)).toEqual([])
+    // the agent serves the next turn as usual
+    await expect(agent.run('next')).resolves.toMatchObject({ end: { kind: 'completed' } })
+  })
+
+  it('CP-6: CONTEXT_WINDOW_EXCEEDED is recovered by compacting and retrying in the same step', async () => {
+    const overflow = errorResponse({ message: 'prompt is too long', code: 'CONTEXT_WINDOW_EXCEEDED', status: 400 })
+    let overflowed = false
+    const model = windowedModel(100_000, (_request, n) => {
+      if (n === 4 && !overflowed) {
+        overflowed = true
+        return overflow
+      }
+      return answer(n)
+    })
+    const agent = track(createAgent({ model, compaction: { auto: false, keepRecent: 0.001 } }))
+    for (let n = 1; n <= 4; n++) await agent.run(m(`p${n}`, `question ${n}`))
+    const turn4 = agent.session.events.slice(agent.session.events.findLastIndex((e) => e.type === 'turn/start'))
+    expect(trace(turn4)).toEqual([
+      'turn/start{4}',
+      'spliced(next-turn -1)',
+      'step/start{4,1}',
+      'user/message(question 4)',
+      expect.stringMatching(/^user\/message\(\[Summary/),
+      'compaction/completed',
+      'assistant/message',
+      'step/end{4,1}',
+      'turn/end{4,completed}',
+    ])
+    expect(ofType(agent, 'compaction/completed')[0].data.reason).toBe('overflow')
+    // the retry carried the summary and the prompt of this step
+    const last = turnRequests(model.requests).at(-1)!
+    expect(last.messages.map((x) => x.role)).toEqual(['user', 'user'])
+    expect(last.messages[1].id).toBe('p4')
+  })
+
+  it('CP-6: a second overflow in the same step goes to request recovery and ends the turn error', async () => {
+    const overflow = errorResponse({ message: 'prompt is too long', code: 'CONTEXT_WINDOW_EXCEEDED' })
+    const model = windowedModel(100_000, (_request, n) => (n >= 3 ? overflow : answer(n)))
+    const agent = track(createAgent({ model, logger: { error: () => {} }, compaction: { auto: false, keepRecent: 0.001 } }))
+    await agent.run(m('p1'))
+    await agent.run(m('p2'))
+    const result = await agent.run(m('p3'))
+    expect(result.end).toMatchObject({ kind: 'error', error: { code: 'CONTEXT_WINDOW_EXCEEDED' } })
+    expect(ofType(agent, 'compaction/completed')).toHaveLength(1)
+    expect(turnRequests(model.requests)).toHaveLength(4)
+  })
+
+  it('CP-7: compaction is on by default exactly when the window is known; false turns it off; bad options are refused by name', async () => {
+    const run = async (options: Parameters<typeof createAgent>[0]) => {
+      const agent = track(createAgent(options))
+      for (let n = 1; n <= 7; n++) await agent.run(m(`p${n}`, `question ${n}`))
+      return ofType(agent, 'compaction/completed').length
+    }
+    expect(await run({ model: windowedModel(800) })).toBe(1)
+    expect(await run({ model: windowedModel(800), compaction: false })).toBe(0)
+    expect(await run({ model: scriptedModel(Array.from({ length: 7 }, (_, n) => answer(n))) })).toBe(0)
+    expect(await run({ model: scriptedModel(Array.from({ length: 20 }, (_, n) => answer(n))), compaction: { contextWindow: 800, summarise: () => 's' } })).toBe(
+      1,
+    )
+    expect(() => createAgent({ model: scriptedModel([]), compaction: {} })).toThrow(ConfigError)
+    expect(() => createAgent({ model: scriptedModel([]), compaction: { contextWindow: 0 } })).toThrow(/compaction.contextWindow/)
+    expect(() => createAgent({ model: windowedModel(800), compaction: { threshold: 2 } })).toThrow(/compaction.threshold/)
+    expect(() => createAgent({ model: windowedModel(800), compaction: { threshold: 0.5, keepRecent: 0.6 } })).toThrow(/compaction.keepRecent/)
+    expect(() => createAgent({ model: windowedModel(800), compaction: { summarise: 'no' as never } })).toThrow(/compaction.summarise/)
+  })
+
+  it('CP-7: the tail never starts with a tool result: a call and its results stay together', async () => {
+    const model = windowedModel(1200, (_request, n) => (n % 2 === 1 ? toolCallResponse([{ id: `c${n}`, name: 'look', arguments: '{}' }]) : answer(n)))
+    const look = { name: 'look', description: 'look', input: { jsonSchema: { type: 'object' } }, execute: () => 'seen '.padEnd(300, 'y') }
+    const agent = track(createAgent({ model, tools: [look as never], compaction: { keepRecent: 0.2 } }))
+    for (let n = 1; n <= 8; n++) await agent.run(m(`p${n}`, `question ${n}`))
+    expect(ofType(agent, 'compaction/completed').length).toBeGreaterThan(0)
+    for (const request of turnRequests(model.requests)) {
+      request.messages.forEach((message, k) => {
+        if (message.source.kind !== 'tool') return
+        const before = request.messages
+          .slice(0, k)
+          .reverse()
+          .find((x) => x.source.kind !== 'tool')
+        expect(before?.role).toBe('assistant')
+      })
+    }
+  })
+
+  it('CP-8: a 200-turn conversation with a small window compacts on its own, stays under the window, and resumes with the same history', async () => {
+    const contextWindow = 1500
+    const model = windowedModel(contextWindow)
+    const agent = track(createAgent({ model, systemPrompt: 'You answer questions.' }))
+    for (let n = 1; n <= 200; n++) await agent.run(m(`p${n}`, `question number ${n}: what comes next?`))
+    const events = agent.session.events
+    expect(ofType(agent, 'turn/end').map((e) => e.data.reason.kind)).toEqual(Array(200).fill('completed'))
+    expect(ofType(agent, 'compaction/completed').length).toBeGreaterThan(10)
+    const base = Math.ceil('You answer questions.'.length / 4)
+    for (const request of turnRequests(model.requests)) expect(base + tokensOf(request.messages)).toBeLessThan(contextWindow)
+    expect(checkSessionInvariants(events)).toEqual([])
+    // the full log keeps every prompt and answer
+    expect(ofType(agent, 'user/message').filter((e) => e.surfaceOp === 'append')).toHaveLength(200)
+    expect(ofType(agent, 'assistant/message')).toHaveLength(200)
+    // resume over the stored log (JSON, as a store keeps it): the next request carries the same history as the original agent's
+    await expect(agent.compact()).resolves.toMatchObject({ compacted: true })
+    const stored = JSON.parse(JSON.stringify(agent.session.events)) as unknown[]
+    const resumedModel = windowedModel(contextWindow)
+    const resumed = track(createAgent({ model: resumedModel, systemPrompt: 'You answer questions.', session: createSession({ seed: stored }) }))
+    expect(resumed.messages()).toEqual(agent.messages())
+    await agent.run(m('p201', 'one more'))
+    await resumed.run(m('p201', 'one more'))
+    expect(turnRequests(resumedModel.requests)[0].messages).toEqual(turnRequests(model.requests).at(-1)!.messages)
+    expect(checkSessionInvariants(resumed.session.events)).toEqual([])
+  }, 60_000)
+})
+
+function textOfMessage(message: Message): string {
+  return message.content.map((b) => ('text' in b ? b.text : '')).join('')
+}
