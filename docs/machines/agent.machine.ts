@@ -30,6 +30,7 @@ export const agentMachine = createMachine({
         'inbox.send': { target: 'running', guard: and([not('isDuplicate'), 'isWakingSend']), actions: 'insertSent' },
         'agent.cancel': { actions: 'cancelWhileIdle' },
         'maintenance.start': { target: 'maintenance' },
+        'compaction.start': { target: 'compacting', actions: 'beginManualCompaction' },
         'agent.dispose': { target: 'disposed' },
       },
       always: [{ target: 'running', guard: 'hasLatchedWork' }, { guard: 'isWakeLatched', actions: 'dropWakeLatch' }],
@@ -67,8 +68,37 @@ export const agentMachine = createMachine({
               entry: ['claimProposal', 'askPreStep'],
               on: {
                 'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
-                'hook.done': [{ target: 'closing', guard: and(['isAwaited', 'isRejected']), actions: 'endBlocked' }, { target: 'closing', guard: and(['isAwaited', 'isEmptyEntry', not('followsToolStep')]), actions: 'endWithStandingReason' }, { target: 'step', guard: 'isAwaited', actions: 'enterProposal' }],
+                'hook.done': [{ target: 'closing', guard: and(['isAwaited', 'isRejected']), actions: 'endBlocked' }, { target: 'closing', guard: and(['isAwaited', 'isEmptyEntry', not('followsToolStep')]), actions: 'endWithStandingReason' }, { target: 'compacting', guard: and(['isAwaited', 'isAutoCompaction']), actions: ['enterProposal', 'beginAutoCompaction'] }, { target: 'step', guard: 'isAwaited', actions: 'enterProposal' }],
                 'hook.failed': { target: 'closing', guard: 'isAwaited', actions: 'failProposal' },
+              },
+            },
+            compacting: {
+              initial: 'measuring',
+              onDone: [{ target: 'closing', guard: 'isCancelled', actions: 'endAborted' }, { target: 'step' }],
+              states: {
+                measuring: {
+                  entry: 'measureHistory',
+                  on: {
+                    'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', 'hasCompactionPlan', not('isCancelled')]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+                  },
+                },
+                summarising: {
+                  entry: 'askSummary',
+                  on: {
+                    'compaction.summarised': { target: 'committing', guard: 'isAwaited', actions: 'appendSummary' },
+                    'compaction.failed': { target: 'committing', guard: 'isAwaited', actions: 'appendCompactionFailure' },
+                    'agent.cancel': { target: 'done', actions: 'cancelActivity' },
+                  },
+                },
+                committing: {
+                  entry: 'confirmCompaction',
+                  on: {
+                    'appends.confirmed': { target: 'done', guard: 'isAwaited' },
+                  },
+                },
+                done: {
+                  type: 'final',
+                },
               },
             },
             step: {
@@ -93,8 +123,37 @@ export const agentMachine = createMachine({
                     },
                     streaming: {
                       on: {
-                        'model.settled': [{ target: 'done', guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), actions: 'keepInterruptedPrefix' }, { target: 'recovering', guard: and(['isAwaited', 'isFailedFinish']), actions: 'recordRequestFailure' }, { target: 'done', guard: 'isAwaited', actions: 'appendAnchor' }],
+                        'model.settled': [{ target: 'done', guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), actions: 'keepInterruptedPrefix' }, { target: 'compacting', guard: and(['isAwaited', 'isFailedFinish', 'canCompactOnOverflow']), actions: ['recordRequestFailure', 'beginOverflowCompaction'] }, { target: 'recovering', guard: and(['isAwaited', 'isFailedFinish']), actions: 'recordRequestFailure' }, { target: 'done', guard: 'isAwaited', actions: 'appendAnchor' }],
                         'model.failed': { target: 'done', guard: 'isAwaited', actions: 'failAttempt' },
+                      },
+                    },
+                    compacting: {
+                      initial: 'measuring',
+                      onDone: [{ target: 'done', guard: 'isCancelled', actions: 'abortAttempt' }, { target: 'building', guard: 'hasCompacted' }, { target: 'recovering' }],
+                      states: {
+                        measuring: {
+                          entry: 'measureHistory',
+                          on: {
+                            'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', 'hasCompactionPlan', not('isCancelled')]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+                          },
+                        },
+                        summarising: {
+                          entry: 'askSummary',
+                          on: {
+                            'compaction.summarised': { target: 'committing', guard: 'isAwaited', actions: 'appendSummary' },
+                            'compaction.failed': { target: 'committing', guard: 'isAwaited', actions: 'appendCompactionFailure' },
+                            'agent.cancel': { target: 'done', actions: 'cancelActivity' },
+                          },
+                        },
+                        committing: {
+                          entry: 'confirmCompaction',
+                          on: {
+                            'appends.confirmed': { target: 'done', guard: 'isAwaited' },
+                          },
+                        },
+                        done: {
+                          type: 'final',
+                        },
                       },
                     },
                     recovering: {
@@ -249,6 +308,40 @@ export const agentMachine = createMachine({
         'job.settled': { target: 'idle', guard: 'isAwaited' },
         'agent.cancel': { actions: 'cancelActivity' },
         'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), actions: ['insertSent', 'latchWake'] },
+      },
+    },
+    compacting: {
+      initial: 'measuring',
+      exit: 'clearCancelCause',
+      on: {
+        'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), actions: ['insertSent', 'latchWake'] },
+        'append.failed': { target: 'idle', actions: ['restoreInbox', 'reportCompactionStoreFailure'] },
+      },
+      onDone: { target: 'idle' },
+      states: {
+        measuring: {
+          entry: 'measureHistory',
+          on: {
+            'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', 'hasCompactionPlan', not('isCancelled')]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+          },
+        },
+        summarising: {
+          entry: 'askSummary',
+          on: {
+            'compaction.summarised': { target: 'committing', guard: 'isAwaited', actions: 'appendSummary' },
+            'compaction.failed': { target: 'committing', guard: 'isAwaited', actions: 'appendCompactionFailure' },
+            'agent.cancel': { target: 'done', actions: 'cancelActivity' },
+          },
+        },
+        committing: {
+          entry: 'confirmCompaction',
+          on: {
+            'appends.confirmed': { target: 'done', guard: 'isAwaited' },
+          },
+        },
+        done: {
+          type: 'final',
+        },
       },
     },
     disposed: {

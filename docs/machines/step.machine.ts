@@ -31,8 +31,37 @@ export const stepMachine = createMachine({
         },
         streaming: {
           on: {
-            'model.settled': [{ target: 'done', guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), actions: 'keepInterruptedPrefix' }, { target: 'recovering', guard: and(['isAwaited', 'isFailedFinish']), actions: 'recordRequestFailure' }, { target: 'done', guard: 'isAwaited', actions: 'appendAnchor' }],
+            'model.settled': [{ target: 'done', guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), actions: 'keepInterruptedPrefix' }, { target: 'compacting', guard: and(['isAwaited', 'isFailedFinish', 'canCompactOnOverflow']), actions: ['recordRequestFailure', 'beginOverflowCompaction'] }, { target: 'recovering', guard: and(['isAwaited', 'isFailedFinish']), actions: 'recordRequestFailure' }, { target: 'done', guard: 'isAwaited', actions: 'appendAnchor' }],
             'model.failed': { target: 'done', guard: 'isAwaited', actions: 'failAttempt' },
+          },
+        },
+        compacting: {
+          initial: 'measuring',
+          onDone: [{ target: 'done', guard: 'isCancelled', actions: 'abortAttempt' }, { target: 'building', guard: 'hasCompacted' }, { target: 'recovering' }],
+          states: {
+            measuring: {
+              entry: 'measureHistory',
+              on: {
+                'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', 'hasCompactionPlan', not('isCancelled')]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+              },
+            },
+            summarising: {
+              entry: 'askSummary',
+              on: {
+                'compaction.summarised': { target: 'committing', guard: 'isAwaited', actions: 'appendSummary' },
+                'compaction.failed': { target: 'committing', guard: 'isAwaited', actions: 'appendCompactionFailure' },
+                'agent.cancel': { target: 'done', actions: 'cancelActivity' },
+              },
+            },
+            committing: {
+              entry: 'confirmCompaction',
+              on: {
+                'appends.confirmed': { target: 'done', guard: 'isAwaited' },
+              },
+            },
+            done: {
+              type: 'final',
+            },
           },
         },
         recovering: {

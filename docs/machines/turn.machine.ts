@@ -27,8 +27,37 @@ export const turnMachine = createMachine({
       entry: ['claimProposal', 'askPreStep'],
       on: {
         'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
-        'hook.done': [{ target: 'closing', guard: and(['isAwaited', 'isRejected']), actions: 'endBlocked' }, { target: 'closing', guard: and(['isAwaited', 'isEmptyEntry', not('followsToolStep')]), actions: 'endWithStandingReason' }, { target: 'step', guard: 'isAwaited', actions: 'enterProposal' }],
+        'hook.done': [{ target: 'closing', guard: and(['isAwaited', 'isRejected']), actions: 'endBlocked' }, { target: 'closing', guard: and(['isAwaited', 'isEmptyEntry', not('followsToolStep')]), actions: 'endWithStandingReason' }, { target: 'compacting', guard: and(['isAwaited', 'isAutoCompaction']), actions: ['enterProposal', 'beginAutoCompaction'] }, { target: 'step', guard: 'isAwaited', actions: 'enterProposal' }],
         'hook.failed': { target: 'closing', guard: 'isAwaited', actions: 'failProposal' },
+      },
+    },
+    compacting: {
+      initial: 'measuring',
+      onDone: [{ target: 'closing', guard: 'isCancelled', actions: 'endAborted' }, { target: 'step' }],
+      states: {
+        measuring: {
+          entry: 'measureHistory',
+          on: {
+            'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', 'hasCompactionPlan', not('isCancelled')]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+          },
+        },
+        summarising: {
+          entry: 'askSummary',
+          on: {
+            'compaction.summarised': { target: 'committing', guard: 'isAwaited', actions: 'appendSummary' },
+            'compaction.failed': { target: 'committing', guard: 'isAwaited', actions: 'appendCompactionFailure' },
+            'agent.cancel': { target: 'done', actions: 'cancelActivity' },
+          },
+        },
+        committing: {
+          entry: 'confirmCompaction',
+          on: {
+            'appends.confirmed': { target: 'done', guard: 'isAwaited' },
+          },
+        },
+        done: {
+          type: 'final',
+        },
       },
     },
     step: {
@@ -53,8 +82,37 @@ export const turnMachine = createMachine({
             },
             streaming: {
               on: {
-                'model.settled': [{ target: 'done', guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), actions: 'keepInterruptedPrefix' }, { target: 'recovering', guard: and(['isAwaited', 'isFailedFinish']), actions: 'recordRequestFailure' }, { target: 'done', guard: 'isAwaited', actions: 'appendAnchor' }],
+                'model.settled': [{ target: 'done', guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), actions: 'keepInterruptedPrefix' }, { target: 'compacting', guard: and(['isAwaited', 'isFailedFinish', 'canCompactOnOverflow']), actions: ['recordRequestFailure', 'beginOverflowCompaction'] }, { target: 'recovering', guard: and(['isAwaited', 'isFailedFinish']), actions: 'recordRequestFailure' }, { target: 'done', guard: 'isAwaited', actions: 'appendAnchor' }],
                 'model.failed': { target: 'done', guard: 'isAwaited', actions: 'failAttempt' },
+              },
+            },
+            compacting: {
+              initial: 'measuring',
+              onDone: [{ target: 'done', guard: 'isCancelled', actions: 'abortAttempt' }, { target: 'building', guard: 'hasCompacted' }, { target: 'recovering' }],
+              states: {
+                measuring: {
+                  entry: 'measureHistory',
+                  on: {
+                    'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', 'hasCompactionPlan', not('isCancelled')]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+                  },
+                },
+                summarising: {
+                  entry: 'askSummary',
+                  on: {
+                    'compaction.summarised': { target: 'committing', guard: 'isAwaited', actions: 'appendSummary' },
+                    'compaction.failed': { target: 'committing', guard: 'isAwaited', actions: 'appendCompactionFailure' },
+                    'agent.cancel': { target: 'done', actions: 'cancelActivity' },
+                  },
+                },
+                committing: {
+                  entry: 'confirmCompaction',
+                  on: {
+                    'appends.confirmed': { target: 'done', guard: 'isAwaited' },
+                  },
+                },
+                done: {
+                  type: 'final',
+                },
               },
             },
             recovering: {
