@@ -5,7 +5,7 @@
 // pre-step checkpoint (`auto`), the attempt after CONTEXT_WINDOW_EXCEEDED
 // (`overflow`), and the agent's idle phase for agent.compact() (`manual`).
 import { and, not } from 'xstate'
-import { SUMMARY_SOURCE, summaryText } from '../session/schemas.js'
+import { SUMMARY_SOURCE, summaryText } from './summary.js'
 import { attached } from './attachment.js'
 import { action, actionOn, guard, guardOn, labelGuards, named, type Draft } from './draft.js'
 import { toolBatchSetup, type ToolBatchImplementations } from './tool-batch.js'

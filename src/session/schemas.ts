@@ -348,14 +348,6 @@ export interface CompactionPlan {
   contextWindow: number
 }
 
-/** The source of a compaction summary message; a range that holds only such a message has nothing left to compact. */
-export const SUMMARY_SOURCE = Object.freeze({ kind: 'plugin' as const, plugin: 'compaction' })
-
-/** The text a summary message carries: a marker line, then the summary. */
-export function summaryText(summary: string): string {
-  return `[Summary of the earlier conversation, compacted to fit the context window]\n\n${summary}`
-}
-
 // ---- inferred types --------------------------------------------------------
 
 export type TextBlock = z.infer<typeof TextBlockSchema>

@@ -30,7 +30,7 @@ export { compareLog } from './conformance/compare.js'
 export type { Divergence, LoggedEvent } from './conformance/compare.js'
 export { readSuite } from './conformance/files.js'
 export type { Manifest } from './conformance/files.js'
-export { buildSuite, exploreAgent, selectScenarios } from './conformance/suite.js'
+export { buildSuite, exploreAgent, selectScenarios, NOT_IN_FORMAT } from './conformance/suite.js'
 export { toPortable, scenarioOfState, freePaths, FREE } from './conformance/export.js'
 export { generateSuite, runSuiteFromDir, loadDriver } from './conformance/cli.js'
 

@@ -6,7 +6,7 @@ import path from 'node:path'
 import ts from 'typescript'
 
 /** The families of the catalogue, in the order the doc lists them. */
-export const FAMILIES = ['IN', 'PH', 'TU', 'ST', 'RQ', 'TL', 'CX', 'MT', 'SS', 'RS', 'HK'] as const
+export const FAMILIES = ['IN', 'PH', 'TU', 'ST', 'RQ', 'TL', 'CX', 'MT', 'SS', 'RS', 'HK', 'CP'] as const
 
 /** A catalogue id anywhere in text. */
 export const ID = new RegExp(`\\b(?:${FAMILIES.join('|')})-\\d+\\b`, 'g')

@@ -45,6 +45,8 @@ export interface GeneratedScenario {
   invariants: string[]
   covers: string[]
   replayable: boolean
+  /** Walked with compaction on (CP-*): conformance format 2 cannot say so, so it is never replayable. */
+  compaction?: true
 }
 
 export interface Exploration {
@@ -220,6 +222,7 @@ export function explore(
         invariants: brokenBoundary ? ['session-except-boundaries'] : ['session', ...LIFECYCLE_INVARIANTS],
         covers: state.takenAll,
         replayable,
+        ...(budget.compaction ? { compaction: true as const } : {}),
       })
     }
   }

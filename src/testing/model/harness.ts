@@ -14,7 +14,8 @@ import type { ScenarioInput } from '../conformance/format.js'
 import type { WalkInput } from './scenario.js'
 import { SCRIPTED, scenarioMessage, scriptInput } from './script.js'
 import { estimateMessageTokens, planCompaction, type CompactionPolicy, type SurfaceNodeView } from '../../session/compaction.js'
-import { SUMMARY_SOURCE, summaryText, type CompactionPlan, type Message } from '../../session/schemas.js'
+import { SUMMARY_SOURCE, summaryText } from '../../machines/summary.js'
+import type { CompactionPlan, Message } from '../../session/schemas.js'
 
 /** The two tools every scenario knows: `p` is parallel-safe, `x` exclusive. Bodies are scripted. */
 export function scenarioTools(execute: (name: 'p' | 'x', args: unknown, ctx: { callId: string; signal: AbortSignal }) => Promise<any>) {
