@@ -17,6 +17,8 @@ export type {
   SeedEvent,
   ExpectedEvent,
   FailAppend,
+  Fork,
+  ForkRefusal,
   ListenerAction,
   ToolReturn,
   CancelTrigger,
@@ -32,6 +34,7 @@ export { readSuite } from './conformance/files.js'
 export type { Manifest } from './conformance/files.js'
 export { buildSuite, exploreAgent, selectScenarios, NOT_IN_FORMAT } from './conformance/suite.js'
 export { toPortable, scenarioOfState, freePaths, FREE } from './conformance/export.js'
+export { forkScenarios } from './conformance/forks.js'
 export { generateSuite, runSuiteFromDir, loadDriver } from './conformance/cli.js'
 
 // the model-based side: walks, coverage and lifecycle invariants

@@ -36,6 +36,19 @@ function steersWhileRunning(s: Scenario): boolean {
   })
 }
 
+/** A fork whose parent had items pending at the boundary (IN-14): a loop that replays inherited splices shows it. */
+function inheritsPending(s: Scenario): boolean {
+  const marker = s.expected.findLast((e) => e.type === 'session/end-seed' && (e.data as { fork?: unknown }).fork !== undefined)
+  if (!marker) return false
+  let pending = 0
+  for (const e of s.expected.slice(0, marker.seq)) {
+    if (e.type !== 'agent/inbox/spliced') continue
+    const d = e.data as { removedCount?: number; inserted: unknown[] }
+    pending += d.inserted.length - (d.removedCount ?? 0)
+  }
+  return pending > 0
+}
+
 describe('an independent implementation, driven from the documentation alone', () => {
   it('passes every scenario of the suite', async () => {
     const report = await runSuite(suite, createIndependentDriver())
@@ -57,4 +70,12 @@ describe('an independent implementation, driven from the documentation alone', (
     },
     120_000,
   )
+
+  it('a mutation, inherited-splices (a fork replays the splices of its seed, IN-14), fails exactly the fork scenarios with items pending at the boundary', async () => {
+    const forks = suite.scenarios.filter((s) => s.inputs.some((i) => i.type === 'fork'))
+    const report = await runSuite(forks, createIndependentDriver('inherited-splices'))
+    const expected = forks.filter(inheritsPending).map((s) => s.id)
+    expect(expected.length).toBeGreaterThanOrEqual(3)
+    expect(report.results.filter((r) => !r.passed).map((r) => r.id)).toEqual(expected)
+  }, 60_000)
 })

@@ -7,7 +7,9 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createAgent, createSession, ForkError, forkLineageOf, forkSession, type Agent, type SessionEvent } from '../../src/index.js'
 import { sqliteStore } from '../../src/stores/index.js'
-import { checkSessionInvariants, scriptedModel, textResponse } from '../../src/testing/index.js'
+import { z } from 'zod/v4'
+import { defineTool } from '../../src/index.js'
+import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { track } from '../helpers.js'
 
 const quiet = { error: () => {} }
@@ -127,6 +129,64 @@ describe('forks (SS-14)', () => {
       expect(texts(resumedChild)).toEqual(['one', 'first answer', 'two, differently', 'another second answer', 'and on', 'fork goes on'])
       await resumedChild.dispose()
       for (const id of ['main', 'stored-branch']) expect(checkSessionInvariants((await store.load(id)) as SessionEvent[])).toEqual([])
+      await store.close()
+    })
+
+    it("issue #15's check: a fork at a step boundary has the parent's prefix as history, a fork inside an open turn is refused, both go on and resume from a store", async () => {
+      const path = join(dir, 'issue-15.db')
+      const look = defineTool({ name: 'look', description: 'looks', input: z.object({}), execute: () => 'seen' })
+      // turn 1 has two steps (a tool call, then the answer); its last step/end is followed by turn/end
+      const parentModel = scriptedModel([
+        toolCallResponse([{ id: 'call-1', name: 'look', arguments: '{}' }]),
+        textResponse('first answer'),
+        'hang',
+        textResponse('parent again'),
+      ])
+      let store = sqliteStore({ path })
+      const parent = await createAgent({ model: parentModel, tools: [look], store, sessionId: 'issue-parent', logger: quiet })
+      await parent.run('one')
+      const historyAtBoundary = structuredClone(parent.messages())
+      const events = parent.session.events
+      const boundary = turnEnds(events)[0]
+      const innerStepEnd = events.find((e) => e.type === 'step/end')!.seq
+      expect(events[boundary - 1].type).toBe('step/end') // the boundary closes turn 1's last step
+      // a step boundary inside the turn (between its two steps) is refused, and so is the turn that runs now
+      await expect(parent.fork({ upTo: innerStepEnd, id: 'issue-fork' })).rejects.toMatchObject({ name: 'ForkError', code: 'FORK_INSIDE_TURN' })
+      parent.followup('two')
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(parent.status).toBe('running')
+      await expect(parent.fork({ upTo: parent.session.length - 1, id: 'issue-fork' })).rejects.toMatchObject({ code: 'FORK_INSIDE_TURN' })
+      // forking at the closed turn's boundary while the parent runs its next turn is fine
+      const fork = await parent.fork({ upTo: boundary, id: 'issue-fork' })
+      expect(fork.deriveMessages()).toEqual(historyAtBoundary)
+      expect(fork.events.slice(0, boundary + 1)).toEqual(events.slice(0, boundary + 1))
+      parent.cancel()
+      await parent.whenIdle()
+      const child = await createAgent({ model: answers('fork answer'), tools: [look], store, sessionId: 'issue-fork', logger: quiet })
+      await child.run('two, in the fork')
+      await parent.run('two again')
+      expect(texts(parent).slice(-2)).toEqual(['two again', 'parent again'])
+      expect(texts(child).slice(historyAtBoundary.length)).toEqual(['two, in the fork', 'fork answer'])
+      const parentLog = [...parent.session.events]
+      const childLog = [...child.session.events]
+      await parent.dispose()
+      await child.dispose()
+      await store.close()
+
+      // another process: a new store over the same file; both sessions resume with their own histories and go on
+      store = sqliteStore({ path })
+      const parentAgain = await createAgent({ model: answers('parent, resumed'), tools: [look], store, sessionId: 'issue-parent', logger: quiet })
+      const childAgain = await createAgent({ model: answers('fork, resumed'), tools: [look], store, sessionId: 'issue-fork', logger: quiet })
+      expect(parentAgain.session.events.slice(0, parentLog.length)).toEqual(parentLog)
+      expect(childAgain.session.events.slice(0, childLog.length)).toEqual(childLog)
+      await parentAgain.run('three')
+      await childAgain.run('three, in the fork')
+      expect(texts(parentAgain).slice(-2)).toEqual(['three', 'parent, resumed'])
+      expect(texts(childAgain).slice(historyAtBoundary.length)).toEqual(['two, in the fork', 'fork answer', 'three, in the fork', 'fork, resumed'])
+      expect(forkLineageOf(childAgain.session.events)).toMatchObject({ parent: 'issue-parent', upTo: boundary, seedLength: boundary + 2 })
+      await parentAgain.dispose()
+      await childAgain.dispose()
+      for (const id of ['issue-parent', 'issue-fork']) expect(checkSessionInvariants((await store.load(id)) as SessionEvent[])).toEqual([])
       await store.close()
     })
   })

@@ -1,4 +1,4 @@
-// The portable conformance format, version 4: one scenario file says
+// The portable conformance format, version 5: one scenario file says
 // everything a driver needs (the agent's setup, every input with its exact
 // payload, the whole expected log). docs/conformance.md is its normative
 // text; this zod schema is the source of the JSON Schema shipped beside it.
@@ -46,8 +46,25 @@ export type ScenarioInput =
   | { type: 'approval'; callId: string; decision: 'approve' }
   | { type: 'approval'; callId: string; decision: 'deny'; reason: string }
   | { type: 'model'; chunks: StreamChunk[]; end: boolean }
+  | Fork
+  /** The process restarts (format 5): a new instance over the stored log of the session driven now (RS-1, IN-14). */
+  | { type: 'resume' }
   | ({ type: 'tool'; callId: string; afterAbort: boolean } & ({ action: 'return'; value: ToolReturn } | { action: 'throw'; message: string }))
 export type ScenarioInputType = ScenarioInput['type']
+
+/** Why a fork is refused (SS-14); `FORK_DETACHED` needs a halted session, which no scenario has. */
+export type ForkRefusal = 'FORK_UNKNOWN_SEQ' | 'FORK_INSIDE_TURN' | 'FORK_ID_TAKEN'
+
+/**
+ * Fork the session driven now at the inclusive boundary `upTo`, as session `id` (format 5, SS-14). Accepted, the
+ * driver drives the fork from then on; with `refused`, the fork must fail with that code and change nothing.
+ */
+export interface Fork {
+  type: 'fork'
+  upTo: number
+  id: string
+  refused?: ForkRefusal
+}
 
 /** A store failure: the next append of `eventType` is refused with `Error(message)`. */
 export interface FailAppend {
@@ -83,6 +100,8 @@ export interface ScenarioSetup {
   faults?: FailAppend[]
   /** Format 4: `ask` answers of tools/pre-execute wait for an `approval` input (an approver is configured). */
   approvals?: boolean
+  /** Format 5: the session's id (a fork's marker names its parent by it); absent, the driver chooses one. */
+  sessionId?: string
 }
 
 /** One event of the expected log: compared in full but `time` and the JSON Pointers in `free`. */
@@ -114,9 +133,9 @@ export interface Suite {
 // ---- schemas ---------------------------------------------------------------------------
 
 /** The version of the file format this module reads and writes; see the changelog in docs/conformance.md. */
-export const FORMAT_VERSION = 4
+export const FORMAT_VERSION = 5
 /** The manifest's format tag. */
-export const SUITE_FORMAT = 'agentchart-conformance/4' as const
+export const SUITE_FORMAT = 'agentchart-conformance/5' as const
 
 const id = z.string().min(1)
 const message = z.string().min(1)
@@ -221,6 +240,16 @@ export const ScenarioInputSchema = z.union([
   ),
   // ---- the model and the tool bodies ------------------------------------------------------
   z.object({ type: z.literal('model'), chunks: z.array(StreamChunkSchema), end: z.boolean() }).strict(),
+  // ---- sessions: forks and restarts (format 5) ---------------------------------------------
+  z
+    .object({
+      type: z.literal('fork'),
+      upTo: z.number().int(),
+      id,
+      refused: z.enum(['FORK_UNKNOWN_SEQ', 'FORK_INSIDE_TURN', 'FORK_ID_TAKEN']).optional(),
+    })
+    .strict(),
+  z.object({ type: z.literal('resume') }).strict(),
   ...hook('tool', { callId, afterAbort: z.boolean() }, Return(ToolReturnSchema), Throw),
 ]) as unknown as z.ZodType<ScenarioInput> // the hand-written type above is the readable one
 
@@ -259,6 +288,8 @@ export const ScenarioSetupSchema: z.ZodType<ScenarioSetup> = z
     faults: z.array(z.object({ type: z.literal('fail-append'), eventType: id, message }).strict()).optional(),
     /** An approver is configured: a tools/pre-execute `ask` waits for an `approval` input (absent: `ask` is a deny). */
     approvals: z.boolean().optional(),
+    /** The session's id: the `parent` a fork's marker names (format 5). */
+    sessionId: id.optional(),
   })
   .strict()
 

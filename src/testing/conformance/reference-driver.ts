@@ -14,7 +14,8 @@
 // waits are promise jobs), then performs the next input.
 import { createAgent, type Agent, type AgentOptions } from '../../agent.js'
 import type { ModelAdapter, ModelRequest } from '../../adapters/types.js'
-import { createSession } from '../../session/session.js'
+import { ForkError } from '../../errors.js'
+import { createSession, type Session } from '../../session/session.js'
 import type { SessionEvent, StreamChunk } from '../../session/schemas.js'
 import { defineTool } from '../../tools/define.js'
 import type { ConformanceDriver } from './driver.js'
@@ -162,25 +163,37 @@ function listen(agent: Agent, waits: Waits): void {
   })
 }
 
-/** The armed `cancel-on` listener, if any: it cancels once, when its trigger happens next. */
-function cancelOn(agent: Agent): (input: Input<'cancel-on'>) => void {
-  let armed: Input<'cancel-on'> | null = null
-  const fire = (trigger: CancelTrigger) => {
-    if (armed?.trigger !== trigger) return
-    const { cause, keepInbox } = armed
-    armed = null
-    try {
-      agent.cancel(cause, { keepInbox })
-    } catch {
-      // refused (a failing store): the listener returns normally
+/** The armed `cancel-on` input, shared by every agent of the scenario: it cancels once, when its trigger happens next. */
+class CancelOn {
+  #armed: Input<'cancel-on'> | null = null
+
+  arm(input: Input<'cancel-on'>): void {
+    this.#armed = input
+  }
+
+  /** Register the triggers on one agent: a status change to running, a logged event, a tools/result. */
+  listen(agent: Agent): void {
+    const fire = (trigger: CancelTrigger) => {
+      if (this.#armed?.trigger !== trigger) return
+      const { cause, keepInbox } = this.#armed
+      this.#armed = null
+      try {
+        agent.cancel(cause, { keepInbox })
+      } catch {
+        // refused (a failing store): the listener returns normally
+      }
     }
+    agent.on('agent/status', ({ status }) => status === 'running' && fire('agent/status'))
+    agent.on('tools/result', () => fire('tools/result'))
+    agent.on('session/event', ({ event }) => fire(event.type as CancelTrigger))
   }
-  agent.on('agent/status', ({ status }) => status === 'running' && fire('agent/status'))
-  agent.on('tools/result', () => fire('tools/result'))
-  agent.on('session/event', ({ event }) => fire(event.type as CancelTrigger))
-  return (input) => {
-    armed = input
-  }
+}
+
+/** Why the events of a fork's prefix, or of a refused fork's parent, are not what they must be; null when they are. */
+function unchanged(what: string, now: readonly SessionEvent[], before: readonly SessionEvent[]): string | null {
+  if (now.length !== before.length) return `${what} has ${now.length} events, not ${before.length}`
+  const at = now.findIndex((e, i) => JSON.stringify(e) !== JSON.stringify(before[i]))
+  return at < 0 ? null : `${what} differs at seq ${at}`
 }
 
 /** Run one scenario on a fresh agentchart agent (optionally built on a variant machine); resolves to its log. */
@@ -190,28 +203,38 @@ export async function runOnAgentchart(
 ): Promise<SessionEvent[]> {
   const { setup } = scenario
   const waits = new Waits()
-  const session = createSession(setup.seed ? { seed: setup.seed } : {})
+  const cancelOn = new CancelOn()
+  const agents: Agent[] = []
+  /** An agent with the scenario's setup over `session`, its listeners registered. */
+  const agentOver = (session: Session): Agent => {
+    const agent = createAgent({
+      model: modelOf(scenario, waits),
+      tools: toolsOf(setup.tools, waits),
+      maxParallelToolCalls: setup.maxParallelToolCalls,
+      session,
+      ...(setup.approvals ? { approvals: true } : {}),
+      logger: { error: () => {} },
+      // the scenario decides every recovery, and its backoff-elapsed input is the clock (spec section 4)
+      retry: false,
+      sleep: async (_ms, signal) => void (await waits.wait('backoff-elapsed', undefined, signal)),
+      ...(options.machine ? { machine: options.machine } : {}),
+    })
+    agents.push(agent)
+    options.observe?.(agent)
+    listen(agent, waits)
+    cancelOn.listen(agent)
+    return agent
+  }
+  const session = createSession({ ...(setup.sessionId !== undefined ? { id: setup.sessionId } : {}), ...(setup.seed ? { seed: setup.seed } : {}) })
   // store failures armed before the agent exists reach what it appends as it is created (repair closers, RS-4)
   for (const fault of setup.faults ?? []) session.failNextAppend(fault.eventType, new Error(fault.message))
-  const agent = createAgent({
-    model: modelOf(scenario, waits),
-    tools: toolsOf(setup.tools, waits),
-    maxParallelToolCalls: setup.maxParallelToolCalls,
-    session,
-    ...(setup.approvals ? { approvals: true } : {}),
-    logger: { error: () => {} },
-    // the scenario decides every recovery, and its backoff-elapsed input is the clock (spec section 4)
-    retry: false,
-    sleep: async (_ms, signal) => void (await waits.wait('backoff-elapsed', undefined, signal)),
-    ...(options.machine ? { machine: options.machine } : {}),
-  })
-  options.observe?.(agent)
-  listen(agent, waits)
-  const arm = cancelOn(agent)
+  /** The agent the inputs go to: the last fork's, or the restarted instance's (format 5). */
+  let agent = agentOver(session)
+  const failInput = (input: ScenarioInput, why: string): never => {
+    throw new Error(`${scenario.id}: input #${scenario.inputs.indexOf(input)} ${JSON.stringify(input).slice(0, 120)}: ${why}`)
+  }
   const answer = (input: ScenarioInput, kind: WaitKind, key?: string) => {
-    if (!waits.answer(kind, key, input)) {
-      throw new Error(`${scenario.id}: input #${scenario.inputs.indexOf(input)} ${JSON.stringify(input).slice(0, 120)}: nothing is waiting for it`)
-    }
+    if (!waits.answer(kind, key, input)) failInput(input, 'nothing is waiting for it')
   }
   // a refused call (a duplicate id, IN-6; a failing store, IN-7) changes nothing: the log shows it, the scenario goes on
   const refusable = (call: () => unknown) => {
@@ -220,6 +243,26 @@ export async function runOnAgentchart(
     } catch {
       // expected by the scenario
     }
+  }
+  /** SS-14: fork the session driven now; accepted, drive the fork from now on; refused, check the code and that nothing changed. */
+  const fork = async (input: Input<'fork'>) => {
+    const before = [...agent.session.events]
+    let child: Session
+    try {
+      child = await agent.fork({ upTo: input.upTo, id: input.id })
+    } catch (error) {
+      const code = error instanceof ForkError ? error.code : String(error)
+      if (code !== input.refused) failInput(input, `the fork was refused with ${code}${input.refused ? `, not ${input.refused}` : ''}`)
+      const changed = unchanged('the log of a refused fork', agent.session.events, before)
+      if (changed) failInput(input, changed)
+      return
+    }
+    if (input.refused) failInput(input, `the fork was made, but ${input.refused} was expected`)
+    const changed =
+      unchanged("the parent's log", agent.session.events, before) ??
+      unchanged("the fork's prefix", child.events.slice(0, input.upTo + 1), before.slice(0, input.upTo + 1))
+    if (changed) failInput(input, changed)
+    agent = agentOver(child)
   }
 
   await settle()
@@ -254,7 +297,7 @@ export async function runOnAgentchart(
         void agent.dispose()
         break
       case 'cancel-on':
-        arm(input)
+        cancelOn.arm(input)
         break
       case 'fail-append':
         agent.session.failNextAppend(input.eventType, new Error(input.message))
@@ -263,6 +306,14 @@ export async function runOnAgentchart(
         // the call waits for this answer (TL-18); a refusal would mean the scenario and the agent disagree
         if (input.decision === 'approve') agent.approve(input.callId)
         else agent.deny(input.callId, input.reason)
+        break
+      case 'fork':
+        await fork(input)
+        break
+      case 'resume':
+        // a restart: the stored log (every event as it is) under the same id, and a new instance over it (RS-1, IN-14);
+        // the old instance rests idle and appends nothing more, as if its process had ended
+        agent = agentOver(createSession({ id: agent.session.id, seed: [...agent.session.events] }))
         break
       case 'tool':
       case 'tool-pre':
@@ -275,7 +326,10 @@ export async function runOnAgentchart(
     await settle()
   }
   await settle()
-  return [...agent.session.events]
+  const log = [...agent.session.events]
+  // a scenario of several sessions frees their ids (agent.fork refuses the id of any live agent), its log taken first
+  if (agents.length > 1) await Promise.all(agents.map((a) => a.dispose({ force: true, graceMs: 0 })))
+  return log
 }
 
 /** agentchart as a conformance driver; `machine` swaps in a variant agent machine (to show the suite can fail). */

@@ -5,6 +5,7 @@ import { coverageOf, type CoverageReport } from '../model/coverage.js'
 import { explore, type Exploration, type GeneratedScenario } from '../model/explore.js'
 import { walks } from '../model/profiles.js'
 import { toPortable } from './export.js'
+import { forkScenarios } from './forks.js'
 import { SUITE_FORMAT, type Suite } from './format.js'
 
 /** Why compaction's transitions are not in the suite (docs/conformance.md, changelog). */
@@ -43,13 +44,18 @@ export function exploreAgent(): Exploration {
 }
 
 /**
- * Build a suite of `size` scenarios (at least the full transition cover) from a walk of the agent machine, and the
- * coverage those scenarios reach. Why: what `conformance generate` writes; pass an exploration to reuse a walk.
+ * Build a suite of `size` scenarios (at least the full transition cover) from a walk of the agent machine, then the
+ * fork scenarios (format 5, made beside the walk), and the coverage the walk's scenarios reach.
+ * Why: what `conformance generate` writes; pass an exploration to reuse a walk.
  */
 export function buildSuite(size = 240, exploration: Exploration = exploreAgent()): { suite: Suite; coverage: CoverageReport; selected: GeneratedScenario[] } {
   const replayable = exploration.scenarios.filter((s) => s.replayable)
   const selected = selectScenarios(replayable, size)
-  const suite: Suite = { format: SUITE_FORMAT, generatedBy: 'agentchart conformance generate', scenarios: selected.map((g) => toPortable(g)) }
+  const suite: Suite = {
+    format: SUITE_FORMAT,
+    generatedBy: 'agentchart conformance generate',
+    scenarios: [...selected.map((g) => toPortable(g)), ...forkScenarios()],
+  }
   // the transitions these scenarios take, not the whole walk's
   const covered = new Set(selected.flatMap((s) => s.covers))
   const coverage = coverageOf({ ...exploration, covered })

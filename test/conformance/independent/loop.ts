@@ -52,7 +52,7 @@ export interface ModelSpec {
 }
 
 /** Deliberate bugs, to show the suite fails a loop that has them. */
-export type Mutation = 'step-after-reject' | 'lost-steer'
+export type Mutation = 'step-after-reject' | 'lost-steer' | 'inherited-splices'
 
 export interface LoopOptions {
   model: ModelSpec
@@ -66,6 +66,20 @@ export interface LoopOptions {
   sleep: (ms: number, signal: AbortSignal) => Promise<void>
   /** An approver is configured: an `ask` waits for answerApproval (spec 7.7); without one it is a deny. */
   approvals?: boolean
+  /** This session's id: a fork's marker names it as the parent (spec 5.17). */
+  sessionId: string
+  /** The ids of the sessions that have a live agent in this process; the agent adds its own. */
+  sessions: Set<string>
+}
+
+/** A fork that cannot be made (spec 5.17), with the code that says why. */
+export class ForkRefused extends Error {
+  constructor(
+    readonly code: 'FORK_UNKNOWN_SEQ' | 'FORK_INSIDE_TURN' | 'FORK_ID_TAKEN',
+    message: string,
+  ) {
+    super(message)
+  }
 }
 
 type Listener = (payload: any, next: () => Promise<any>) => any
@@ -136,8 +150,22 @@ export class IndependentAgent {
 
   constructor(readonly options: LoopOptions) {
     this.#config = { provider: options.model.provider, model: options.model.model }
+    options.sessions.add(options.sessionId)
     for (const fault of options.faults ?? []) this.failNextAppend(fault.eventType, new Error(fault.message))
     if (options.seed && options.seed.length > 0) this.#loadSeed(options.seed)
+  }
+
+  // ---- forks (SS-14, spec 5.17) ---------------------------------------------------------------
+
+  /** The stored log of a fork of this session: events 0..upTo as they are, then the marker with the lineage. */
+  fork(upTo: number, id: string): Event[] {
+    if (!Number.isInteger(upTo) || upTo < 0 || upTo >= this.log.length) throw new ForkRefused('FORK_UNKNOWN_SEQ', `no seq ${upTo}`)
+    const prefix = this.log.slice(0, upTo + 1)
+    const open = prefix.reduce((at, e) => (e.type === 'turn/start' ? e.seq : e.type === 'turn/end' ? -1 : at), -1)
+    if (open >= 0) throw new ForkRefused('FORK_INSIDE_TURN', `the turn opened at seq ${open} is still open at seq ${upTo}`)
+    if (this.options.sessions.has(id)) throw new ForkRefused('FORK_ID_TAKEN', `session ${id} exists`)
+    const lineage = { parent: this.options.sessionId, upTo, seedLength: upTo + 2 }
+    return [...prefix.map(clone), { seq: upTo + 1, time: Date.now(), type: 'session/end-seed', data: { fork: lineage } }]
   }
 
   // ---- the store ---------------------------------------------------------------------
@@ -182,6 +210,10 @@ export class IndependentAgent {
     for (const event of seed) this.log.push(clone(event))
     if (this.log[this.log.length - 1].type !== 'session/end-seed') this.log.push({ seq: this.log.length, time: Date.now(), type: 'session/end-seed', data: {} })
     let open: { turn: number; step: number | null } | null = null
+    // IN-14: splices inherited through a fork (before the latest fork marker) are not the inbox's
+    // (the mutation replays them all, as if the fork's seed were the parent's own log)
+    const fork =
+      this.options.mutation === 'inherited-splices' ? -1 : this.log.findLastIndex((e) => e.type === 'session/end-seed' && (e.data as any).fork !== undefined)
     for (const e of this.log) {
       const d = e.data as any
       if (e.type === 'turn/start') {
@@ -193,7 +225,7 @@ export class IndependentAgent {
       if (e.type === 'step/end' && open) open.step = null
       if (e.type === 'request/header') this.#priorHeader = true
       if (e.type === 'request/context') this.#contextKey = key({ provider: d.provider, model: d.model })
-      if (e.type === 'agent/inbox/spliced') {
+      if (e.type === 'agent/inbox/spliced' && e.seq > fork) {
         const list = d.target === 'next-turn' ? this.#nextTurn : this.#nextStep
         list.splice(d.start, d.removedCount ?? 0, ...d.inserted)
       }
