@@ -1,6 +1,6 @@
 // The reference driver: agentchart itself under the conformance suite. It
 // reads nothing but the scenario file and uses only public API (createAgent,
-// createSession, defineTool, agent.on, session.failNextAppend);
+// createSession, defineTool, agent.on, session.failNextAppend, agent.fork);
 // docs/conformance.md explains each step, and drivers for other
 // implementations can follow it line by line.
 //
@@ -11,7 +11,9 @@
 // clock is the `backoff-elapsed` input), and no retry policy is installed: the
 // scenario's request-error inputs decide. After each input the driver lets the
 // agent run until it waits again or rests (one setImmediate: agentchart's own
-// waits are promise jobs), then performs the next input.
+// waits are promise jobs), then performs the next input. An accepted fork or a
+// restart (format 5) swaps the agent the inputs go to for one over the fork or
+// over the stored log; the expected log is that last session's.
 import { createAgent, type Agent, type AgentOptions } from '../../agent.js'
 import type { ModelAdapter, ModelRequest } from '../../adapters/types.js'
 import { ForkError } from '../../errors.js'
