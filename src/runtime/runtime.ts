@@ -24,7 +24,7 @@ import {
   type SessionEventType,
   type ToolSchema,
 } from '../session/schemas.js'
-import type { Session } from '../session/session.js'
+import { MACHINE_BUILT, type BuiltIntent, type Session } from '../session/session.js'
 import type { Durability } from '../stores/writer.js'
 import { checkArguments, classify, describeInvalidArgs, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
 import { errorOutcome } from '../machines/tool-batch.js'
@@ -122,6 +122,9 @@ type PreparedRequest = Omit<Extract<AgentEvent, { type: 'request.prepared' }>, '
 
 const freshBatch = (): Batch => ({ failed: null, skipped: [], confirm: undefined, unstarted: [] })
 
+/** The intent of an append the stock machine built with nothing else to say: its data needs no schema pass (MACHINE_BUILT). */
+const BUILT: BuiltIntent = Object.freeze({ [MACHINE_BUILT]: true as const })
+
 export class Runtime {
   readonly actor: Actor<typeof agentMachine>
   readonly hooks: Hooks
@@ -155,12 +158,15 @@ export class Runtime {
   #heldJob: { resolve: (promise: Promise<unknown>) => void; reject: (error: unknown) => void } | null = null
   /** The records of the last request prepared, reused while its frozen config comes back unchanged. */
   #prepared: PreparedRequest | null = null
+  /** The stock machine builds only valid events, so their schema pass is skipped; a `.provide()` variant's are checked. */
+  readonly #built: boolean
 
   constructor(readonly options: RuntimeOptions) {
     this.hooks = options.hooks
     this.lists = options.inbox
     deepFreeze(options.toolSchemas) // they travel in every request (RQ-6)
     const machine = options.machine ?? agentMachine
+    this.#built = machine === agentMachine
     const input: AgentInput = {
       seedConfig: options.seedConfig,
       priorHeader: options.priorHeader,
@@ -565,14 +571,16 @@ export class Runtime {
     try {
       let sources = effect.sourceEventSeqs
       if (effect.citeKeys) sources = effect.citeKeys.map((key) => this.#keys.get(key)).filter((s): s is number => s !== undefined)
-      const intent =
+      const built = this.#built ? BUILT : undefined
+      const intent: BuiltIntent | undefined =
         effect.surfaceOp || sources || effect.time !== undefined
           ? {
               ...(effect.surfaceOp ? { surfaceOp: effect.surfaceOp } : {}),
               ...(sources ? { sourceEventSeqs: sources } : {}),
               ...(effect.time !== undefined ? { time: effect.time } : {}),
+              ...built,
             }
-          : undefined
+          : built
       // through the session object, so a wrapped or failing store is honoured
       const event = session.append(effect.eventType, effect.data as never, intent) as SessionEvent
       if (effect.key) this.#keys.set(effect.key, event.seq)

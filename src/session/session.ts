@@ -62,6 +62,15 @@ export interface IgnorableEvent {
 const ENVELOPE_KEYS = new Set(['seq', 'time', 'type', 'data', 'surfaceOp', 'sourceEventSeqs', 'ignorable'])
 const INTENT_KEYS = new Set(['surfaceOp', 'sourceEventSeqs', 'ignorable', 'time'])
 const NO_INTENT: AppendIntent = Object.freeze({})
+
+/**
+ * Marks an append intent whose data the stock agent machine built from values already checked at the edge (issue
+ * #13): its per-type schema pass is skipped; the lossless copy and every log rule still run. Why: re-validating what
+ * the machine built was most of zod's share of a step. In-house only (not exported by the package), and the test
+ * helpers re-check every log against the schemas, so a machine that built a bad event still fails its tests.
+ */
+export const MACHINE_BUILT: unique symbol = Symbol('agentchart.machine-built')
+export type BuiltIntent = AppendIntent & { readonly [MACHINE_BUILT]?: true }
 const SURFACE = new Set<string>(SURFACE_TYPES)
 // A Record so adding a chunk type to the schema without listing it here fails to compile.
 const CHUNK_TYPES: Record<StreamChunk['type'], true> = {
@@ -367,7 +376,7 @@ export class Session {
     if (!known && ignorable !== true) throw new SessionAppendError(`unknown event type ${JSON.stringify(type)} (mark it ignorable: true to log it)`)
 
     if (type === 'assistant/chunk') checkChunk(data, at)
-    else if (known) {
+    else if (known && (intent as BuiltIntent)[MACHINE_BUILT] !== true) {
       const result = EventDataSchemas[type].safeParse(data)
       if (!result.success) {
         const issues = result.error.issues
