@@ -50,6 +50,11 @@ export interface AgentOptions {
    */
   request?: RequestOptions
   maxParallelToolCalls?: number
+  /**
+   * TU-16: the most steps one turn may run (default 100); a turn that has run them and would open another ends
+   * `max-steps` instead. A positive integer, or `Infinity` for no limit.
+   */
+  maxSteps?: number
   session?: Session
   id?: string
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void)
@@ -240,6 +245,19 @@ function positiveInt(name: string, value: unknown): number | undefined {
   return value
 }
 
+/** The default step limit of a turn (TU-16): far above what a task needs, low enough to stop a runaway loop early. */
+export const DEFAULT_MAX_STEPS = 100
+
+/** maxSteps as the machine reads it: a positive integer, or null for `Infinity` (no limit). */
+function stepLimit(value: unknown): number | null {
+  if (value === undefined) return DEFAULT_MAX_STEPS
+  if (value === Infinity) return null
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw new ConfigError(`maxSteps must be a positive safe integer or Infinity, got ${describeValue(value)}`, { path: 'maxSteps' })
+  }
+  return value
+}
+
 /** The options every agent checks before anything is registered (RQ-3), shared by both forms of createAgent. */
 function checkOptions(options: AgentOptions | StoredAgentOptions) {
   if (!options || typeof options !== 'object') throw new ConfigError('createAgent needs an options object')
@@ -247,6 +265,7 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
   if (!model || typeof model.stream !== 'function') throw new ConfigError('options.model must be a ModelAdapter with a stream() method', { path: 'model' })
   const maxTokens = positiveInt('maxTokens', options.maxTokens)
   const maxParallelToolCalls = positiveInt('maxParallelToolCalls', options.maxParallelToolCalls) ?? 10
+  const maxSteps = stepLimit(options.maxSteps)
   const tools = [...(options.tools ?? [])]
   const names = new Set<string>()
   for (const tool of tools) {
@@ -260,7 +279,7 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
   if (options.sleep !== undefined && typeof options.sleep !== 'function') throw new ConfigError('sleep must be a function', { path: 'sleep' })
   const sleep = options.sleep ?? sleepFor
   const compaction = resolveCompaction(options.compaction, model)
-  return { model, maxTokens, maxParallelToolCalls, tools, retry, sleep, compaction }
+  return { model, maxTokens, maxParallelToolCalls, maxSteps, tools, retry, sleep, compaction }
 }
 
 /** What an agent over a store holds besides its session. */
@@ -313,7 +332,7 @@ export class Agent {
 
   /** Use createAgent; `durable` is how the stored form hands over its store writer. */
   constructor(options: AgentOptions, durable?: Durable) {
-    const { model, maxTokens, maxParallelToolCalls, tools, retry, sleep, compaction } = checkOptions(options)
+    const { model, maxTokens, maxParallelToolCalls, maxSteps, tools, retry, sleep, compaction } = checkOptions(options)
     this.#compaction = compaction
     if ((options as { store?: unknown }).store !== undefined && durable === undefined) {
       throw new ConfigError('an agent over a store is made by createAgent({ store, ... }), which returns a promise', { path: 'store' })
@@ -364,6 +383,7 @@ export class Agent {
       ...(resume ? { resume } : {}),
       approvals: options.approvals === true,
       maxParallelToolCalls,
+      maxSteps,
       hooks: this.#hooks,
       agent: this,
       inspect: options.inspect,

@@ -1,5 +1,5 @@
 // agentchart: the agent loop as explicit XState statecharts.
-export { createAgent, Agent, Inbox } from './agent.js'
+export { createAgent, Agent, Inbox, DEFAULT_MAX_STEPS } from './agent.js'
 export type {
   AgentOptions,
   StoredAgentOptions,

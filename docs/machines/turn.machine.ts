@@ -235,14 +235,14 @@ export const turnMachine = createMachine({
     continuing: {
       entry: 'confirmAppends',
       on: {
-        'appends.confirmed': [{ target: 'closing', guard: and(['isAwaited', 'isCancelled']), actions: 'endAborted' }, { target: 'proposing', guard: 'isAwaited' }],
+        'appends.confirmed': [{ target: 'closing', guard: and(['isAwaited', 'isCancelled']), actions: 'endAborted' }, { target: 'closing', guard: and(['isAwaited', 'atStepLimit']), actions: 'endMaxSteps' }, { target: 'proposing', guard: 'isAwaited' }],
       },
     },
     stopping: {
       entry: 'askTurnStopping',
       on: {
         'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
-        'hook.done': [{ target: 'proposing', guard: and(['isAwaited', 'hasStepInput']) }, { target: 'closing', guard: 'isAwaited', actions: 'endWithStandingReason' }],
+        'hook.done': [{ target: 'closing', guard: and(['isAwaited', 'hasStepInput', 'atStepLimit']), actions: 'endMaxSteps' }, { target: 'proposing', guard: and(['isAwaited', 'hasStepInput']) }, { target: 'closing', guard: 'isAwaited', actions: 'endWithStandingReason' }],
         'hook.failed': { target: 'closing', guard: 'isAwaited', actions: 'failTurnStopping' },
       },
     },

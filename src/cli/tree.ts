@@ -44,7 +44,14 @@ export function formatSessionTree(events: readonly SessionEvent[]): string {
         break
       case 'turn/end': {
         const r = e.data.reason
-        const why = r.kind === 'error' ? `error: ${r.error.code} ${r.error.message}` : r.kind === 'aborted' ? `aborted (${r.reason.kind})` : r.kind
+        const why =
+          r.kind === 'error'
+            ? `error: ${r.error.code} ${r.error.message}`
+            : r.kind === 'aborted'
+              ? `aborted (${r.reason.kind})`
+              : r.kind === 'max-steps'
+                ? `max-steps (limit ${r.limit})`
+                : r.kind
         depth = 0
         put(`turn ${e.data.turn} ended ${why}`)
         break

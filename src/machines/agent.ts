@@ -55,10 +55,10 @@ export const agentImplementations = named({
     isWakeLatched: guard((context) => context.wakeLatched),
     /** CX-13 / MT-3: a latched wake replays at convergence if work is still pending (never while disposing). */
     hasLatchedWork: guard((context) => context.wakeLatched && !context.disposing && hasPending(context)),
-    /** PH-4, Decision 5: after a completed or max-tokens turn, pending work opens the next turn at once. */
+    /** PH-4, Decision 5 (and 9 for max-steps): after a completed, max-tokens or max-steps turn, pending work opens the next turn at once. */
     continuesToNextTurn: guard(
       (context) =>
-        (context.endReason?.kind === 'completed' || context.endReason?.kind === 'max-tokens') &&
+        (context.endReason?.kind === 'completed' || context.endReason?.kind === 'max-tokens' || context.endReason?.kind === 'max-steps') &&
         context.cancelCause === null &&
         !context.disposing &&
         hasPending(context),

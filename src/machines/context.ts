@@ -7,7 +7,13 @@ import type { AgentContext, AgentInput, PlannedCall, ToolBatchContext } from './
 export function initialContext(input: AgentInput): AgentContext {
   const maxParallelToolCalls = input.maxParallelToolCalls ?? 10
   return {
-    instance: { id: input.instance ?? 'i0', maxParallelToolCalls, repair: input.repair ?? [], compaction: input.compaction ?? 'off' },
+    instance: {
+      id: input.instance ?? 'i0',
+      maxParallelToolCalls,
+      repair: input.repair ?? [],
+      compaction: input.compaction ?? 'off',
+      maxSteps: input.maxSteps ?? null,
+    },
     request: {
       seedConfig: input.seedConfig,
       priorHeader: input.priorHeader ?? false,

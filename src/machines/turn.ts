@@ -2,7 +2,8 @@
 // agent/pre-step), each entered one a `step`; after a step that ran tools,
 // `continuing` to the next proposal; after a terminal step with nothing
 // pending, `stopping` (agent/turn-stopping, then re-check); `closing` appends
-// turn/end with its reason. Zero-step exits: blocked, completed.
+// turn/end with its reason. Zero-step exits: blocked, completed. A turn that
+// ran the instance's maxSteps steps ends max-steps where it would propose again.
 import { and, not, or } from 'xstate'
 import type { TurnEndReason, UserMessage } from '../session/schemas.js'
 import { standaloneOn } from './activity.js'
@@ -50,6 +51,8 @@ export const turnImplementations = named({
     endBlocked: action((d) => d.set({ endReason: { kind: 'blocked' } })),
     endWithStandingReason: action((d) => d.set({ endReason: standingReason(d) })),
     endAborted: action((d) => d.set({ endReason: { kind: 'aborted', reason: d.get('cancelCause') ?? { kind: 'user' } } })),
+    /** TU-16 (Decision 9): the turn ran its last allowed step; it ends max-steps, naming the limit, instead of proposing another. */
+    endMaxSteps: action((d) => d.set({ endReason: { kind: 'max-steps', limit: d.get('instance').maxSteps ?? d.get('step') } })),
     /** HK-4: a throwing pre-step ends the turn before its step opens (Decision 7: agent/error names that step). */
     failProposal: actionOn(['hook.failed'], (d, e) => {
       d.set({ failure: { failure: e.failure, step: d.get('step') + 1 }, endReason: { kind: 'error', error: e.failure } })
@@ -102,6 +105,8 @@ export const turnImplementations = named({
     stepContinues: guard((context) => context.stepOutcome === 'continue'),
     /** TU-10, IN-12: input is waiting for the next step boundary. */
     hasStepInput: guard((context) => context.nextStep.length > 0),
+    /** TU-16: the turn has run as many steps as the instance allows, so no further step opens. */
+    atStepLimit: guard((context) => context.instance.maxSteps !== null && context.step >= context.instance.maxSteps),
     isTurnStartFailure: guardOn(['append.failed'], (_context, e) => e.eventType === 'turn/start'),
     isTurnEndFailure: guardOn(['append.failed'], (_context, e) => e.eventType === 'turn/end'),
   },
@@ -171,6 +176,8 @@ export const turnState = labelGuards(
             'appends.confirmed': [
               // cancelled from an observer of the step's last events: no further proposal
               { guard: and(['isAwaited', 'isCancelled']), target: 'closing', actions: 'endAborted' },
+              // TU-16: the step that reached the limit closed with its results; no further proposal
+              { guard: and(['isAwaited', 'atStepLimit']), target: 'closing', actions: 'endMaxSteps' },
               { guard: 'isAwaited', target: 'proposing' },
             ],
           },
@@ -181,6 +188,8 @@ export const turnState = labelGuards(
             // CX-6: cancelled during turn-stopping: the turn ends aborted and no further step runs
             'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
             'hook.done': [
+              // TU-16: input arrived for a next step, but the turn has run its last allowed step
+              { guard: and(['isAwaited', 'hasStepInput', 'atStepLimit']), target: 'closing', actions: 'endMaxSteps' },
               { guard: and(['isAwaited', 'hasStepInput']), target: 'proposing' },
               { guard: 'isAwaited', target: 'closing', actions: 'endWithStandingReason' },
             ],

@@ -84,6 +84,8 @@ export interface InstanceContext {
   repair: NonNullable<AgentInput['repair']>
   /** Compaction: `auto` checks the policy before every step and recovers CONTEXT_WINDOW_EXCEEDED; `manual` only the latter and `agent.compact()`. */
   compaction: CompactionMode
+  /** The most steps one turn may run (TU-16, Decision 9); null: no limit. */
+  maxSteps: number | null
 }
 
 export type CompactionMode = 'off' | 'manual' | 'auto'
@@ -201,6 +203,8 @@ export interface AgentInput {
   nextTurn?: readonly UserMessage[]
   nextStep?: readonly UserMessage[]
   maxParallelToolCalls?: number
+  /** The most steps one turn may run (TU-16); absent or null: no limit (the agent's default of 100 is createAgent's). */
+  maxSteps?: number | null
   /** Planned calls, for walking the tool batch machine on its own. */
   calls?: readonly PlannedCall[]
   /** Key of the latest request/context in the log, so a resumed instance logs the route only when it differs (RQ-5). */

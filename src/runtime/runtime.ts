@@ -52,6 +52,8 @@ export interface RuntimeOptions {
   contextKey?: string
   repair: AgentInput['repair']
   maxParallelToolCalls: number
+  /** The most steps a turn may run (TU-16); null: no limit. */
+  maxSteps: number | null
   hooks: Hooks
   /** The public handle, handed to hooks and tools as `agent`. */
   agent: unknown
@@ -174,6 +176,7 @@ export class Runtime {
       lastTurn: options.lastTurn,
       repair: options.repair,
       maxParallelToolCalls: options.maxParallelToolCalls,
+      maxSteps: options.maxSteps,
       nextTurn: options.inbox.nextTurn,
       nextStep: options.inbox.nextStep,
       instance: Math.random().toString(36).slice(2, 10),

@@ -36,6 +36,8 @@
 // | interrupted-prefix               | an interrupted assistant/message has no tool-call block, holds non-whitespace text or          |
 // |                                  | reasoning, and its turn ends aborted (or interrupted by repair) (CX-5, CX-7, RS-4)             |
 // | sticky-max-tokens                | a turn with a max-tokens anchor never ends completed; a turn ending max-tokens has one (TU-12) |
+// | max-steps                        | turn/end{max-steps, limit} sits at a step boundary (the last event before it, inbox splices     |
+// |                                  | and unknown types aside, is a step/end) after at least `limit` steps (TU-16)                   |
 // | retry-sequence                   | llm/retry (in its step, numbered 1, 2, … per step) follows a failed finish of the step; the     |
 // |                                  | next attempt starts only after llm/retry-started names that retry; a retry left waiting at     |
 // |                                  | step/end means the turn ends aborted (cancelled during the backoff) (RQ-10, RQ-12, RQ-14)      |
@@ -77,6 +79,7 @@ export type SessionInvariantRule =
   | 'no-tool-call-in-max-tokens-step'
   | 'interrupted-prefix'
   | 'sticky-max-tokens'
+  | 'max-steps'
   | 'retry-sequence'
   | 'approval-sequence'
   | 'compaction-record'
@@ -383,6 +386,10 @@ class Checker {
     }
     if (!turn.maxTokens && reason.kind === 'max-tokens') {
       this.#add('sticky-max-tokens', index, 'turn ends max-tokens without a max-tokens step')
+    }
+    if (reason.kind === 'max-steps' && turn.step === undefined) {
+      if (turn.lastType !== 'step/end') this.#add('max-steps', index, `turn/end{max-steps} follows ${turn.lastType}, not a step/end`)
+      else if (turn.lastStep < reason.limit) this.#add('max-steps', index, `turn/end{max-steps, limit ${reason.limit}} after ${turn.lastStep} steps`)
     }
     // cancellation ends the turn aborted; a crash right after the prefix leaves repair's interrupted
     if (turn.abandonedRetryIndex !== undefined && reason.kind !== 'aborted' && reason.kind !== 'interrupted') {

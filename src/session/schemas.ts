@@ -131,6 +131,8 @@ export const TurnEndReasonSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('completed') }).strict(),
   z.object({ kind: z.literal('blocked') }).strict(),
   z.object({ kind: z.literal('max-tokens') }).strict(),
+  // TU-16: the turn ran its `limit` steps (createAgent's maxSteps) and wanted another
+  z.object({ kind: z.literal('max-steps'), limit: z.number().int().positive() }).strict(),
   z.object({ kind: z.literal('error'), error: LlmFailureSchema }).strict(),
   z
     .object({

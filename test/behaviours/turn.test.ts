@@ -2,7 +2,7 @@
 // failures after turn/start, and balanced boundaries on every exit path.
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createAgent, createSession, defineTool, LlmError, userMessage, type Agent } from '../../src/index.js'
+import { createAgent, createSession, DEFAULT_MAX_STEPS, defineTool, LlmError, userMessage, type Agent } from '../../src/index.js'
 import { checkSessionInvariants, errorResponse, hang, maxTokensResponse, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { record, refuseAppends, scriptedAgent, tick, trace, turnEnds } from '../helpers.js'
 
@@ -580,5 +580,96 @@ describe('TU — Turn', () => {
     expect(trace(agent).slice(-2)).toEqual(['assistant/message', 'step/end{1,1}'])
     expect(checkSessionInvariants(agent.session.events).map((v) => v.rule)).toEqual(['balanced'])
     await agent.dispose()
+  })
+})
+
+describe('TU-16 — the step limit (maxSteps, Decision 9)', () => {
+  const calls = (n: number) => Array.from({ length: n }, (_, i) => toolCallResponse([{ id: `c${i + 1}`, name: 'lookup', arguments: '{}' }]))
+  const steps = (agent: Agent) => trace(agent).filter((t) => t.startsWith('turn/') || t.startsWith('step/'))
+
+  it('TU-16: the step that reaches maxSteps closes with its tool results; the turn then ends max-steps naming the limit', async () => {
+    const { agent, model } = scriptedAgent([...calls(5), textResponse('never asked')], { tools: [lookup], maxSteps: 3 })
+    agent.followup('go')
+    await agent.whenIdle()
+    expect(steps(agent)).toEqual([
+      'turn/start{1}',
+      'step/start{1,1}',
+      'step/end{1,1}',
+      'step/start{1,2}',
+      'step/end{1,2}',
+      'step/start{1,3}',
+      'step/end{1,3}',
+      'turn/end{1,max-steps}',
+    ])
+    expect(turnEnds(agent)).toEqual([{ kind: 'max-steps', limit: 3 }])
+    expect(model.requests).toHaveLength(3)
+    // the last step's call ran and its result is logged before step/end
+    expect(trace(agent).slice(-4)).toEqual(['tool/call(c3)', 'tool/result(c3)', 'step/end{1,3}', 'turn/end{1,max-steps}'])
+    expect(agent.status).toBe('idle')
+  })
+
+  it('TU-16: a turn that finishes within the limit is unaffected, also when its last allowed step ends it', async () => {
+    const { agent } = scriptedAgent([...calls(1), textResponse('done')], { tools: [lookup], maxSteps: 2 })
+    agent.followup('go')
+    await agent.whenIdle()
+    expect(turnEnds(agent)).toEqual([{ kind: 'completed' }])
+  })
+
+  it('TU-16: input staged by turn-stopping after the last allowed step does not open another step; the next turn takes it', async () => {
+    const { agent, model } = scriptedAgent([textResponse('one'), textResponse('two')], { maxSteps: 1 })
+    let once = true
+    agent.on('agent/turn-stopping', () => {
+      if (once) agent.steer('more please')
+      once = false
+    })
+    agent.followup('go')
+    await agent.whenIdle()
+    expect(steps(agent)).toEqual([
+      'turn/start{1}',
+      'step/start{1,1}',
+      'step/end{1,1}',
+      'turn/end{1,max-steps}',
+      'turn/start{2}',
+      'step/start{2,1}',
+      'step/end{2,1}',
+      'turn/end{2,completed}',
+    ])
+    expect(turnEnds(agent)[0]).toEqual({ kind: 'max-steps', limit: 1 })
+    expect(model.requests).toHaveLength(2)
+    expect(trace(agent)).toContain('user/message(more please)')
+  })
+
+  it('TU-16: the limit counts per turn; the next turn starts from step 1 again', async () => {
+    const { agent } = scriptedAgent([...calls(2), ...calls(1), textResponse('done')], { tools: [lookup], maxSteps: 2 })
+    agent.followup('first')
+    agent.followup('second')
+    await agent.whenIdle()
+    expect(turnEnds(agent)).toEqual([{ kind: 'max-steps', limit: 2 }, { kind: 'completed' }])
+  })
+
+  it.each([
+    ['zero', 0],
+    ['a negative number', -1],
+    ['a fraction', 2.5],
+    ['NaN', Number.NaN],
+    ['-Infinity', -Infinity],
+    ['a string', '10'],
+  ])('TU-16: maxSteps %s is refused with a typed error naming the option', (_name, value) => {
+    let thrown: unknown
+    try {
+      createAgent({ model: scriptedModel([]), maxSteps: value as number })
+    } catch (error) {
+      thrown = error
+    }
+    expect(thrown).toMatchObject({ name: 'ConfigError', code: 'INVALID_CONFIG', path: 'maxSteps' })
+    expect((thrown as Error).message).toMatch(/maxSteps must be a positive safe integer or Infinity/)
+  })
+
+  it('TU-16: maxSteps Infinity means no limit, and the default is DEFAULT_MAX_STEPS (100)', async () => {
+    expect(DEFAULT_MAX_STEPS).toBe(100)
+    const { agent } = scriptedAgent([...calls(3), textResponse('done')], { tools: [lookup], maxSteps: Infinity })
+    agent.followup('go')
+    await agent.whenIdle()
+    expect(turnEnds(agent)).toEqual([{ kind: 'completed' }])
   })
 })

@@ -399,6 +399,15 @@ describe('#8.8 a model that always calls a synchronous tool', () => {
     expect(turnEnds(agent)[0]).toEqual({ kind: 'aborted', reason: { kind: 'user' } })
     expect(checkSessionInvariants(agent.session.events)).toEqual([])
   })
+
+  it('TU-16: maxSteps (default 100) ends the turn with its own reason', async () => {
+    const agent = createAgent({ model: forever(), tools: [sync], logger: quiet })
+    agent.followup('go')
+    expect(await settles(agent, 10_000)).toBe(true)
+    expect(ofType(agent, 'step/start')).toHaveLength(100)
+    expect(turnEnds(agent)[0]).toEqual({ kind: 'max-steps', limit: 100 })
+    expect(checkSessionInvariants(agent.session.events)).toEqual([])
+  })
 })
 
 // ---- 9. tools that never settle -------------------------------------------------------------------

@@ -684,6 +684,24 @@ describe('checkSessionInvariants', () => {
     })
   })
 
+  describe('max-steps', () => {
+    it('TU-16 turn/end{max-steps} right after step/end, once the turn ran its limit, is sound', () => {
+      const log = new Log().textTurn()
+      log.events[log.events.length - 1].data.reason = { kind: 'max-steps', limit: 1 }
+      expect(checkSessionInvariants(log.events)).toEqual([])
+    })
+
+    it('TU-16 a turn ending max-steps with fewer steps than its limit, or with no step at all, breaks the rule', () => {
+      const short = new Log().textTurn()
+      short.events[short.events.length - 1].data.reason = { kind: 'max-steps', limit: 2 }
+      expect(at(checkSessionInvariants(short.events))).toEqual([`max-steps@${short.events.length - 1}`])
+      const none = new Log()
+      none.turnStart()
+      const end = none.turnEnd({ kind: 'max-steps', limit: 1 })
+      expect(at(checkSessionInvariants(none.events))).toEqual([`max-steps@${end}`])
+    })
+  })
+
   describe('retry-sequence', () => {
     const failure = { message: 'down', code: 'SERVER' }
     const retry = (log: Log, n: number, id = `r${n}`) =>

@@ -48,6 +48,8 @@ export function describeEnd(reason: TurnEndReason): string {
       return `failed: ${escapeTerminal(reason.error.code)}: ${clipText(reason.error.message, 160)}`
     case 'aborted':
       return `aborted (${escapeTerminal(reason.reason.kind)})`
+    case 'max-steps':
+      return `stopped after ${reason.limit} steps (maxSteps)`
     default:
       return reason.kind
   }

@@ -1,4 +1,4 @@
-// The portable conformance format, version 5: one scenario file says
+// The portable conformance format, version 6: one scenario file says
 // everything a driver needs (the agent's setup, every input with its exact
 // payload, the whole expected log). docs/conformance.md is its normative
 // text; this zod schema is the source of the JSON Schema shipped beside it.
@@ -102,6 +102,8 @@ export interface ScenarioSetup {
   approvals?: boolean
   /** Format 5: the session's id (a fork's marker names its parent by it); absent, the driver chooses one. */
   sessionId?: string
+  /** Format 6: the most steps one turn may run (TU-16); absent, no limit applies. */
+  maxSteps?: number
 }
 
 /** One event of the expected log: compared in full but `time` and the JSON Pointers in `free`. */
@@ -133,9 +135,9 @@ export interface Suite {
 // ---- schemas ---------------------------------------------------------------------------
 
 /** The version of the file format this module reads and writes; see the changelog in docs/conformance.md. */
-export const FORMAT_VERSION = 5
+export const FORMAT_VERSION = 6
 /** The manifest's format tag. */
-export const SUITE_FORMAT = 'agentchart-conformance/5' as const
+export const SUITE_FORMAT = 'agentchart-conformance/6' as const
 
 const id = z.string().min(1)
 const message = z.string().min(1)
@@ -290,6 +292,8 @@ export const ScenarioSetupSchema: z.ZodType<ScenarioSetup> = z
     approvals: z.boolean().optional(),
     /** The session's id: the `parent` a fork's marker names (format 5). */
     sessionId: id.optional(),
+    /** The most steps one turn may run (format 6, TU-16). */
+    maxSteps: z.number().int().positive().optional(),
   })
   .strict()
 

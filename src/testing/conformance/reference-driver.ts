@@ -215,6 +215,8 @@ export async function runOnAgentchart(
       maxParallelToolCalls: setup.maxParallelToolCalls,
       session,
       ...(setup.approvals ? { approvals: true } : {}),
+      // TU-16: a scenario without a step limit runs with none (its turns are short, but the default is not the format's)
+      maxSteps: setup.maxSteps ?? Infinity,
       logger: { error: () => {} },
       // the scenario decides every recovery, and its backoff-elapsed input is the clock (spec section 4)
       retry: false,

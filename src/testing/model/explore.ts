@@ -40,6 +40,8 @@ export interface GeneratedScenario {
   /** The stored log the agent is created over, and the store failures armed before it is created. */
   seed?: SeedEvent[]
   faults?: FailAppend[]
+  /** The agent's step limit (TU-16), when the walk had one. */
+  maxSteps?: number
   /** The whole log: the seed, its end-seed, then every append. */
   trace: WalkEvent[]
   invariants: string[]
@@ -163,7 +165,8 @@ export function explore(
     // a seeded walk starts where an agent over that stored log would: after its end-seed, with its repair closers
     const seed = budget.seed ? [...budget.seed, { seq: budget.seed.length, time: 0, type: 'session/end-seed', data: {} }] : []
     const fromSeed = budget.seed ? seededInput(seed as SessionEvent[]) : {}
-    const harness = createHarness({ machine: options.machine, input: { ...options.input, ...fromSeed, ...budget.input }, budget, observe })
+    const limit = budget.maxSteps !== undefined ? { maxSteps: budget.maxSteps } : {}
+    const harness = createHarness({ machine: options.machine, input: { ...options.input, ...fromSeed, ...limit, ...budget.input }, budget, observe })
     // a walk that starts from another input, or with a listener cancel armed before the machine starts, is for
     // coverage only; store failures armed before the start are replayable (a driver arms them on the session)
     const replayable = !budget.input && (budget.prelude ?? []).every((p) => p.type === 'fail-next')
@@ -195,7 +198,7 @@ export function explore(
       const state = harness.complete(end)
       if (options.checkData) diverged('end state', snapshotData(state.machine), jsonDivergence)
       // the same inputs from another starting point (a seed, another input) are another scenario
-      const key = JSON.stringify([budget.seed ?? null, budget.input ?? null, state.inputs])
+      const key = JSON.stringify([budget.seed ?? null, budget.input ?? null, budget.maxSteps ?? null, state.inputs])
       if (seen.has(key)) continue
       seen.add(key)
       state.takenAll.forEach((t) => covered.add(t))
@@ -218,6 +221,7 @@ export function explore(
         script: state.script,
         ...(budget.seed ? { seed: budget.seed.map((e) => ({ ...e })) } : {}),
         ...(faults.length > 0 ? { faults } : {}),
+        ...limit,
         trace: events,
         invariants: brokenBoundary ? ['session-except-boundaries'] : ['session', ...LIFECYCLE_INVARIANTS],
         covers: state.takenAll,

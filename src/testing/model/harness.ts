@@ -146,6 +146,8 @@ export interface Budget {
   approvals?: boolean
   /** The compaction policy the walk measures its trace with (tool schemas and system prompt count 0 here). */
   compaction?: CompactionPolicy
+  /** The agent's step limit (TU-16): the walk's machine input, and the exported scenario's `setup.maxSteps`. */
+  maxSteps?: number
   /** Listener-triggered cancels to try. */
   cancelTriggers?: readonly ('agent/status' | 'turn/start' | 'step/start' | 'request/header' | 'assistant/message' | 'tools/result')[]
 }

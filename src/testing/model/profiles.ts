@@ -65,6 +65,8 @@ export const AGENT_PROFILES: Budget[] = [
   // agent.compact() from idle, around turns, with a cancel, a latched send and a refused summary
   { sends: 2, maintenance: 1, cancels: 1, ...few, responses: ['text'], ...compacting },
   { sends: 1, maintenance: 1, fails: 1, ...few, responses: ['text'], failTypes: ['user/message', 'compaction/completed'], ...compacting },
+  // TU-16: a one-step limit, reached after a tool step or with input staged by turn-stopping; the next turn goes on
+  { sends: 2, ...few, responses: ['text', 'tools'], maxSteps: 1 },
 ]
 
 export interface Walk {
@@ -119,7 +121,14 @@ export function walks(): Walk[] {
       name: 'turn',
       machine: turnMachine,
       input: { ...input, nextTurn: [scenarioMessage('m0')] },
-      profiles: [...part, refusedBeforeTurnEnd, ...armedAtStart(['turn/start'], ['turn/start']), ...COMPACTION_PROFILES],
+      // TU-16: the step limit, reached after a tool step or after turn-stopping staged input
+      profiles: [
+        ...part,
+        refusedBeforeTurnEnd,
+        ...armedAtStart(['turn/start'], ['turn/start']),
+        ...COMPACTION_PROFILES,
+        { sends: 0, ...few, responses: ['text', 'tools'], maxSteps: 1 },
+      ],
     },
     {
       name: 'step',

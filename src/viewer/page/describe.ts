@@ -26,6 +26,7 @@ export function summarize(event: WireEvent): string {
       const reason = isObject(data.reason) ? data.reason : {}
       const kind = str(reason.kind)
       if (kind === 'aborted') return `turn ${str(data.turn)} ended aborted (${causeLabel(reason.reason)})`
+      if (kind === 'max-steps') return `turn ${str(data.turn)} ended max-steps (limit ${str(reason.limit)})`
       if (kind === 'error') {
         const error = isObject(reason.error) ? reason.error : {}
         return `turn ${str(data.turn)} ended error ${str(error.code)}: ${clip(str(error.message))}`

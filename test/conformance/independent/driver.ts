@@ -51,7 +51,7 @@ const thrown = (message: string): never => {
 
 /** Run one scenario on a fresh independent agent. */
 export async function runIndependent(scenario: Scenario, mutation?: Mutation): Promise<unknown[]> {
-  if (scenario.formatVersion !== 5) throw new Error(`unsupported formatVersion ${scenario.formatVersion}`)
+  if (scenario.formatVersion !== 6) throw new Error(`unsupported formatVersion ${scenario.formatVersion}`)
   const { setup } = scenario
   const waits = new Waits()
   /** The live sessions of this run, as a process would know them (spec 5.17: a fork's id must be new). */
@@ -91,6 +91,7 @@ export async function runIndependent(scenario: Scenario, mutation?: Mutation): P
       seed: seed as never,
       faults,
       approvals: setup.approvals === true,
+      ...(setup.maxSteps !== undefined ? { maxSteps: setup.maxSteps } : {}),
       mutation,
       sessionId,
       sessions,

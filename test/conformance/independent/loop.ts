@@ -22,7 +22,10 @@ export interface Failure {
   [key: string]: Json
 }
 export type EndReason =
-  { kind: 'completed' | 'blocked' | 'max-tokens' | 'interrupted' } | { kind: 'error'; error: Failure } | { kind: 'aborted'; reason: Cause }
+  | { kind: 'completed' | 'blocked' | 'max-tokens' | 'interrupted' }
+  | { kind: 'max-steps'; limit: number }
+  | { kind: 'error'; error: Failure }
+  | { kind: 'aborted'; reason: Cause }
 export interface Event {
   seq: number
   time: number
@@ -70,6 +73,8 @@ export interface LoopOptions {
   sessionId: string
   /** The ids of the sessions that have a live agent in this process; the agent adds its own. */
   sessions: Set<string>
+  /** The most steps a turn runs (spec 7.2, format 6); absent: no limit. */
+  maxSteps?: number
 }
 
 /** A fork that cannot be made (spec 5.17), with the code that says why. */
@@ -433,7 +438,12 @@ export class IndependentAgent {
       if (this.#checkpoint()) break
       const end = await this.#runTurn()
       // PH-4: a completed turn goes straight on to pending work
-      const goesOn = end !== null && (end.kind === 'completed' || end.kind === 'max-tokens') && this.#cause === null && !this.#disposing && this.#hasPending()
+      const goesOn =
+        end !== null &&
+        (end.kind === 'completed' || end.kind === 'max-tokens' || end.kind === 'max-steps') &&
+        this.#cause === null &&
+        !this.#disposing &&
+        this.#hasPending()
       if (!goesOn) break
       this.#controller = new AbortController()
       this.#latch = false
@@ -501,8 +511,11 @@ export class IndependentAgent {
       // after step/end: a cancel ends the turn, even one that met a refused append (CX-5, CX-6; spec 7.9)
       if (this.#checkpoint() || outcome.kind === 'aborted') return this.#close(this.#aborted())
       if (outcome.kind === 'error') return this.#close({ kind: 'error', error: outcome.failure })
-      // tools or waiting input go on (TU-9, TU-10)
-      if (outcome.kind === 'continue' || this.#nextStep.length > 0) continue
+      // tools or waiting input go on (TU-9, TU-10), unless the turn has run its last allowed step (TU-16)
+      if (outcome.kind === 'continue' || this.#nextStep.length > 0) {
+        if (this.#limitReached()) return this.#close({ kind: 'max-steps', limit: this.options.maxSteps! })
+        continue
+      }
       let stopping: unknown
       try {
         stopping = await this.#wait(() => this.#waterfall('agent/turn-stopping', { turn, signal }, undefined))
@@ -511,7 +524,13 @@ export class IndependentAgent {
       }
       if (stopping === CANCELLED) return this.#close(this.#aborted())
       if (this.#nextStep.length === 0) return this.#close(this.#standing())
+      if (this.#limitReached()) return this.#close({ kind: 'max-steps', limit: this.options.maxSteps! })
     }
+  }
+
+  /** TU-16: the turn has run `maxSteps` steps, so it would go on to one too many. */
+  #limitReached(): boolean {
+    return this.options.maxSteps !== undefined && this.#step >= this.options.maxSteps
   }
 
   /** What the last step of this turn was (read through a method: it changes across awaits). */
