@@ -10,7 +10,7 @@ import { applySplice, duplicatePending, hasPending } from './machines/inbox.js'
 import type { InboxLists, ToolOutcome } from './machines/types.js'
 import { toInboxMessage } from './messages.js'
 import { Hooks, type HookLogger } from './runtime/hooks.js'
-import { canonical, Runtime } from './runtime/runtime.js'
+import { canonical, MAX_TIMER_MS, Runtime } from './runtime/runtime.js'
 import {
   AgentCancelCauseSchema,
   type AgentCancelCause,
@@ -313,6 +313,25 @@ export interface DisposeOptions {
 
 const DEFAULT_GRACE_MS = 1000
 
+/** How `cancel()` treats the activity it cancels (CX-1, CX-17). */
+export interface CancelOptions {
+  /** Keep the queued inbox items instead of discarding them (CX-4). */
+  keepInbox?: boolean
+  /**
+   * Abandon the tool bodies and tool hooks the cancelled turn still waits for `graceMs` after the cancel, as
+   * `dispose({ force: true })` does: a call closes with a TOOL_OUTCOME_UNKNOWN error result, late results are dropped
+   * by id, and the agent goes on serving. Default: no grace (the turn waits for them, TL-15); `Infinity` is the same.
+   */
+  graceMs?: number
+}
+
+/** A grace period is a number of milliseconds >= 0 (Infinity: never give up). */
+function checkGrace(caller: 'cancel' | 'dispose', graceMs: unknown): void {
+  if (typeof graceMs !== 'number' || Number.isNaN(graceMs) || graceMs < 0) {
+    throw new ConfigError(`${caller}: graceMs must be a number of milliseconds >= 0, got ${describeValue(graceMs)}`, { path: 'graceMs' })
+  }
+}
+
 export class Agent {
   readonly id: string
   readonly session: Session
@@ -482,11 +501,15 @@ export class Agent {
   }
 
   /** Abort the live activity with `cause` (first wins) and, unless keepInbox, discard pending input (CX-1..CX-4). */
-  cancel(cause: AgentCancelCause = { kind: 'user' }, options: { keepInbox?: boolean } = {}): void {
+  cancel(cause: AgentCancelCause = { kind: 'user' }, options: CancelOptions = {}): void {
     if (this.#runtime.actor.getSnapshot().status !== 'active') return
     const parsed = AgentCancelCauseSchema.safeParse(cause)
     if (!parsed.success) throw new ConfigError(`invalid cancel cause: ${parsed.error.issues[0].message}`, { path: 'cause' })
-    this.#runtime.dispatch({ type: 'agent.cancel', cause, keepInbox: options.keepInbox === true })
+    const graceMs = options?.graceMs
+    if (graceMs !== undefined) checkGrace('cancel', graceMs)
+    this.#runtime.dispatch({ type: 'agent.cancel', cause, keepInbox: options?.keepInbox === true })
+    // after the cancel: a turn it ended at once has nothing left to abandon
+    if (graceMs !== undefined) this.#runtime.abandonAfter(graceMs)
   }
 
   /** The calls waiting for a person's answer (TL-18), read from the log: they survive a restart over a store. */
@@ -580,9 +603,7 @@ export class Agent {
   dispose(options: DisposeOptions = {}): Promise<void> {
     const force = options?.force === true
     const graceMs = options?.graceMs ?? DEFAULT_GRACE_MS
-    if (typeof graceMs !== 'number' || Number.isNaN(graceMs) || graceMs < 0) {
-      throw new ConfigError(`dispose: graceMs must be a number of milliseconds >= 0, got ${describeValue(graceMs)}`, { path: 'graceMs' })
-    }
+    checkGrace('dispose', graceMs)
     const disposing = this.#disposed ?? this.#disposeNow()
     if (force && !this.#forced) {
       this.#forced = true
@@ -595,7 +616,7 @@ export class Agent {
   async #abandonAfter(graceMs: number): Promise<void> {
     for (;;) {
       let timer: ReturnType<typeof setTimeout> | undefined
-      const lapsed = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), graceMs)))
+      const lapsed = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.min(graceMs, MAX_TIMER_MS))))
       const idle = await Promise.race([this.#runtime.whenIdle().then(() => true), lapsed])
       clearTimeout(timer)
       if (idle) return

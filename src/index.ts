@@ -3,6 +3,7 @@ export { createAgent, Agent, Inbox, DEFAULT_MAX_STEPS } from './agent.js'
 export type {
   AgentOptions,
   StoredAgentOptions,
+  CancelOptions,
   DisposeOptions,
   AgentStatus,
   AgentHooks,

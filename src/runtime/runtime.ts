@@ -36,6 +36,8 @@ import { Hooks } from './hooks.js'
 import { runSummariser, type ResolvedCompaction } from '../compaction.js'
 import { estimateTextTokens, planCompaction, SUMMARY_SOURCE, summaryText, type CompactionPlan, type SurfaceNodeView } from '../session/compaction.js'
 
+/** The longest delay setTimeout honours (a longer one fires at once); a longer grace waits this long. */
+export const MAX_TIMER_MS = 2 ** 31 - 1
 export interface RuntimeOptions {
   session: Session
   model: ModelAdapter
@@ -153,6 +155,10 @@ export class Runtime {
    * abandoned (`abandonRunning`); an answer that arrives after that is dropped by id (issue #8).
    */
   readonly #running = new Map<number, AgentEvent>()
+  /** Counts the snapshots in which the machine rested: a change means the activity that was running has ended. */
+  #rests = 0
+  /** Grace periods of cancels (`cancel({ graceMs })`) still counting; cleared when the activity ends. */
+  readonly #graces = new Set<ReturnType<typeof setTimeout>>()
   /** Outside work waiting for the store, each with the log length it must see committed; started in order. */
   #held: Array<{ effect: WorkEffect; through: number }> = []
   #gate: 'open' | 'draining' | 'waiting' = 'open'
@@ -200,7 +206,11 @@ export class Runtime {
         if (this.#batch.failed) this.#reportFailure()
         // events queued by listeners come after this: their refusals are not the dispatching caller's
         this.#own = false
-        if (snapshot.value === 'idle' || snapshot.status !== 'active') this.#releaseIdle()
+        if (snapshot.value === 'idle' || snapshot.status !== 'active') {
+          this.#rests++
+          this.#endGraces()
+          this.#releaseIdle()
+        }
       },
       error: (error) => this.hooks.logger.error('agentchart machine stopped on an error', error),
     })
@@ -291,6 +301,30 @@ export class Runtime {
     this.#running.clear()
     for (const answer of answers) this.#send(answer)
     return answers.length
+  }
+
+  /**
+   * Abandon what the running activity still runs `graceMs` from now (as `abandonRunning` does), unless it ends first.
+   * Why: `cancel({ graceMs })` bounds how long a cancelled turn waits for tool bodies and tool hooks that ignore
+   * their signal, and the grace of one activity must never reach the work of the next.
+   */
+  abandonAfter(graceMs: number): void {
+    if (this.#resting() || graceMs === Infinity) return
+    const rests = this.#rests
+    const timer = setTimeout(
+      () => {
+        this.#graces.delete(timer)
+        if (this.#rests === rests && !this.#resting()) this.abandonRunning()
+      },
+      Math.min(graceMs, MAX_TIMER_MS),
+    )
+    this.#graces.add(timer)
+  }
+
+  #endGraces(): void {
+    if (this.#graces.size === 0) return
+    for (const timer of this.#graces) clearTimeout(timer)
+    this.#graces.clear()
   }
 
   /** Records outside work as running; the returned function answers the machine once, unless it was abandoned. */

@@ -2,7 +2,7 @@
 // the pipeline around each body, and what cancellation and failure leave.
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createAgent, defineTool, userMessage, type Agent, type SessionEvent } from '../../src/index.js'
+import { createAgent, defineTool, userMessage, type Agent, type SessionEvent, type SessionEventOf } from '../../src/index.js'
 import { textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { scriptedAgent, tick, trace } from '../helpers.js'
 
@@ -682,5 +682,92 @@ describe('TL — details', () => {
     agent.followup('go')
     await agent.whenIdle()
     expect(names).toEqual(['named'])
+  })
+})
+
+describe('TL-15 cancel({ graceMs }): an escape from a body that ignores its signal', () => {
+  /** A tool whose body ignores its signal and settles only when the test says so. */
+  function deaf() {
+    const release: Array<(value: string) => void> = []
+    const tool = defineTool({
+      name: 'deaf',
+      description: 'ignores its signal',
+      input: z.object({}).loose(),
+      execute: () => new Promise<string>((resolve) => release.push(resolve)),
+    })
+    return { tool, release: (value: string) => release.shift()?.(value) }
+  }
+  const results = (agent: Agent) => agent.session.events.filter((e): e is SessionEventOf<'tool/result'> => e.type === 'tool/result')
+  const turnEnds = (agent: Agent) => agent.session.events.flatMap((e) => (e.type === 'turn/end' ? [e.data.reason] : []))
+
+  it('TL-15: without a grace the cancelled turn waits for the body (the default); it ends once the body settles', async () => {
+    const { tool, release } = deaf()
+    const { agent } = scriptedAgent([toolCallResponse([{ id: 'c1', name: 'deaf', arguments: '{}' }])], { tools: [tool] })
+    agent.followup('go')
+    await tick(5)
+    agent.cancel()
+    await tick(20)
+    expect(agent.status).toBe('running')
+    release('late but awaited')
+    await agent.whenIdle()
+    expect(turnEnds(agent)).toEqual([{ kind: 'aborted', reason: { kind: 'user' } }])
+    expect(results(agent).map((e) => e.data.error?.code)).toEqual(['ABORTED'])
+  })
+
+  it('TL-15: after the grace the body is abandoned (TOOL_OUTCOME_UNKNOWN), the turn ends aborted, later turns run and the late result is dropped', async () => {
+    const { tool, release } = deaf()
+    const { agent } = scriptedAgent([toolCallResponse([{ id: 'c1', name: 'deaf', arguments: '{}' }]), textResponse('second turn')], { tools: [tool] })
+    agent.followup('go')
+    await tick(5)
+    agent.cancel({ kind: 'user' }, { graceMs: 10 })
+    await agent.whenIdle()
+    expect(turnEnds(agent)).toEqual([{ kind: 'aborted', reason: { kind: 'user' } }])
+    const [result] = results(agent)
+    expect(result.data.message.content[0]).toMatchObject({ toolCallId: 'c1', isError: true })
+    expect(result.data.error?.code).toBe('TOOL_OUTCOME_UNKNOWN')
+
+    // the agent keeps serving; the abandoned body's late result is dropped by id
+    const run = await agent.run('again')
+    expect(run.end).toEqual({ kind: 'completed' })
+    const length = agent.session.length
+    release('too late')
+    await tick(5)
+    expect(agent.session.length).toBe(length)
+    expect(results(agent)).toHaveLength(1)
+    expect(agent.status).toBe('idle')
+  })
+
+  it('TL-15: a grace never reaches the next activity: a turn that ended in time leaves the next turn’s work alone', async () => {
+    const { tool, release } = deaf()
+    const quick = defineTool({ name: 'quick', description: 'honours its signal', input: z.object({}).loose(), execute: () => 'quick' })
+    const { agent } = scriptedAgent(
+      [toolCallResponse([{ id: 'q1', name: 'quick', arguments: '{}' }]), toolCallResponse([{ id: 'd1', name: 'deaf', arguments: '{}' }]), textResponse('done')],
+      { tools: [tool, quick] },
+    )
+    agent.on('tools/post-execute', async (_payload, next) => {
+      await tick(2)
+      return next()
+    })
+    agent.followup('first')
+    await tick(1)
+    agent.cancel({ kind: 'user' }, { graceMs: 30 })
+    await agent.whenIdle()
+    agent.followup('second')
+    await tick(60) // well past the first cancel's grace, while d1 still runs
+    expect(agent.status).toBe('running')
+    release('real result')
+    await agent.whenIdle()
+    const d1 = results(agent).find((e) => e.data.message.content[0].toolCallId === 'd1')!
+    expect(d1.data.message.content[0]).toMatchObject({ content: 'real result' })
+    expect(d1.data.error).toBeUndefined()
+  })
+
+  it('TL-15: graceMs must be a number of milliseconds >= 0; Infinity means no grace', async () => {
+    const { agent } = scriptedAgent([textResponse('ok')])
+    for (const graceMs of [-1, Number.NaN, '10']) {
+      expect(() => agent.cancel({ kind: 'user' }, { graceMs: graceMs as number })).toThrow(/cancel: graceMs must be a number of milliseconds >= 0/)
+    }
+    agent.cancel({ kind: 'user' }, { graceMs: Infinity })
+    expect(agent.status).toBe('idle')
   })
 })
