@@ -36,6 +36,8 @@ export interface CompactionOptions {
   instructions?: string
   /** Tokens of one message; defaults to 4 + a quarter of its characters. */
   estimateTokens?: (message: Message) => number
+  /** Tokens of the request's fixed part (system prompt and tool schemas); defaults to a quarter of their characters. */
+  baseTokens?: number
 }
 
 /** What the runtime needs: the resolved policy and the summariser. */
@@ -43,6 +45,8 @@ export interface ResolvedCompaction {
   mode: CompactionMode
   policy: CompactionPolicy
   estimate: (message: Message) => number
+  /** The fixed part's tokens when the user gave them; else the runtime estimates them. */
+  baseTokens: number | undefined
   summarise: CompactionOptions['summarise']
   instructions: string
 }
@@ -93,10 +97,15 @@ export function resolveCompaction(option: CompactionOptions | false | undefined,
     throw new ConfigError('compaction.instructions must be a string', { path: 'compaction.instructions' })
   }
   if (option?.auto !== undefined && typeof option.auto !== 'boolean') throw new ConfigError('compaction.auto must be a boolean', { path: 'compaction.auto' })
+  const baseTokens = option?.baseTokens
+  if (baseTokens !== undefined && (!Number.isSafeInteger(baseTokens) || baseTokens < 0)) {
+    throw new ConfigError(`compaction.baseTokens must be a non-negative safe integer, got ${describeValue(baseTokens)}`, { path: 'compaction.baseTokens' })
+  }
   return {
     mode: option?.auto === false ? 'manual' : 'auto',
     policy: { contextWindow, threshold, keepRecent },
     estimate: option?.estimateTokens ?? estimateMessageTokens,
+    baseTokens,
     summarise: option?.summarise,
     instructions: option?.instructions ?? DEFAULT_INSTRUCTIONS,
   }

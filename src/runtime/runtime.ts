@@ -830,7 +830,8 @@ export class Runtime {
     const compaction = this.options.compaction
     if (compaction === undefined) return null
     const { session, systemPrompt, toolSchemas } = this.options
-    this.#baseTokens ??= estimateTextTokens(systemPrompt ?? '') + (toolSchemas.length ? estimateTextTokens(JSON.stringify(toolSchemas)) : 0)
+    this.#baseTokens ??=
+      compaction.baseTokens ?? estimateTextTokens(systemPrompt ?? '') + (toolSchemas.length ? estimateTextTokens(JSON.stringify(toolSchemas)) : 0)
     const nodes: SurfaceNodeView[] = session.surface().map((seq) => {
       const event = session.at(seq)!
       const message = event.type === 'user/message' ? event.data : (event.data as { message: Message }).message

@@ -1,19 +1,22 @@
 // CP — Compaction: the policy at the pre-step checkpoint, the summary that
 // replaces the compacted range, agent.compact(), CONTEXT_WINDOW_EXCEEDED
 // recovery, and configuration (docs/compaction.md, docs/behaviours.md CP-*).
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import {
   AgentStateError,
   COMPACTION_INSTRUCTIONS,
   ConfigError,
   createAgent,
-  createSession,
   estimateMessageTokens,
   userMessage,
   type Message,
   type ModelRequest,
   type SessionEvent,
 } from '../../src/index.js'
+import { sqliteStore } from '../../src/stores/sqlite.js'
 import { checkSessionInvariants, errorResponse, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
 import { ofType, scriptedAgent, trace, track } from '../helpers.js'
 
@@ -293,6 +296,9 @@ describe('CP — Compaction', () => {
     expect(() => createAgent({ model: windowedModel(800), compaction: { threshold: 2 } })).toThrow(/compaction.threshold/)
     expect(() => createAgent({ model: windowedModel(800), compaction: { threshold: 0.5, keepRecent: 0.6 } })).toThrow(/compaction.keepRecent/)
     expect(() => createAgent({ model: windowedModel(800), compaction: { summarise: 'no' as never } })).toThrow(/compaction.summarise/)
+    // baseTokens replaces the estimate of the system prompt and tool schemas: a heavier fixed part compacts sooner
+    expect(await run({ model: windowedModel(800), compaction: { baseTokens: 500 } })).toBeGreaterThan(1)
+    expect(() => createAgent({ model: windowedModel(800), compaction: { baseTokens: -1 } })).toThrow(/compaction.baseTokens/)
   })
 
   it('CP-7: the tail never starts with a tool result: a call and its results stay together', async () => {
@@ -313,30 +319,53 @@ describe('CP — Compaction', () => {
     }
   })
 
-  it('CP-8: a 200-turn conversation with a small window compacts on its own, stays under the window, and resumes with the same history', async () => {
+  it('CP-8: a 200-turn conversation with a small window compacts on its own, stays under the window, and resumes from a store with the same history', async () => {
     const contextWindow = 1500
+    const system = 'You answer questions.'
+    const dir = mkdtempSync(join(tmpdir(), 'agentchart-cp8-'))
+    const path = join(dir, 'long.db')
+    const store = sqliteStore({ path })
     const model = windowedModel(contextWindow)
-    const agent = track(createAgent({ model, systemPrompt: 'You answer questions.' }))
+    const agent = track(await createAgent({ model, systemPrompt: system, store, sessionId: 'long' }))
     for (let n = 1; n <= 200; n++) await agent.run(m(`p${n}`, `question number ${n}: what comes next?`))
     const events = agent.session.events
     expect(ofType(agent, 'turn/end').map((e) => e.data.reason.kind)).toEqual(Array(200).fill('completed'))
     expect(ofType(agent, 'compaction/completed').length).toBeGreaterThan(10)
-    const base = Math.ceil('You answer questions.'.length / 4)
+    const base = Math.ceil(system.length / 4)
     for (const request of turnRequests(model.requests)) expect(base + tokensOf(request.messages)).toBeLessThan(contextWindow)
     expect(checkSessionInvariants(events)).toEqual([])
     // the full log keeps every prompt and answer
     expect(ofType(agent, 'user/message').filter((e) => e.surfaceOp === 'append')).toHaveLength(200)
     expect(ofType(agent, 'assistant/message')).toHaveLength(200)
-    // resume over the stored log (JSON, as a store keeps it): the next request carries the same history as the original agent's
+    // one more compaction by hand, then the log as it stands is forked into the store: a second session to resume below
     await expect(agent.compact()).resolves.toMatchObject({ compacted: true })
-    const stored = JSON.parse(JSON.stringify(agent.session.events)) as unknown[]
-    const resumedModel = windowedModel(contextWindow)
-    const resumed = track(createAgent({ model: resumedModel, systemPrompt: 'You answer questions.', session: createSession({ seed: stored }) }))
-    expect(resumed.messages()).toEqual(agent.messages())
+    const history = agent.messages()
+    await agent.fork({ upTo: agent.session.length - 1, id: 'long-resumed' })
+    // the original's next request, then it stops (its process ends)
     await agent.run(m('p201', 'one more'))
+    const original = turnRequests(model.requests).at(-1)!
+    await agent.dispose()
+    await store.close()
+    // another process opens the file: both sessions resume from what the store kept, with the history the original had
+    const reopened = sqliteStore({ path })
+    const resumedModel = windowedModel(contextWindow)
+    const resumed = track(await createAgent({ model: resumedModel, systemPrompt: system, store: reopened, sessionId: 'long-resumed' }))
+    expect(resumed.messages()).toEqual(history)
     await resumed.run(m('p201', 'one more'))
-    expect(turnRequests(resumedModel.requests)[0].messages).toEqual(turnRequests(model.requests).at(-1)!.messages)
+    // the first request after resume is the one the original sent
+    expect(turnRequests(resumedModel.requests)[0].messages).toEqual(original.messages)
     expect(checkSessionInvariants(resumed.session.events)).toEqual([])
+    const same = track(await createAgent({ model: windowedModel(contextWindow), systemPrompt: system, store: reopened, sessionId: 'long' }))
+    const plain = (value: unknown) => JSON.parse(JSON.stringify(value)) as unknown
+    // every event the original logged, then the resume's end-seed marker (SS-9)
+    expect(plain(same.session.events.slice(0, agent.session.length))).toEqual(plain(agent.session.events))
+    expect(same.session.events.slice(agent.session.length).map((e) => e.type)).toEqual(['session/end-seed'])
+    expect(same.messages()).toEqual(agent.messages())
+    expect(checkSessionInvariants(same.session.events)).toEqual([])
+    await resumed.dispose()
+    await same.dispose()
+    await reopened.close()
+    rmSync(dir, { recursive: true, force: true })
   }, 60_000)
 })
 

@@ -22,9 +22,9 @@ const chunks = [
   { type: 'finish' as const, reason: { kind: 'stop' as const } },
 ]
 
-/** One prompt answered with text, written by hand in format 6 (a format 2 file with its version raised: nothing in it changed). */
+/** One prompt answered with text, written by hand in format 7 (a format 2 file with its version raised: nothing in it changed). */
 const scenario: Scenario = ScenarioSchema.parse({
-  formatVersion: 6,
+  formatVersion: 7,
   id: 'hello',
   description: 'one prompt answered with text',
   setup: { model: { provider: 'acme', model: 'm-1' }, tools: [tool('x', 'exclusive'), tool('p', 'parallel')], maxParallelToolCalls: 10 },
@@ -161,7 +161,7 @@ describe('reading a suite', () => {
     for (const [name, body] of Object.entries(files)) await writeFile(join(dir, 'scenarios', name), JSON.stringify(body))
     return dir
   }
-  const manifest = { format: 'agentchart-conformance/6', formatVersion: 6, generatedBy: 'a test', scenarios: ['hello'] }
+  const manifest = { format: 'agentchart-conformance/7', formatVersion: 7, generatedBy: 'a test', scenarios: ['hello'] }
 
   it('reads the scenarios the manifest lists, in its order, and runs a folder by path', async () => {
     const dir = await folder(manifest, { 'hello.json': scenario })
@@ -171,7 +171,7 @@ describe('reading a suite', () => {
 
   it('refuses another format version, a file that does not match the schema, and a misnamed file, naming what is wrong', async () => {
     await expect(readSuite(await folder({ ...manifest, format: 'agentchart-conformance/1', formatVersion: undefined }))).rejects.toThrow(
-      /format "agentchart-conformance\/1" version undefined; this runner reads agentchart-conformance\/6 version 6/,
+      /format "agentchart-conformance\/1" version undefined; this runner reads agentchart-conformance\/7 version 7/,
     )
     await expect(readSuite(await folder(manifest, { 'hello.json': { ...scenario, inputs: [{ type: 'model', response: 'text' }] } }))).rejects.toThrow(
       /^scenarios\/hello\.json: inputs\.0: /,

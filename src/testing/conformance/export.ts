@@ -1,6 +1,7 @@
 // From a walk's path to a portable scenario: the agent's setup, the inputs
 // spelled out, and the whole expected log with the values an implementation
 // chooses itself (message ids, the text of its own errors) marked free.
+import { SUMMARY_SOURCE } from '../../machines/summary.js'
 import { toolSchemas } from '../../tools/define.js'
 import { traceOf, type GeneratedScenario, type WalkEvent } from '../model/explore.js'
 import { SCENARIO_CONFIG, scenarioTools, type HarnessState } from '../model/harness.js'
@@ -34,11 +35,18 @@ function makeSetup(): ScenarioSetup {
 
 /**
  * The JSON Pointers of an event whose values the implementation chooses (docs/conformance.md, "Free values"):
- * the ids of the messages it creates, and the text of a failure it describes in its own words (NO_ADAPTER, RQ-3).
+ * the ids of the messages and compactions it creates, and the text of a failure it describes in its own words (NO_ADAPTER, RQ-3).
  */
 export function freePaths(event: { type: string; data: unknown }): string[] {
-  const data = event.data as { reason?: { kind?: string; error?: { code?: string } } }
+  const data = event.data as { reason?: { kind?: string; error?: { code?: string } }; source?: { kind?: string; plugin?: string } }
   switch (event.type) {
+    case 'user/message':
+      // a compaction summary: the loop makes its message (an entered message is given, and never free)
+      return data.source?.kind === 'plugin' && data.source.plugin === SUMMARY_SOURCE.plugin ? ['/data/id'] : []
+    case 'compaction/completed':
+      return ['/data/compactionId', '/data/messageId']
+    case 'compaction/failed':
+      return ['/data/compactionId']
     case 'assistant/message':
     case 'tool/result':
       return ['/data/message/id']
@@ -88,6 +96,8 @@ export function toPortable(generated: GeneratedScenario, options: { validate?: b
     ...(generated.maxSteps !== undefined ? { maxSteps: generated.maxSteps } : {}),
     // TL-18: a scenario whose pre-execute asks runs with an approver, so the ask waits for its approval input
     ...(generated.script.some((i) => i.type === 'tool-pre' && i.action === 'return' && i.value.kind === 'ask') ? { approvals: true } : {}),
+    // CP-*: the walk's compaction policy, with the summariser answered by `summary` inputs
+    ...(generated.compaction ? { compaction: generated.compaction } : {}),
   }
   // a round trip through JSON: what a file holds, without undefined fields or shared references
   const scenario: unknown = JSON.parse(
@@ -106,7 +116,7 @@ export function toPortable(generated: GeneratedScenario, options: { validate?: b
 
 /** A harness state (an unseeded agent walk brought to rest) as a portable scenario. Why: property tests replay random walks on a driver. */
 export function scenarioOfState(id: string, state: HarnessState): Scenario {
-  const broken = state.inputs.some((i) => i.type === 'fail-next' && (i.eventType === 'step/end' || i.eventType === 'turn/end'))
+  const broken = state.inputs.some((i) => i.type === 'fail-next' && ['step/end', 'turn/end', 'compaction/completed'].includes(i.eventType))
   return toPortable({
     id,
     machine: 'agent',

@@ -1,4 +1,4 @@
-// The portable conformance format, version 6: one scenario file says
+// The portable conformance format, version 7: one scenario file says
 // everything a driver needs (the agent's setup, every input with its exact
 // payload, the whole expected log). docs/conformance.md is its normative
 // text; this zod schema is the source of the JSON Schema shipped beside it.
@@ -45,6 +45,10 @@ export type ScenarioInput =
   /** A person answers the approval the call `callId` waits for (format 4, TL-18). */
   | { type: 'approval'; callId: string; decision: 'approve' }
   | { type: 'approval'; callId: string; decision: 'deny'; reason: string }
+  /** `agent.compact()`: compact the history now, from idle (format 7, CP-4). */
+  | { type: 'compact' }
+  /** The summariser of the waiting compaction returns `value` (the summary text) or throws `Error(message)` (format 7, CP-2, CP-3). */
+  | ({ type: 'summary' } & ({ action: 'return'; value: string } | { action: 'throw'; message: string }))
   | { type: 'model'; chunks: StreamChunk[]; end: boolean }
   | Fork
   /** The process restarts (format 5): a new instance over the stored log of the session driven now (RS-1, IN-14). */
@@ -104,6 +108,22 @@ export interface ScenarioSetup {
   sessionId?: string
   /** Format 6: the most steps one turn may run (TU-16); absent, no limit applies. */
   maxSteps?: number
+  /** Format 7: compaction is on with this policy, and the summariser waits for `summary` inputs (docs/conformance.md 7.10). */
+  compaction?: CompactionSetup
+}
+
+/** The compaction policy of a scenario (format 7): the numbers the normative estimate of 7.10 is compared with. */
+export interface CompactionSetup {
+  /** Tokens the model accepts per request. */
+  contextWindow: number
+  /** Fraction of the window past which the policy compacts before a step. */
+  threshold: number
+  /** Fraction of the window kept verbatim as the recent tail. */
+  keepRecent: number
+  /** Whether the policy is checked before every step (false: only `compact` and CONTEXT_WINDOW_EXCEEDED recovery). */
+  auto: boolean
+  /** Tokens the request's fixed part (system prompt and tool declarations) counts. */
+  baseTokens: number
 }
 
 /** One event of the expected log: compared in full but `time` and the JSON Pointers in `free`. */
@@ -135,9 +155,9 @@ export interface Suite {
 // ---- schemas ---------------------------------------------------------------------------
 
 /** The version of the file format this module reads and writes; see the changelog in docs/conformance.md. */
-export const FORMAT_VERSION = 6
+export const FORMAT_VERSION = 7
 /** The manifest's format tag. */
-export const SUITE_FORMAT = 'agentchart-conformance/6' as const
+export const SUITE_FORMAT = 'agentchart-conformance/7' as const
 
 const id = z.string().min(1)
 const message = z.string().min(1)
@@ -228,6 +248,9 @@ export const ScenarioInputSchema = z.union([
   // ---- a person answering an approval (TL-18) ----------------------------------------------
   z.object({ type: z.literal('approval'), callId, decision: z.literal('approve') }).strict(),
   z.object({ type: z.literal('approval'), callId, decision: z.literal('deny'), reason: z.string() }).strict(),
+  // ---- compaction (format 7, CP-*) ----------------------------------------------------------
+  z.object({ type: z.literal('compact') }).strict(),
+  ...hook('summary', {}, Return(z.string().min(1)), Throw),
   ...hook(
     'tool-post',
     { callId },
@@ -277,6 +300,17 @@ export const SeedEventSchema: z.ZodType<SeedEvent> = z
   })
   .strict()
 
+/** The compaction policy a scenario sets up (format 7). */
+export const CompactionSetupSchema: z.ZodType<CompactionSetup> = z
+  .object({
+    contextWindow: z.number().int().positive(),
+    threshold: z.number().positive().max(1),
+    keepRecent: z.number().nonnegative().max(1),
+    auto: z.boolean(),
+    baseTokens: z.number().int().nonnegative(),
+  })
+  .strict()
+
 /** How the driver creates the agent. */
 export const ScenarioSetupSchema: z.ZodType<ScenarioSetup> = z
   .object({
@@ -294,6 +328,8 @@ export const ScenarioSetupSchema: z.ZodType<ScenarioSetup> = z
     sessionId: id.optional(),
     /** The most steps one turn may run (format 6, TU-16). */
     maxSteps: z.number().int().positive().optional(),
+    /** Compaction on with this policy; the summariser waits for `summary` inputs (absent: compaction is off). */
+    compaction: CompactionSetupSchema.optional(),
   })
   .strict()
 
@@ -340,6 +376,7 @@ NAMED.add(ToolReturnSchema, { id: 'ToolReturn' })
 NAMED.add(ScenarioInputSchema, { id: 'ScenarioInput' })
 NAMED.add(ExpectedEventSchema, { id: 'ExpectedEvent' })
 NAMED.add(ScenarioSetupSchema, { id: 'Setup' })
+NAMED.add(CompactionSetupSchema, { id: 'CompactionSetup' })
 
 /** Formats of JSON Schema draft 2020-12; zod also writes its own (`starts_with`, …), which strict validators refuse. */
 const STANDARD_FORMATS = new Set([

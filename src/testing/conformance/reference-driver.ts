@@ -9,7 +9,8 @@
 // tools/post-execute), the model stream and each tool body *wait* until the
 // input that answers them is performed; so does a retry's backoff (the agent's
 // clock is the `backoff-elapsed` input), and no retry policy is installed: the
-// scenario's request-error inputs decide. After each input the driver lets the
+// scenario's request-error inputs decide; with compaction set up (format 6), the
+// summariser waits for the `summary` input too. After each input the driver lets the
 // agent run until it waits again or rests (one setImmediate: agentchart's own
 // waits are promise jobs), then performs the next input. An accepted fork or a
 // restart (format 5) swaps the agent the inputs go to for one over the fork or
@@ -25,7 +26,8 @@ import type { CancelTrigger, Scenario, ScenarioInput, ScenarioTool } from './for
 
 type Input<T extends ScenarioInput['type']> = Extract<ScenarioInput, { type: T }>
 /** The waits an input can answer, keyed by input type (and call id for the tool inputs). */
-type WaitKind = 'pre-step' | 'request' | 'request-error' | 'turn-stopping' | 'tool-pre' | 'tool' | 'tool-post' | 'model' | 'job-done' | 'backoff-elapsed'
+type WaitKind =
+  'pre-step' | 'request' | 'request-error' | 'turn-stopping' | 'tool-pre' | 'tool' | 'tool-post' | 'model' | 'job-done' | 'backoff-elapsed' | 'summary'
 
 /** A wait ended by its turn's abort rather than by an input. */
 const WITHDRAWN = Symbol('withdrawn')
@@ -117,6 +119,28 @@ function modelOf(scenario: Scenario, waits: Waits): ModelAdapter {
         yield* chunks
         if (end) return
       }
+    },
+  }
+}
+
+/**
+ * Compaction as the scenario sets it up (format 5), or off. The estimate is agentchart's default, the one the
+ * specification writes down; the summariser waits for the `summary` input, withdrawn when its signal aborts (CP-5).
+ */
+function compactionOf(setup: Scenario['setup']['compaction'], waits: Waits): AgentOptions['compaction'] {
+  if (setup === undefined) return false
+  const { contextWindow, threshold, keepRecent, auto, baseTokens } = setup
+  return {
+    contextWindow,
+    threshold,
+    keepRecent,
+    auto,
+    baseTokens,
+    summarise: async ({ signal }) => {
+      const input = await waits.wait('summary', undefined, signal)
+      if (input === WITHDRAWN) return never()
+      const i = input as Input<'summary'>
+      return i.action === 'throw' ? fail(i.message) : i.value
     },
   }
 }
@@ -217,6 +241,7 @@ export async function runOnAgentchart(
       ...(setup.approvals ? { approvals: true } : {}),
       // TU-16: a scenario without a step limit runs with none (its turns are short, but the default is not the format's)
       maxSteps: setup.maxSteps ?? Infinity,
+      compaction: compactionOf(setup.compaction, waits),
       logger: { error: () => {} },
       // the scenario decides every recovery, and its backoff-elapsed input is the clock (spec section 4)
       retry: false,
@@ -305,6 +330,10 @@ export async function runOnAgentchart(
         break
       case 'fail-append':
         agent.session.failNextAppend(input.eventType, new Error(input.message))
+        break
+      case 'compact':
+        // from idle only (CP-4); the driver does not wait for it, and a refusal would show in the log as nothing
+        void agent.compact().catch(() => {})
         break
       case 'approval':
         // the call waits for this answer (TL-18); a refusal would mean the scenario and the agent disagree

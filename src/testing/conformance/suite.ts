@@ -8,9 +8,6 @@ import { toPortable } from './export.js'
 import { forkScenarios } from './forks.js'
 import { SUITE_FORMAT, type Suite } from './format.js'
 
-/** Why compaction's transitions are not in the suite (docs/conformance.md, changelog). */
-export const NOT_IN_FORMAT = 'taken only with compaction on, which conformance format 2 cannot set up (docs/compaction.md, "Conformance")'
-
 /** Pick scenarios: first a greedy transition cover, then an even spread of the rest up to `size`. */
 export function selectScenarios<S extends { covers: readonly string[] }>(scenarios: readonly S[], size: number): S[] {
   const chosen = new Set<number>()
@@ -59,9 +56,5 @@ export function buildSuite(size = 240, exploration: Exploration = exploreAgent()
   // the transitions these scenarios take, not the whole walk's
   const covered = new Set(selected.flatMap((s) => s.covers))
   const coverage = coverageOf({ ...exploration, covered })
-  // what only compaction walks take cannot be in a format-2 suite (it has no compaction setup): say so by key
-  const onlyCompaction = new Set(exploration.scenarios.filter((s) => s.compaction).flatMap((s) => s.covers))
-  for (const s of exploration.scenarios) if (!s.compaction) for (const key of s.covers) onlyCompaction.delete(key)
-  const missing = coverage.missing.map((m) => (m.reason === null && onlyCompaction.has(m.key) ? { ...m, reason: NOT_IN_FORMAT } : m))
-  return { suite, coverage: { ...coverage, missing }, selected }
+  return { suite, coverage, selected }
 }

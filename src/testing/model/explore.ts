@@ -10,7 +10,7 @@ import { repairClosers } from '../../session/repair.js'
 import type { SessionEvent } from '../../session/schemas.js'
 import { checkSessionInvariants } from '../../session/invariants.js'
 import { allTransitions, createHarness, type Budget, type Harness, type HarnessState, type TraceEvent } from './harness.js'
-import type { FailAppend, ScenarioInput, SeedEvent } from '../conformance/format.js'
+import type { CompactionSetup, FailAppend, ScenarioInput, SeedEvent } from '../conformance/format.js'
 import type { WalkInput } from './scenario.js'
 import { checkLifecycleInvariants, LIFECYCLE_INVARIANTS } from './lifecycle-invariants.js'
 import { scriptInput } from './script.js'
@@ -47,8 +47,8 @@ export interface GeneratedScenario {
   invariants: string[]
   covers: string[]
   replayable: boolean
-  /** Walked with compaction on (CP-*): conformance format 2 cannot say so, so it is never replayable. */
-  compaction?: true
+  /** Walked with compaction on (CP-*): the policy, as a scenario's setup.compaction (format 5). */
+  compaction?: CompactionSetup
 }
 
 export interface Exploration {
@@ -166,7 +166,14 @@ export function explore(
     const seed = budget.seed ? [...budget.seed, { seq: budget.seed.length, time: 0, type: 'session/end-seed', data: {} }] : []
     const fromSeed = budget.seed ? seededInput(seed as SessionEvent[]) : {}
     const limit = budget.maxSteps !== undefined ? { maxSteps: budget.maxSteps } : {}
-    const harness = createHarness({ machine: options.machine, input: { ...options.input, ...fromSeed, ...limit, ...budget.input }, budget, observe })
+    // compaction on: `auto` checks the policy before each step, `manual` only recovers overflows and compacts on demand
+    const compaction = budget.compaction ? { compaction: budget.compaction.auto === false ? 'manual' : 'auto' } : {}
+    const harness = createHarness({
+      machine: options.machine,
+      input: { ...options.input, ...fromSeed, ...limit, ...compaction, ...budget.input },
+      budget,
+      observe,
+    })
     // a walk that starts from another input, or with a listener cancel armed before the machine starts, is for
     // coverage only; store failures armed before the start are replayable (a driver arms them on the session)
     const replayable = !budget.input && (budget.prelude ?? []).every((p) => p.type === 'fail-next')
@@ -197,8 +204,8 @@ export function explore(
     for (const end of ends) {
       const state = harness.complete(end)
       if (options.checkData) diverged('end state', snapshotData(state.machine), jsonDivergence)
-      // the same inputs from another starting point (a seed, another input) are another scenario
-      const key = JSON.stringify([budget.seed ?? null, budget.input ?? null, budget.maxSteps ?? null, state.inputs])
+      // the same inputs from another starting point (a seed, another input, a step limit, a compaction policy) are another scenario
+      const key = JSON.stringify([budget.seed ?? null, budget.input ?? null, budget.maxSteps ?? null, budget.compaction ?? null, state.inputs])
       if (seen.has(key)) continue
       seen.add(key)
       state.takenAll.forEach((t) => covered.add(t))
@@ -206,8 +213,11 @@ export function explore(
       const events = traceOf([...seed, ...state.trace])
       // a refused boundary append leaves the log unbalanced on purpose (TU-15, ST-4 with a failing store)
       const brokenBoundary = state.inputs.some((i) => i.type === 'fail-next' && ['step/end', 'turn/end'].includes(i.eventType))
+      // a refused compaction/completed leaves its summary without the record on purpose (CP-2 with a failing store)
+      const brokenRecord = state.inputs.some((i) => i.type === 'fail-next' && i.eventType === 'compaction/completed')
       const excused = (rule: string) =>
-        brokenBoundary && ['balanced', 'turn-enclosure', 'turn-closes-once', 'event-enclosure', 'retry-stays-in-step'].includes(rule)
+        (brokenBoundary && ['balanced', 'turn-enclosure', 'turn-closes-once', 'event-enclosure', 'retry-stays-in-step'].includes(rule)) ||
+        (brokenRecord && rule === 'compaction-record')
       // a part machine's trace is a fragment of a log: only the agent's traces are whole logs
       const checks = name === 'agent' && !budget.input ? [...checkSessionInvariants(events), ...checkLifecycleInvariants(events)] : []
       for (const v of checks) {
@@ -223,14 +233,24 @@ export function explore(
         ...(faults.length > 0 ? { faults } : {}),
         ...limit,
         trace: events,
-        invariants: brokenBoundary ? ['session-except-boundaries'] : ['session', ...LIFECYCLE_INVARIANTS],
+        invariants: brokenBoundary
+          ? ['session-except-boundaries']
+          : brokenRecord
+            ? ['session-except-boundaries', ...LIFECYCLE_INVARIANTS]
+            : ['session', ...LIFECYCLE_INVARIANTS],
         covers: state.takenAll,
         replayable,
-        ...(budget.compaction ? { compaction: true as const } : {}),
+        ...(budget.compaction ? { compaction: compactionSetup(budget.compaction) } : {}),
       })
     }
   }
   return { machine: name, states, scenarios, transitions, covered, violations, ...(options.checkData ? { data } : {}) }
+}
+
+/** A walk's compaction policy as a scenario sets it up: the walk counts nothing for the request's fixed part. */
+function compactionSetup(policy: NonNullable<Budget['compaction']>): CompactionSetup {
+  const { contextWindow, threshold, keepRecent, auto } = policy
+  return { contextWindow, threshold, keepRecent, auto: auto !== false, baseTokens: 0 }
 }
 
 /** What createAgent derives from a stored log: the next turn number and the repair closers. */

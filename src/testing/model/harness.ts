@@ -144,8 +144,11 @@ export interface Budget {
   seed?: ReadonlyArray<{ seq: number; time: number; type: string; data: unknown }>
   /** Try `ask` at pre-execute and both answers of a person (TL-18). */
   approvals?: boolean
-  /** The compaction policy the walk measures its trace with (tool schemas and system prompt count 0 here). */
-  compaction?: CompactionPolicy
+  /**
+   * Compaction on with this policy (`auto` unless false): the walk measures its trace with it, the request's fixed
+   * part (tool schemas, system prompt) counting 0 tokens, as a scenario's setup.compaction.baseTokens says.
+   */
+  compaction?: CompactionPolicy & { auto?: boolean }
   /** The agent's step limit (TU-16): the walk's machine input, and the exported scenario's `setup.maxSteps`. */
   maxSteps?: number
   /** Listener-triggered cancels to try. */
@@ -789,9 +792,7 @@ export function createHarness(options: HarnessOptions): Harness {
       }
     }
     s.inputs.push(input)
-    // model, tool and turn-stopping inputs recorded their explicit form above, with what they streamed or settled;
-    // compaction inputs have no portable form yet (walks with compaction on are not replayable)
-    if (input.type === 'compact' || input.type === 'summary') return true
+    // model, tool and turn-stopping inputs recorded their explicit form above, with what they streamed or settled
     if (input.type !== 'model' && input.type !== 'tool' && input.type !== 'turn-stopping') s.script.push(scriptInput(input))
     return true
   }

@@ -18,18 +18,20 @@ const CRASHED = [
 
 /** A policy small enough that the walk's tiny messages pass its threshold within a turn or two (CP-1). */
 const SMALL_WINDOW = { contextWindow: 20, threshold: 0.5, keepRecent: 0.3 }
-/** Compaction on: the walk measures its own log with SMALL_WINDOW (not replayable: format 2 has no compaction setup). */
-const compacting = { input: { compaction: 'auto' }, compaction: SMALL_WINDOW }
+/** Compaction on: the walk measures its own log with SMALL_WINDOW; a scenario sets it up as setup.compaction (format 5). */
+const compacting = { compaction: SMALL_WINDOW }
 
 /** Walks of the compaction regions: the pre-step policy, agent.compact(), overflow recovery, with cancels and store failures. */
 const COMPACTION_PROFILES: Budget[] = [
   { sends: 2, ...few, responses: ['text', 'tools', 'overflow'], ...compacting },
   { sends: 2, cancels: 1, ...few, responses: ['text', 'overflow'], ...compacting },
   { sends: 1, fails: 1, ...few, responses: ['text', 'overflow'], failTypes: ['user/message', 'compaction/completed', 'compaction/failed'], ...compacting },
+  // auto off: the history passes the threshold with no compaction; an overflow is still met with one
+  { sends: 2, ...few, responses: ['text', 'overflow'], compaction: { ...SMALL_WINDOW, auto: false } },
 ]
 
 /** For the step and attempt walks, whose logs hold one prompt: the whole history is compactable (no tail kept). */
-const partCompacting = { input: { compaction: 'auto' }, compaction: { ...SMALL_WINDOW, keepRecent: 0 } }
+const partCompacting = { compaction: { ...SMALL_WINDOW, keepRecent: 0 } }
 const PART_COMPACTION_PROFILES: Budget[] = [
   { sends: 0, ...few, responses: ['text', 'overflow'], ...partCompacting },
   { sends: 0, cancels: 1, ...few, responses: ['overflow'], ...partCompacting },

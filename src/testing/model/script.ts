@@ -134,6 +134,12 @@ export function scriptInput(input: WalkInput, detail: ScriptDetail = {}): Scenar
       }
       break
     }
+    case 'compact':
+      return { type: 'compact' }
+    case 'summary':
+      return input.outcome === 'ok'
+        ? { type: 'summary', action: 'return', value: SCRIPTED.summary }
+        : { type: 'summary', action: 'throw', message: SCRIPTED.summaryFailure }
     case 'tool-post':
       switch (input.decision) {
         case 'accept':
@@ -147,6 +153,5 @@ export function scriptInput(input: WalkInput, detail: ScriptDetail = {}): Scenar
       }
       break
   }
-  // compact and summary have no portable form yet: walks that use them are not replayable (format 2 has no compaction setup)
   throw new Error(`no explicit form for walk input ${JSON.stringify(input)}`)
 }

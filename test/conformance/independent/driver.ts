@@ -6,7 +6,8 @@ import type { ConformanceDriver, Scenario, ScenarioInput } from '../../../src/te
 import { ForkRefused, IndependentAgent, type Chunk, type Json, type Message, type Mutation } from './loop.js'
 
 type Input<T extends ScenarioInput['type']> = Extract<ScenarioInput, { type: T }>
-type Kind = 'pre-step' | 'request' | 'request-error' | 'turn-stopping' | 'model' | 'tool-pre' | 'tool' | 'tool-post' | 'job-done' | 'backoff-elapsed'
+type Kind =
+  'pre-step' | 'request' | 'request-error' | 'turn-stopping' | 'model' | 'tool-pre' | 'tool' | 'tool-post' | 'job-done' | 'backoff-elapsed' | 'summary'
 
 const WITHDRAWN = Symbol('withdrawn')
 
@@ -51,7 +52,7 @@ const thrown = (message: string): never => {
 
 /** Run one scenario on a fresh independent agent. */
 export async function runIndependent(scenario: Scenario, mutation?: Mutation): Promise<unknown[]> {
-  if (scenario.formatVersion !== 6) throw new Error(`unsupported formatVersion ${scenario.formatVersion}`)
+  if (scenario.formatVersion !== 7) throw new Error(`unsupported formatVersion ${scenario.formatVersion}`)
   const { setup } = scenario
   const waits = new Waits()
   /** The live sessions of this run, as a process would know them (spec 5.17: a fork's id must be new). */
@@ -97,6 +98,20 @@ export async function runIndependent(scenario: Scenario, mutation?: Mutation): P
       sessions,
       // the backoff-elapsed input is the clock (spec 4)
       sleep: async (_ms, signal) => void (await waits.wait('backoff-elapsed', undefined, signal)),
+      // spec 3 and 7.10: the policy as given; the summariser waits for the summary input (withdrawn on abort, 4.1)
+      ...(setup.compaction
+        ? {
+            compaction: {
+              ...setup.compaction,
+              async summarise(signal: AbortSignal) {
+                const input = await waits.wait('summary', undefined, signal)
+                if (input === WITHDRAWN) return never()
+                const i = input as Input<'summary'>
+                return i.action === 'throw' ? thrown(i.message) : i.value
+              },
+            },
+          }
+        : {}),
     })
 
     // the waiting listeners (spec 4.1): the turn-level ones get the turn's signal
@@ -189,11 +204,15 @@ export async function runIndependent(scenario: Scenario, mutation?: Mutation): P
       case 'cancel-on':
         armed = input
         break
+      case 'compact':
+        refusable(() => agent.compact())
+        break
       case 'fail-append':
         agent.failNextAppend(input.eventType, new Error(input.message))
         break
       case 'job-done':
       case 'backoff-elapsed':
+      case 'summary':
       case 'pre-step':
       case 'request':
       case 'request-error':

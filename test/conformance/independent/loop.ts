@@ -26,12 +26,13 @@ export type EndReason =
   | { kind: 'max-steps'; limit: number }
   | { kind: 'error'; error: Failure }
   | { kind: 'aborted'; reason: Cause }
+export type SurfaceOp = 'append' | { op: 'replace'; start: number; end: number }
 export interface Event {
   seq: number
   time: number
   type: string
   data: Json
-  surfaceOp?: 'append'
+  surfaceOp?: SurfaceOp
   sourceEventSeqs?: number[]
 }
 export type Chunk = { type: string; index?: number; [key: string]: Json | undefined }
@@ -75,6 +76,8 @@ export interface LoopOptions {
   sessions: Set<string>
   /** The most steps a turn runs (spec 7.2, format 6); absent: no limit. */
   maxSteps?: number
+  /** Compaction on (spec 7.10): the policy, and the summariser, which resolves to the summary text or throws. */
+  compaction?: CompactionSpec
 }
 
 /** A fork that cannot be made (spec 5.17), with the code that says why. */
@@ -85,6 +88,44 @@ export class ForkRefused extends Error {
   ) {
     super(message)
   }
+}
+
+export interface CompactionSpec {
+  contextWindow: number
+  threshold: number
+  keepRecent: number
+  auto: boolean
+  baseTokens: number
+  summarise(signal: AbortSignal): Promise<string>
+}
+
+/** The range a compaction replaces (spec 7.10). */
+interface Plan {
+  start: number
+  end: number
+  sources: number[]
+  tokensBefore: number
+  rangeTokens: number
+}
+type CompactionReason = 'auto' | 'overflow' | 'manual'
+
+/** The text a summary message carries (spec 7.10). */
+const SUMMARY_MARKER = '[Summary of the earlier conversation, compacted to fit the context window]'
+const IMAGE_CHARACTERS = 3000
+
+/** Spec 7.10: the estimate of one message, 4 plus a quarter (rounded up) of the characters it carries. */
+function estimate(message: any): number {
+  let chars = 0
+  for (const block of message.content as any[]) {
+    if (block.type === 'text' || block.type === 'reasoning') chars += block.text.length
+    else if (block.type === 'tool-call') chars += block.name.length + block.arguments.length
+    else if (block.type === 'image') chars += IMAGE_CHARACTERS
+    else if (block.type === 'tool-result') {
+      if (typeof block.content === 'string') chars += block.content.length
+      else for (const part of block.content) chars += part.type === 'text' ? part.text.length : IMAGE_CHARACTERS
+    }
+  }
+  return 4 + Math.ceil(chars / 4)
 }
 
 type Listener = (payload: any, next: () => Promise<any>) => any
@@ -129,7 +170,7 @@ export class IndependentAgent {
   readonly log: Event[] = []
   #faults = new Map<string, Error[]>()
   #listeners = new Map<string, Listener[]>()
-  #phase: 'idle' | 'running' | 'maintenance' | 'disposed' = 'idle'
+  #phase: 'idle' | 'running' | 'maintenance' | 'compacting' | 'disposed' = 'idle'
   #nextTurn: Message[] = []
   #nextStep: Message[] = []
   #latch = false
@@ -150,6 +191,8 @@ export class IndependentAgent {
   #headerKey: string | null = null
   #contextKey: string | null = null
   #config: { provider: string; model: string }
+  /** The step whose CONTEXT_WINDOW_EXCEEDED was already met with a compaction (once per step, spec 7.10). */
+  #overflowAt: string | null = null
   #ids = 0
   readonly #prefix = Math.random().toString(36).slice(2, 8)
 
@@ -180,11 +223,11 @@ export class IndependentAgent {
     this.#faults.set(type, [...(this.#faults.get(type) ?? []), error])
   }
 
-  #append(type: string, data: unknown, extra: { surfaceOp?: 'append'; sourceEventSeqs?: number[]; time?: number } = {}): Event {
+  #append(type: string, data: unknown, extra: { surfaceOp?: SurfaceOp; sourceEventSeqs?: number[]; time?: number } = {}): Event {
     const queue = this.#faults.get(type)
     if (queue && queue.length > 0) throw queue.shift()!
     const event: Event = { seq: this.log.length, time: extra.time ?? Date.now(), type, data: clone(data) as Json }
-    if (extra.surfaceOp) event.surfaceOp = extra.surfaceOp
+    if (extra.surfaceOp) event.surfaceOp = clone(extra.surfaceOp)
     if (extra.sourceEventSeqs) event.sourceEventSeqs = [...extra.sourceEventSeqs]
     this.log.push(event)
     this.#callback(() => {
@@ -283,7 +326,7 @@ export class IndependentAgent {
     this.#notify('agent/inbox/inserted', { message })
     if (!wakeup || this.#disposing) return
     if (this.#phase === 'idle') this.#startActivity()
-    else if (this.#cause !== null || this.#phase === 'maintenance') this.#latch = true
+    else if (this.#cause !== null || this.#phase === 'maintenance' || this.#phase === 'compacting') this.#latch = true
   }
 
   steer(message: Message): void {
@@ -302,7 +345,7 @@ export class IndependentAgent {
 
   #cancelNow(cause: Cause, keepInbox: boolean): void {
     if (cause.kind === 'disposed') this.#disposing = true
-    if (this.#phase === 'running' || this.#phase === 'maintenance') {
+    if (this.#phase === 'running' || this.#phase === 'maintenance' || this.#phase === 'compacting') {
       if (this.#cause === null) {
         this.#cause = cause
         this.#controller.abort(cause)
@@ -382,6 +425,22 @@ export class IndependentAgent {
     }
     settled.then(done, done)
     return settled
+  }
+
+  /** CP-4 (spec 5.17): compact now, from idle only; the status stays idle and waking sends latch, as during a job. */
+  compact(): void {
+    if (!this.options.compaction) throw new Error('compaction is off')
+    if (this.#phase !== 'idle') throw new Error('busy')
+    this.#phase = 'compacting'
+    this.#cause = null
+    this.#controller = new AbortController()
+    const done = () => {
+      this.#phase = 'idle'
+      this.#cause = null
+      this.#converge()
+    }
+    // a refused append ends it: nothing more is logged (spec 7.9)
+    this.#compaction('manual', []).then(done, done)
   }
 
   /** CX-17: a disposed cancel, then deregistration at rest. */
@@ -507,6 +566,15 @@ export class IndependentAgent {
         decision = { kind: 'enter', messages: batch }
       }
       if (decision.messages.length === 0 && this.#lastStepKind() !== 'continue') return this.#close(this.#standing()) // TU-7, TU-8
+      // CP-1: the policy is checked with the entering input, before the step opens (spec 7.10)
+      if (this.options.compaction?.auto) {
+        try {
+          await this.#compaction('auto', decision.messages)
+        } catch (error) {
+          return this.#close({ kind: 'error', error: failureOf(error) }) // a refused append: no step
+        }
+        if (this.#checkpoint()) return this.#close(this.#aborted()) // CP-5
+      }
       const outcome = await this.#runStep(decision.messages)
       // after step/end: a cancel ends the turn, even one that met a refused append (CX-5, CX-6; spec 7.9)
       if (this.#checkpoint() || outcome.kind === 'aborted') return this.#close(this.#aborted())
@@ -649,6 +717,14 @@ export class IndependentAgent {
         return 'aborted'
       }
       if (response.finish.kind === 'error' || response.finish.kind === 'aborted') {
+        // CP-6: a request refused for its size is met with one compaction per step; compacted, a new attempt follows
+        const where = key([turn, step])
+        if (this.options.compaction && response.finish.failure?.code === 'CONTEXT_WINDOW_EXCEEDED' && this.#overflowAt !== where) {
+          this.#overflowAt = where
+          const result = await this.#compaction('overflow', [])
+          if (result === 'cancelled') return 'aborted'
+          if (result === 'compacted') continue
+        }
         let action: any
         try {
           action = await this.#wait(() =>
@@ -717,6 +793,98 @@ export class IndependentAgent {
       seqs.push(event.seq)
       chunks.push(next.value)
     }
+  }
+
+  // ---- compaction (spec 7.10) ------------------------------------------------------------
+
+  /** The current surface: each node's seq, event type and model-visible message (none for an empty answer). */
+  #surface(): Array<{ seq: number; type: string; message: any }> {
+    const nodes: Array<{ seq: number; type: string; message: any }> = []
+    for (const event of this.log) {
+      if (event.surfaceOp === undefined) continue
+      const message: any = event.type === 'user/message' ? event.data : (event.data as any).message
+      const node = { seq: event.seq, type: event.type, message: message.role === 'assistant' && message.content.length === 0 ? undefined : message }
+      if (event.surfaceOp === 'append') nodes.push(node)
+      else {
+        const { start, end } = event.surfaceOp
+        const from = nodes.findIndex((n) => n.seq === start)
+        const to = nodes.findIndex((n) => n.seq === end)
+        nodes.splice(from, to - from + 1, node)
+      }
+    }
+    return nodes
+  }
+
+  /** The range to replace, or null: under the threshold (auto only), nothing before the tail, or only an earlier summary. */
+  #plan(reason: CompactionReason, entering: Message[]): Plan | null {
+    const policy = this.options.compaction!
+    const nodes = this.#surface()
+    const tokens = nodes.map((n) => (n.message === undefined ? 0 : estimate(n.message)))
+    const enteringTokens = entering.reduce((sum, m) => sum + estimate(m), 0)
+    const tokensBefore = policy.baseTokens + tokens.reduce((a, b) => a + b, 0) + enteringTokens
+    if (reason === 'auto' && tokensBefore <= policy.threshold * policy.contextWindow) return null
+    const keep = policy.keepRecent * policy.contextWindow
+    let tail = nodes.length
+    let kept = enteringTokens
+    while (tail > 0 && kept + tokens[tail - 1] <= keep) kept += tokens[--tail]
+    // the tail never starts with a tool result: it reaches back to the answer that made the call
+    while (tail > 0 && tail < nodes.length && nodes[tail].type === 'tool/result') tail--
+    if (tail === 0) return null
+    const range = nodes.slice(0, tail)
+    const source = range[0].message?.source
+    if (range.length === 1 && range[0].type === 'user/message' && source?.kind === 'plugin' && source.plugin === 'compaction') return null
+    return {
+      start: range[0].seq,
+      end: range[range.length - 1].seq,
+      sources: range.map((n) => n.seq),
+      tokensBefore,
+      rangeTokens: tokens.slice(0, tail).reduce((a, b) => a + b, 0),
+    }
+  }
+
+  /** Measure, ask the summariser, log the summary and its record (or the failure). Appends throw when the store refuses. */
+  async #compaction(reason: CompactionReason, entering: Message[]): Promise<'none' | 'compacted' | 'failed' | 'cancelled'> {
+    const policy = this.options.compaction!
+    const plan = this.#plan(reason, entering)
+    if (plan === null) return this.#cause !== null ? 'cancelled' : 'none'
+    const signal = this.#controller.signal
+    const answer = await this.#wait(() =>
+      policy.summarise(signal).then(
+        (summary) => ({ summary }),
+        (error: unknown) => ({ summary: '', failure: failureOf(error) }),
+      ),
+    )
+    if (answer === CANCELLED) return 'cancelled'
+    const range = { start: plan.start, end: plan.end }
+    // CP-3: a throwing summariser, or one with no text, replaces nothing
+    const failure =
+      'failure' in answer
+        ? answer.failure
+        : answer.summary.trim() === ''
+          ? { message: 'the compaction summariser returned no summary text', code: 'EMPTY_RESPONSE' }
+          : null
+    if (failure !== null) {
+      this.#append('compaction/failed', { compactionId: this.#id('c'), reason, ...range, failure })
+      return 'failed'
+    }
+    const message = {
+      id: this.#id('m'),
+      role: 'user',
+      content: [{ type: 'text', text: `${SUMMARY_MARKER}\n\n${answer.summary}` }],
+      source: { kind: 'plugin', plugin: 'compaction' },
+    }
+    this.#append('user/message', message, { surfaceOp: { op: 'replace', ...range }, sourceEventSeqs: plan.sources })
+    const tokensAfter = Math.max(0, plan.tokensBefore - plan.rangeTokens + estimate(message))
+    this.#append('compaction/completed', {
+      compactionId: this.#id('c'),
+      reason,
+      messageId: message.id,
+      ...range,
+      tokensBefore: plan.tokensBefore,
+      tokensAfter,
+      contextWindow: policy.contextWindow,
+    })
+    return 'compacted'
   }
 
   #id(kind: string): string {
