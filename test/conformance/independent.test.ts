@@ -78,4 +78,13 @@ describe('an independent implementation, driven from the documentation alone', (
     expect(expected.length).toBeGreaterThanOrEqual(3)
     expect(report.results.filter((r) => !r.passed).map((r) => r.id)).toEqual(expected)
   }, 60_000)
+
+  it('a mutation, overflow-unrecovered (CONTEXT_WINDOW_EXCEEDED not met with a compaction, CP-6), fails exactly the scenarios whose log records one', async () => {
+    const report = await runSuite(suite, createIndependentDriver('overflow-unrecovered'))
+    const recordsOverflow = (s: Scenario) =>
+      s.expected.some((e) => (e.type === 'compaction/completed' || e.type === 'compaction/failed') && (e.data as { reason?: string }).reason === 'overflow')
+    const expected = suite.scenarios.filter(recordsOverflow).map((s) => s.id)
+    expect(expected.length).toBeGreaterThanOrEqual(3)
+    expect(report.results.filter((r) => !r.passed).map((r) => r.id)).toEqual(expected)
+  }, 120_000)
 })

@@ -56,7 +56,7 @@ export interface ModelSpec {
 }
 
 /** Deliberate bugs, to show the suite fails a loop that has them. */
-export type Mutation = 'step-after-reject' | 'lost-steer' | 'inherited-splices'
+export type Mutation = 'step-after-reject' | 'lost-steer' | 'inherited-splices' | 'overflow-unrecovered'
 
 export interface LoopOptions {
   model: ModelSpec
@@ -719,7 +719,9 @@ export class IndependentAgent {
       if (response.finish.kind === 'error' || response.finish.kind === 'aborted') {
         // CP-6: a request refused for its size is met with one compaction per step; compacted, a new attempt follows
         const where = key([turn, step])
-        if (this.options.compaction && response.finish.failure?.code === 'CONTEXT_WINDOW_EXCEEDED' && this.#overflowAt !== where) {
+        // the mutation: an overflow goes straight to request recovery, as if compaction were off
+        const recovers = this.options.compaction !== undefined && this.options.mutation !== 'overflow-unrecovered'
+        if (recovers && response.finish.failure?.code === 'CONTEXT_WINDOW_EXCEEDED' && this.#overflowAt !== where) {
           this.#overflowAt = where
           const result = await this.#compaction('overflow', [])
           if (result === 'cancelled') return 'aborted'
