@@ -20,7 +20,7 @@ export interface UsageTotals {
 export interface TurnResult<T = unknown> {
   /** The turn number the input opened. */
   turn: number
-  /** The logged `turn/end` reason: `completed`, `max-tokens`, `blocked`, `error` (with the failure), `aborted`. */
+  /** The logged `turn/end` reason: `completed`, `max-tokens`, `max-steps` (with the limit), `blocked`, `error` (with the failure), `aborted`. */
   end: TurnEndReason
   /** The text blocks of `message`, joined ('' when there is none). */
   text: string
