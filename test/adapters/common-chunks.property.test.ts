@@ -1,0 +1,115 @@
+// ST-6 at the adapter boundary (issue #13): the common chunks (text and reasoning deltas, block starts) are checked
+// by hand instead of by zod; whatever a model yields, the log must show what StreamChunkSchema decides: the chunk
+// as the schema returns it (its keys in the schema's order), or the attempt ended MALFORMED_RESPONSE with the
+// schema's first complaint.
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { createAgent, StreamChunkSchema, type ModelAdapter, type SessionEventOf } from '../../src/index.js'
+import { propertyRuns, track } from '../helpers.js'
+
+const odd = fc.constantFrom<unknown>(-0, -1, 1.5, Number.NaN, Infinity, 2 ** 53, 2 ** 53 - 1, null, undefined, true, '1', 'bogus', { nested: 1 })
+
+/** A well-formed common chunk, then maybe one thing wrong with it, on some prototype, maybe behind a proxy. */
+const chunkLike = fc
+  .record({
+    kind: fc.constantFrom('text-delta', 'reasoning-delta', 'block-start'),
+    index: fc.nat({ max: 4 }),
+    text: fc.string({ maxLength: 6 }),
+    blockType: fc.constantFrom('text', 'reasoning', 'image', 'tool-call'),
+    change: fc.oneof(
+      { weight: 3, arbitrary: fc.constant({ what: 'none' as const }) },
+      fc.record({ what: fc.constant('drop' as const), key: fc.constantFrom('type', 'index', 'text', 'blockType') }),
+      fc.record({ what: fc.constant('set' as const), key: fc.constantFrom('type', 'index', 'text', 'blockType', 'extra'), value: odd }),
+      fc.record({ what: fc.constant('retype' as const), type: fc.constantFrom('text-delta', 'reasoning-delta', 'block-start', 'tool-call-delta', 'usage') }),
+    ),
+    proto: fc.constantFrom('plain', 'plain', 'plain', 'null', 'inherited-extra', 'inherited-text'),
+    reversed: fc.boolean(),
+    proxy: fc.nat({ max: 4 }).map((n) => n === 0),
+  })
+  .map(({ kind, index, text, blockType, change, proto, reversed, proxy }) => {
+    const fields: Record<string, unknown> = kind === 'block-start' ? { type: kind, index, blockType } : { type: kind, index, text }
+    if (change.what === 'drop') delete fields[change.key]
+    if (change.what === 'set') fields[change.key] = change.value
+    if (change.what === 'retype') fields.type = change.type
+    const base = proto === 'plain' ? Object.prototype : proto === 'null' ? null : proto === 'inherited-extra' ? { extra: 1 } : { text: 'inherited' }
+    const chunk = Object.create(base) as Record<string, unknown>
+    const keys = Object.keys(fields)
+    for (const key of reversed ? keys.reverse() : keys) chunk[key] = fields[key]
+    return proxy ? new Proxy(chunk, {}) : chunk
+  })
+
+/** A model that yields one chunk, then a plain stop. */
+function oneChunkModel(chunk: unknown): ModelAdapter {
+  return {
+    provider: 'p',
+    model: 'm',
+    async *stream() {
+      yield chunk as never
+      yield { type: 'finish', reason: { kind: 'stop' } }
+    },
+  }
+}
+
+/** How the boundary words the schema's first complaint. */
+function expectedMessage(issue: { path: readonly PropertyKey[]; message: string }): string {
+  const at = issue.path.map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`)).join('')
+  return `the model adapter sent a malformed stream chunk: ${at ? `${at}: ` : ''}${issue.message}`
+}
+
+/** Runs one chunk through an agent and checks the log against what the schema decides. */
+async function expectSchemaDecision(chunk: unknown): Promise<void> {
+  const parsed = StreamChunkSchema.safeParse(chunk)
+  const agent = track(createAgent({ model: oneChunkModel(chunk), retry: false, logger: { error: () => {} } }))
+  agent.followup('go')
+  await agent.whenIdle()
+  const chunks = agent.session.events.filter((e): e is SessionEventOf<'assistant/chunk'> => e.type === 'assistant/chunk')
+  if (parsed.success && Object.is((parsed.data as { index?: number }).index, -0)) {
+    // the schema lets -0 through; the log's lossless rule refuses it, so nothing of the stream is logged
+    expect(chunks).toEqual([])
+  } else if (parsed.success) {
+    const logged = chunks[0].data.chunk
+    expect(logged).toEqual(parsed.data)
+    expect(Object.keys(logged)).toEqual(Object.keys(parsed.data))
+  } else {
+    const finish = chunks[0].data.chunk as { type: string; reason: { kind: string; failure: { code: string; message: string } } }
+    expect(finish.type).toBe('finish')
+    expect(finish.reason.failure.code).toBe('MALFORMED_RESPONSE')
+    expect(finish.reason.failure.message).toBe(expectedMessage(parsed.error.issues[0]))
+  }
+  await agent.dispose()
+}
+
+const withProto = (proto: object | null, fields: Record<string, unknown>) => Object.assign(Object.create(proto) as object, fields)
+
+describe('ST-6: the hand-checked common chunks', () => {
+  const boundary: Array<[string, unknown]> = [
+    ['a text delta', { type: 'text-delta', index: 2, text: 'hi' }],
+    ['a reasoning delta, keys in another order', { text: 'hm', index: 0, type: 'reasoning-delta' }],
+    ['a block start', { type: 'block-start', index: 1, blockType: 'tool-call' }],
+    ['index -1', { type: 'text-delta', index: -1, text: 'hi' }],
+    ['index -0', { type: 'text-delta', index: -0, text: 'hi' }],
+    ['index 1.5', { type: 'text-delta', index: 1.5, text: 'hi' }],
+    ['index NaN', { type: 'reasoning-delta', index: Number.NaN, text: 'hi' }],
+    ['index 2^53', { type: 'text-delta', index: 2 ** 53, text: 'hi' }],
+    ['index 2^53 - 1', { type: 'text-delta', index: 2 ** 53 - 1, text: 'hi' }],
+    ['index as a string', { type: 'block-start', index: '0', blockType: 'text' }],
+    ['text as a number', { type: 'text-delta', index: 0, text: 7 }],
+    ['text missing', { type: 'text-delta', index: 0 }],
+    ['an unknown block type', { type: 'block-start', index: 0, blockType: 'video' }],
+    ['a block type on a delta', { type: 'text-delta', index: 0, blockType: 'text' }],
+    ['an extra key', { type: 'text-delta', index: 0, text: 'hi', extra: true }],
+    ['an extra key set to undefined', { type: 'block-start', index: 0, blockType: 'text', extra: undefined }],
+    ['an inherited enumerable key', withProto({ extra: 1 }, { type: 'text-delta', index: 0, text: 'hi' })],
+    ['an inherited text', withProto({ text: 'inherited' }, { type: 'text-delta', index: 0 })],
+    ['a null prototype', withProto(null, { type: 'text-delta', index: 0, text: 'hi' })],
+    ['a proxy', new Proxy({ type: 'text-delta', index: 0, text: 'hi' }, {})],
+    ['a proxy with an extra key', new Proxy({ type: 'block-start', index: 0, blockType: 'text', extra: 1 }, {})],
+  ]
+  for (const [label, chunk] of boundary) {
+    it(`ST-6: ${label} is logged or refused as StreamChunkSchema decides`, () => expectSchemaDecision(chunk))
+  }
+
+  it('ST-6: a yielded chunk is logged exactly as StreamChunkSchema returns it, or refused with its first complaint', async () => {
+    await fc.assert(fc.asyncProperty(chunkLike, expectSchemaDecision), { numRuns: propertyRuns(100) })
+  })
+})
