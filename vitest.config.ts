@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { defineConfig } from 'vitest/config'
 
 export default defineConfig({
@@ -6,5 +7,8 @@ export default defineConfig({
     setupFiles: ['test/setup.ts'],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 20_000,
+    // at least two workers: on a two-core machine the model walk alone is a minute and a half, and the
+    // other files fit beside it (vitest's default, one fewer than the cores, would run them after it)
+    maxWorkers: Math.max(2, availableParallelism() - 1),
   },
 })

@@ -1,7 +1,7 @@
-// npm test: the type check and lint run beside the test files. Vitest uses one
-// worker on a two-core machine, so the checks take the other core instead of
-// adding their minute in front of the tests. The checks' output is printed
-// after the tests; the exit code fails if either part failed.
+// npm test: the type check and lint run beside the test files (vitest runs at
+// least two workers, see vitest.config.ts), so their minute is not added in
+// front of the tests. The checks' output is printed after the tests; the exit
+// code fails if either part failed.
 /* global process, console */
 import { spawn } from 'node:child_process'
 
