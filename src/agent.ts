@@ -10,7 +10,8 @@ import { applySplice, duplicatePending, hasPending } from './machines/inbox.js'
 import type { InboxLists, ToolOutcome } from './machines/types.js'
 import { toInboxMessage } from './messages.js'
 import { Hooks, type HookLogger } from './runtime/hooks.js'
-import { canonical, MAX_TIMER_MS, Runtime } from './runtime/runtime.js'
+import { canonical } from './canonical.js'
+import { MAX_TIMER_MS, Runtime } from './runtime/runtime.js'
 import {
   AgentCancelCauseSchema,
   type AgentCancelCause,

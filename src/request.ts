@@ -2,7 +2,7 @@
 // provider options merged per provider) turned into the LlmCallConfig the log
 // records, plus the validators of the output schemas seen on the way.
 import { ConfigError } from './errors.js'
-import { canonical } from './runtime/runtime.js'
+import { canonical } from './canonical.js'
 import { isJsonSchemaInput, isZodV4Schema, toCheckedSchema, type CheckedSchema, type SchemaInput } from './schema.js'
 import { deepFreeze, toFrozenJson } from './session/lossless.js'
 import { LlmCallConfigSchema, type LlmCallConfig, type ProviderOptions, type ResponseFormat } from './session/schemas.js'

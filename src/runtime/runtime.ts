@@ -7,6 +7,7 @@ import { createActor, type Actor, type InspectionEvent, type Observer } from 'xs
 import { StreamAssembler, admitChunk, normalizeStream } from '../adapters/assemble.js'
 import { LlmError, toLlmFailure } from '../adapters/failure.js'
 import type { ModelAdapter, ModelRequest } from '../adapters/types.js'
+import { canonical } from '../canonical.js'
 import { InboxError } from '../errors.js'
 import { agentMachine, AWAITING_APPROVAL } from '../machines/agent.js'
 import { initialContext } from '../machines/context.js'
@@ -96,19 +97,6 @@ function abandonedFailure(): LlmFailure {
 const CHUNKS_PER_YIELD = 256
 /** How many steps may follow each other without the event loop turning before a step boundary yields to it. */
 const STEPS_PER_YIELD = 16
-
-/** Sort object keys so equal headers and route records serialize equally. */
-export function canonical(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(
-          Object.keys(v)
-            .sort()
-            .map((k) => [k, (v as Record<string, unknown>)[k]]),
-        )
-      : v,
-  )
-}
 
 /** What one macrostep's effects came to: the first refused append, and what was left out after it. */
 interface Batch {
