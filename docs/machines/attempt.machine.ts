@@ -7,7 +7,7 @@ export const attemptMachine = createMachine({
   id: 'attempt',
   initial: 'building',
   on: {
-    'inbox.send': [{ guard: and([not('isDuplicate'), 'isWakingSend', 'isCancelled']), actions: ['insertSent', 'latchWake'] }, { guard: 'isDuplicate', actions: 'rejectDuplicate' }, { actions: 'insertSent' }],
+    'inbox.send': [{ guard: 'isDuplicate', actions: 'rejectDuplicate' }, { actions: 'insertSent' }],
     'inbox.remove': { actions: 'removePending' },
     'inbox.replace': [{ guard: 'isDuplicate', actions: 'rejectDuplicate' }, { actions: 'replacePending' }],
     'inbox.splice': [{ guard: 'isDuplicate', actions: 'rejectDuplicate' }, { actions: 'splicePending' }],

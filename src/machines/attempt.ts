@@ -6,6 +6,7 @@
 import { and, or } from 'xstate'
 import type { ContentBlock, ReasoningBlock, TextBlock } from '../session/schemas.js'
 import { activityOn } from './activity.js'
+import { inboxOn } from './inbox.js'
 import { attached } from './attachment.js'
 import { initialContext, newToolBatch } from './context.js'
 import { action, actionOn, guardOn, type Draft, named, labelGuards } from './draft.js'
@@ -225,5 +226,6 @@ export const attemptMachine = attemptSetup.createMachine({
   id: 'attempt',
   context: ({ input }) => ({ ...initialContext(input), turn: 1, step: 1 }),
   ...attemptState,
-  on: activityOn,
+  // no latch for a waking send at its root: a cancelled attempt finishes at once, so no send can find it cancelled
+  on: { ...activityOn, 'inbox.send': inboxOn['inbox.send'] },
 })
