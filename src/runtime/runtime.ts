@@ -25,7 +25,7 @@ import {
   type SessionEventType,
   type ToolSchema,
 } from '../session/schemas.js'
-import { MACHINE_BUILT, type BuiltIntent, type Session } from '../session/session.js'
+import { MACHINE_BUILT, messageOf, surfaceNodeOf, type BuiltIntent, type Session } from '../session/session.js'
 import type { Durability } from '../stores/writer.js'
 import { checkArguments, classify, describeInvalidArgs, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
 import { errorOutcome } from '../machines/tool-batch.js'
@@ -35,7 +35,7 @@ import type { CheckResult } from '../schema.js'
 import { hookDecision } from './decisions.js'
 import { Hooks } from './hooks.js'
 import { runSummariser, type ResolvedCompaction } from '../compaction.js'
-import { estimateTextTokens, planCompaction, SUMMARY_SOURCE, summaryText, type CompactionPlan, type SurfaceNodeView } from '../session/compaction.js'
+import { estimateTextTokens, planCompaction, SUMMARY_SOURCE, summaryText, type CompactionPlan } from '../session/compaction.js'
 
 /** The longest delay setTimeout honours (a longer one fires at once); a longer grace waits this long. */
 export const MAX_TIMER_MS = 2 ** 31 - 1
@@ -143,9 +143,7 @@ export class Runtime {
    * abandoned (`abandonRunning`); an answer that arrives after that is dropped by id (issue #8).
    */
   readonly #running = new Map<number, AgentEvent>()
-  /** Counts the snapshots in which the machine rested: a change means the activity that was running has ended. */
-  #rests = 0
-  /** Grace periods of cancels (`cancel({ graceMs })`) still counting; cleared when the activity ends. */
+  /** Grace periods of cancels (`cancel({ graceMs })`) still counting; cleared when the machine rests, so none outlives its activity. */
   readonly #graces = new Set<ReturnType<typeof setTimeout>>()
   /** Outside work waiting for the store, each with the log length it must see committed; started in order. */
   #held: Array<{ effect: WorkEffect; through: number }> = []
@@ -195,7 +193,6 @@ export class Runtime {
         // events queued by listeners come after this: their refusals are not the dispatching caller's
         this.#own = false
         if (snapshot.value === 'idle' || snapshot.status !== 'active') {
-          this.#rests++
           this.#endGraces()
           this.#releaseIdle()
         }
@@ -298,11 +295,11 @@ export class Runtime {
    */
   abandonAfter(graceMs: number): void {
     if (this.#resting() || graceMs === Infinity) return
-    const rests = this.#rests
+    // a rest before it fires clears it (#endGraces), so it only ever abandons the activity it was set for
     const timer = setTimeout(
       () => {
         this.#graces.delete(timer)
-        if (this.#rests === rests && !this.#resting()) this.abandonRunning()
+        this.abandonRunning()
       },
       Math.min(graceMs, MAX_TIMER_MS),
     )
@@ -820,11 +817,7 @@ export class Runtime {
     const { session, systemPrompt, toolSchemas } = this.options
     this.#baseTokens ??=
       compaction.baseTokens ?? estimateTextTokens(systemPrompt ?? '') + (toolSchemas.length ? estimateTextTokens(JSON.stringify(toolSchemas)) : 0)
-    const nodes: SurfaceNodeView[] = session.surface().map((seq) => {
-      const event = session.at(seq)!
-      const message = event.type === 'user/message' ? event.data : (event.data as { message: Message }).message
-      return { seq, type: event.type, message: message.role === 'assistant' && message.content.length === 0 ? undefined : message }
-    })
+    const nodes = session.surface().map((seq) => surfaceNodeOf(session.at(seq)!))
     return planCompaction({ nodes, entering, baseTokens: this.#baseTokens, policy: compaction.policy, reason, estimate: this.#estimate })
   }
 
@@ -833,11 +826,7 @@ export class Runtime {
     const { session, model, toolSchemas } = this.options
     const compaction = this.options.compaction!
     const { plan } = effect
-    const messages = plan.sources.flatMap((seq) => {
-      const event = session.at(seq)!
-      const message = event.type === 'user/message' ? event.data : (event.data as { message: Message }).message
-      return message.content.length === 0 ? [] : [message]
-    })
+    const messages = plan.sources.map((seq) => messageOf(session.at(seq)!)).filter((message) => message.content.length > 0)
     const work = runSummariser({ compaction, model, sessionId: session.id, config: effect.config, tools: toolSchemas, messages, reason: effect.reason, signal })
     work.then(
       ({ summary, usage }) => {

@@ -89,7 +89,7 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 // ---- surface -----------------------------------------------------------------
 
-interface SurfaceNode {
+export interface SurfaceNode {
   readonly seq: number
   readonly type: string
   /** The model-visible message, or undefined for an empty-content assistant message (SS-7). */
@@ -106,12 +106,7 @@ class Surface {
 
   apply(event: SessionEvent): void {
     if (event.surfaceOp === undefined) return
-    const message = messageOf(event)
-    const node: SurfaceNode = {
-      seq: event.seq,
-      type: event.type,
-      message: message.role === 'assistant' && message.content.length === 0 ? undefined : message,
-    }
+    const node = surfaceNodeOf(event)
     if (event.surfaceOp === 'append') {
       this.position.set(node.seq, this.nodes.length)
       this.nodes.push(node)
@@ -134,7 +129,14 @@ class Surface {
   }
 }
 
-const messageOf = (event: SessionEvent): Message => (event.type === 'user/message' ? event.data : (event.data as { message: Message }).message)
+/** The message a surface event carries (a user/message is its own data; the others wrap it). */
+export const messageOf = (event: SessionEvent): Message => (event.type === 'user/message' ? event.data : (event.data as { message: Message }).message)
+
+/** The surface node a surface event makes: what the history derivation and the compaction planner both read. */
+export function surfaceNodeOf(event: SessionEvent): SurfaceNode {
+  const message = messageOf(event)
+  return { seq: event.seq, type: event.type, message: message.role === 'assistant' && message.content.length === 0 ? undefined : message }
+}
 
 /** Derives the history of a log from scratch (SS-7); the reference the incremental `Session.deriveMessages` must match. */
 export function deriveMessagesFrom(events: readonly SessionEvent[]): Message[] {
