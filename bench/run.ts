@@ -265,7 +265,11 @@ function profileSection(results: Results): string | null {
     ...Object.entries(a.xstateFloor.perEventUs).map(([k, us]) => `| ${k} | ${us.toFixed(2)} |`),
     '',
     `So XState costs about ${a.xstateFloor.eventUs.toFixed(1)} µs for an event that takes one microstep in a machine of this shape, ` +
-      `and ${a.xstateFloor.perMicrostepUs.toFixed(1)} µs for each further microstep. At today's ${a.census.eventsPerTurn} events and ` +
+      `and ${a.xstateFloor.perMicrostepUs.toFixed(1)} µs for each further microstep` +
+      (a.xstateFloor.perAssignUs === undefined
+        ? ''
+        : ` (of an event's cost, each context assignment is ${a.xstateFloor.perAssignUs.toFixed(1)} µs: XState clones the snapshot and recomputes its state value for every one)`) +
+      `. At today's ${a.census.eventsPerTurn} events and ` +
       `${a.census.microstepsPerTurn} microsteps per turn that is **${a.reachable.xstatePerStepUs.toFixed(0)} µs per step of XState alone** ` +
       `(${a.reachable.xstatePerStepOneMicrostepPerEventUs.toFixed(0)} µs if every event took a single microstep).`,
   ].join('\n')

@@ -35,6 +35,8 @@ export interface FloorResult {
   eventUs: number
   /** What one more (eventless) microstep adds to an event: the bounce less the sibling variant. */
   perMicrostepUs: number
+  /** What one more context assignment adds to an event: XState clones the snapshot and recomputes its state value for each. */
+  perAssignUs: number
   events: number
   reps: number
   clock: string
@@ -71,7 +73,7 @@ function deepestPath(node: AnyStateNode): string[] {
   return best
 }
 
-export type Variant = 'targetless' | 'sibling' | 'bounce'
+export type Variant = 'targetless' | 'sibling' | 'bounce' | 'bare' | 'assign3'
 
 /**
  * The agent machine's tree with its eventless transitions kept (guards that
@@ -91,10 +93,14 @@ function mirrorConfig(node: AnyStateNode, path: readonly string[], variant: Vari
   }
   if (node.always?.length) config.always = node.always.map(() => ({ guard: 'never' }))
   const leaf = path.length > 0 && depth === path.length
-  if (leaf) {
-    config.on = variant === 'targetless' ? { tick: { actions: 'effect' } } : { tick: { target: 'twin', actions: ['effect', 'count'] } }
-  }
+  if (leaf) config.on = { tick: variant === 'targetless' ? { actions: 'effect' } : { target: 'twin', actions: tickActions(variant) } }
   return config
+}
+
+/** The actions of a tick that moves: an emit, and no, one or three assigns. */
+function tickActions(variant: Variant): string[] {
+  if (variant === 'bare') return ['effect']
+  return variant === 'assign3' ? ['effect', 'count', 'count', 'count'] : ['effect', 'count']
 }
 
 export function floorMachine(variant: Variant) {
@@ -107,7 +113,7 @@ export function floorMachine(variant: Variant) {
     for (const key of path.slice(0, -1)) parent = (parent.states as Record<string, Record<string, unknown>>)[key]
     const states = parent.states as Record<string, Record<string, unknown>>
     const leaf = path[path.length - 1]
-    states.twin = variant === 'sibling' ? { on: { tick: { target: leaf, actions: ['effect', 'count'] } } } : { always: { target: leaf, actions: 'count' } }
+    states.twin = variant === 'bounce' ? { always: { target: leaf, actions: 'count' } } : { on: { tick: { target: leaf, actions: tickActions(variant) } } }
   }
   // seventeen context keys, like the agent's
   const context = Object.fromEntries(Array.from({ length: 17 }, (_, k) => [`k${k}`, 0]))
@@ -135,7 +141,9 @@ function flatMachine() {
 const LABELS = {
   flat: 'two-state machine: transition + emit',
   targetless: 'targetless transition + emit',
+  bare: 'sibling transition + emit, no assign (1 microstep)',
   sibling: 'sibling transition + assign + emit (1 microstep)',
+  assign3: 'sibling transition + 3 assigns + emit (1 microstep)',
   bounce: 'sibling transition, eventless one back (2 microsteps), 2 assigns + emit',
 } as const
 
@@ -145,7 +153,14 @@ const LABELS = {
  * machine lands on all of them.
  */
 export function measureFloor(events = 20_000, reps = 9): FloorResult {
-  const variants = { flat: flatMachine(), targetless: floorMachine('targetless'), sibling: floorMachine('sibling'), bounce: floorMachine('bounce') }
+  const variants = {
+    flat: flatMachine(),
+    targetless: floorMachine('targetless'),
+    bare: floorMachine('bare'),
+    sibling: floorMachine('sibling'),
+    assign3: floorMachine('assign3'),
+    bounce: floorMachine('bounce'),
+  }
   let received = 0
   const actors = Object.entries(variants).map(([name, machine]) => {
     const actor = createActor(machine as ReturnType<typeof flatMachine>)
@@ -174,6 +189,7 @@ export function measureFloor(events = 20_000, reps = 9): FloorResult {
     perEventUs: Object.fromEntries(Object.entries(LABELS).map(([k, label]) => [label, us[k as keyof typeof LABELS]])),
     eventUs: us.sibling,
     perMicrostepUs: us.bounce - us.sibling,
+    perAssignUs: (us.assign3 - us.sibling) / 2,
     events,
     reps,
     clock: CPU_CLOCK,
