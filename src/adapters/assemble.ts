@@ -247,7 +247,7 @@ function commonChunk(raw: unknown): StreamChunk | undefined {
   }
   if (keys !== 3) return undefined
   const index = chunk.index
-  if (typeof index !== 'number' || !Number.isSafeInteger(index) || index < 0) return undefined
+  if (typeof index !== 'number' || !Number.isSafeInteger(index) || index < 0 || Object.is(index, -0)) return undefined
   const value = chunk[field]
   if (field === 'text') return typeof value === 'string' ? { type: type as 'text-delta' | 'reasoning-delta', index, text: value } : undefined
   return BLOCK_TYPES.has(value) ? { type: 'block-start', index, blockType: value as 'text' } : undefined

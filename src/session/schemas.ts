@@ -4,6 +4,12 @@ import { z } from 'zod/v4'
 
 const nonEmpty = z.string().min(1)
 const turnNo = z.number().int().positive()
+// JSON writes -0 as 0, so the log's lossless rule would refuse it at the append: the schemas refuse it first,
+// naming the field (z.number() already refuses NaN and ±Infinity)
+const notMinusZero = (n: number): boolean => n !== 0 || 1 / n > 0
+const MINUS_ZERO = { message: '-0 does not survive JSON (it reads back as 0)' }
+const count = z.number().int().nonnegative().refine(notMinusZero, MINUS_ZERO)
+const anyNumber = z.number().refine(notMinusZero, MINUS_ZERO)
 
 // ---- content and messages -------------------------------------------------
 
@@ -73,11 +79,11 @@ export const MessageSchema = z.union([UserMessageSchema, AssistantMessageSchema,
 
 export const TokenUsageSchema = z
   .object({
-    inputTokens: z.number().int().nonnegative(),
-    outputTokens: z.number().int().nonnegative(),
-    cacheReadTokens: z.number().int().nonnegative().optional(),
-    cacheWriteTokens: z.number().int().nonnegative().optional(),
-    reasoningTokens: z.number().int().nonnegative().optional(),
+    inputTokens: count,
+    outputTokens: count,
+    cacheReadTokens: count.optional(),
+    cacheWriteTokens: count.optional(),
+    reasoningTokens: count.optional(),
   })
   .strict()
 
@@ -101,7 +107,7 @@ export const FinishReasonSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('error'), failure: LlmFailureSchema }).strict(),
 ])
 
-const index = z.number().int().nonnegative()
+const index = count
 export const StreamChunkSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('block-start'), index, blockType: z.enum(['text', 'reasoning', 'image', 'tool-call']) }).strict(),
   z.object({ type: z.literal('text-delta'), index, text: z.string() }).strict(),
@@ -207,7 +213,7 @@ export const LlmCallConfigSchema = z
     provider: z.string(),
     model: z.string(),
     reasoningEffort: z.string().optional(),
-    temperature: z.number().optional(),
+    temperature: anyNumber.optional(),
     maxTokens: z.number().int().positive().optional(),
     stop: z.array(z.string()).optional(),
     toolChoice: ToolChoiceSchema.optional(),
@@ -263,7 +269,7 @@ export const EventDataSchemas = {
   'agent/inbox/spliced': z
     .object({
       target: z.enum(['next-turn', 'next-step']),
-      start: z.number().int().nonnegative(),
+      start: count,
       removedCount: z.number().int().positive().optional(),
       inserted: z.array(UserMessageSchema),
       outcome: z.literal('canceled').optional(),
@@ -272,13 +278,11 @@ export const EventDataSchemas = {
   // SS-14: a fork's seed ends with the lineage: the parent session, the inclusive boundary seq, and the seed's length
   'session/end-seed': z
     .object({
-      fork: z.object({ parent: nonEmpty, upTo: z.number().int().nonnegative(), seedLength: z.number().int().positive() }).strict().optional(),
+      fork: z.object({ parent: nonEmpty, upTo: count, seedLength: z.number().int().positive() }).strict().optional(),
     })
     .strict(),
   // RQ-14: a failed attempt will be retried after `delayMs` (the backoff is cancellable), then the retry starts
-  'llm/retry': z
-    .object({ ...turnStep, retryId: nonEmpty, provider: nonEmpty, retry: turnNo, delayMs: z.number().int().nonnegative(), failure: LlmFailureSchema })
-    .strict(),
+  'llm/retry': z.object({ ...turnStep, retryId: nonEmpty, provider: nonEmpty, retry: turnNo, delayMs: count, failure: LlmFailureSchema }).strict(),
   'llm/retry-started': z.object({ ...turnStep, retryId: nonEmpty, retry: turnNo }).strict(),
   // compaction: the summary (a user/message replacing the compacted surface range) is followed by this record
   'compaction/completed': z
@@ -286,10 +290,10 @@ export const EventDataSchemas = {
       compactionId: nonEmpty,
       reason: CompactionReasonSchema,
       messageId: nonEmpty,
-      start: z.number().int().nonnegative(),
-      end: z.number().int().nonnegative(),
-      tokensBefore: z.number().int().nonnegative(),
-      tokensAfter: z.number().int().nonnegative(),
+      start: count,
+      end: count,
+      tokensBefore: count,
+      tokensAfter: count,
       contextWindow: z.number().int().positive(),
       usage: TokenUsageSchema.optional(),
     })
@@ -299,8 +303,8 @@ export const EventDataSchemas = {
     .object({
       compactionId: nonEmpty,
       reason: CompactionReasonSchema,
-      start: z.number().int().nonnegative(),
-      end: z.number().int().nonnegative(),
+      start: count,
+      end: count,
       failure: LlmFailureSchema,
     })
     .strict(),
@@ -313,20 +317,17 @@ export const SESSION_EVENT_TYPES = Object.keys(EventDataSchemas) as SessionEvent
 export const SURFACE_TYPES = ['user/message', 'assistant/message', 'tool/result'] as const
 export type SurfaceType = (typeof SURFACE_TYPES)[number]
 
-export const SurfaceOpSchema = z.union([
-  z.literal('append'),
-  z.object({ op: z.literal('replace'), start: z.number().int().nonnegative(), end: z.number().int().nonnegative() }).strict(),
-])
+export const SurfaceOpSchema = z.union([z.literal('append'), z.object({ op: z.literal('replace'), start: count, end: count }).strict()])
 
 /** The envelope of one logged event; `data` is checked per type. */
 export const SessionEventEnvelopeSchema = z
   .object({
-    seq: z.number().int().nonnegative(),
-    time: z.number().finite(),
+    seq: count,
+    time: anyNumber,
     type: nonEmpty,
     data: z.unknown(),
     surfaceOp: SurfaceOpSchema.optional(),
-    sourceEventSeqs: z.array(z.number().int().nonnegative()).optional(),
+    sourceEventSeqs: z.array(count).optional(),
     ignorable: z.literal(true).optional(),
   })
   .strict()

@@ -63,10 +63,7 @@ async function expectSchemaDecision(chunk: unknown): Promise<void> {
   agent.followup('go')
   await agent.whenIdle()
   const chunks = agent.session.events.filter((e): e is SessionEventOf<'assistant/chunk'> => e.type === 'assistant/chunk')
-  if (parsed.success && Object.is((parsed.data as { index?: number }).index, -0)) {
-    // the schema lets -0 through; the log's lossless rule refuses it, so nothing of the stream is logged
-    expect(chunks).toEqual([])
-  } else if (parsed.success) {
+  if (parsed.success) {
     const logged = chunks[0].data.chunk
     expect(logged).toEqual(parsed.data)
     expect(Object.keys(logged)).toEqual(Object.keys(parsed.data))
@@ -112,4 +109,45 @@ describe('ST-6: the hand-checked common chunks', () => {
   it('ST-6: a yielded chunk is logged exactly as StreamChunkSchema returns it, or refused with its first complaint', async () => {
     await fc.assert(fc.asyncProperty(chunkLike, expectSchemaDecision), { numRuns: propertyRuns(100) })
   })
+})
+
+// -0 is a number JSON cannot keep (it reads back as 0), so the log's lossless rule would refuse the append and end
+// the attempt as a refused append; the schema refuses it first, so it ends MALFORMED_RESPONSE like any bad chunk.
+describe('ST-6: a -0 in any chunk is refused by the schema, naming the field', () => {
+  const cases: Array<[string, unknown, string]> = [
+    ['a text delta', { type: 'text-delta', index: -0, text: 'hi' }, 'index'],
+    ['a reasoning delta', { type: 'reasoning-delta', index: -0, text: 'hm' }, 'index'],
+    ['a block start', { type: 'block-start', index: -0, blockType: 'text' }, 'index'],
+    ['a tool-call delta', { type: 'tool-call-delta', index: -0, id: 'c1', name: 't', argumentsDelta: '{}' }, 'index'],
+    ['a block end', { type: 'block-end', index: -0, block: { type: 'text', text: 'hi' } }, 'index'],
+    ['a usage count', { type: 'usage', usage: { inputTokens: -0, outputTokens: 3 } }, 'usage.inputTokens'],
+    ['an optional usage count', { type: 'usage', usage: { inputTokens: 1, outputTokens: 3, reasoningTokens: -0 } }, 'usage.reasoningTokens'],
+  ]
+  for (const [label, chunk, path] of cases) {
+    it(`ST-6: -0 in ${label} ends the attempt MALFORMED_RESPONSE at ${path}`, async () => {
+      const parsed = StreamChunkSchema.safeParse(chunk)
+      expect(parsed.success).toBe(false)
+      const agent = track(createAgent({ model: oneChunkModel(chunk), retry: false, logger: { error: () => {} } }))
+      agent.followup('go')
+      await agent.whenIdle()
+      const logged = agent.session.events.filter((e): e is SessionEventOf<'assistant/chunk'> => e.type === 'assistant/chunk')
+      expect(logged.map((e) => e.data.chunk)).toEqual([
+        {
+          type: 'finish',
+          reason: {
+            kind: 'error',
+            failure: {
+              code: 'MALFORMED_RESPONSE',
+              message: `the model adapter sent a malformed stream chunk: ${path}: -0 does not survive JSON (it reads back as 0)`,
+            },
+          },
+        },
+      ])
+      const end = agent.session.events.find((e): e is SessionEventOf<'turn/end'> => e.type === 'turn/end')
+      expect(end?.data.reason).toMatchObject({ kind: 'error', error: { code: 'MALFORMED_RESPONSE' } })
+      // the agent keeps serving
+      expect(agent.status).toBe('idle')
+      await agent.dispose()
+    })
+  }
 })
