@@ -1,13 +1,15 @@
 // Compaction as users configure it (createAgent `compaction`), and the two
 // summarisers the runtime can run: the agent's own model, or a function the
 // user supplies. The decision of what to compact is pure (session/compaction.ts).
+import { z } from 'zod/v4'
 import { LlmError } from './adapters/failure.js'
 import { normalizeStream, StreamAssembler } from './adapters/assemble.js'
 import type { ModelAdapter, ModelRequest } from './adapters/types.js'
 import { ConfigError } from './errors.js'
-import { describeValue } from './foreign.js'
+import { describeThrown, describeValue, isRecordLike } from './foreign.js'
+import { formatPath } from './session/lossless.js'
 import { estimateMessageTokens, type CompactionPolicy, type CompactionReason } from './session/compaction.js'
-import type { LlmCallConfig, Message, TokenUsage, ToolSchema } from './session/schemas.js'
+import { TokenUsageSchema, type LlmCallConfig, type Message, type TokenUsage, type ToolSchema } from './session/schemas.js'
 import type { CompactionMode } from './machines/types.js'
 
 /** What a user summariser is given: the messages of the range to replace, why, and the turn's (or job's) signal. */
@@ -111,12 +113,36 @@ export function resolveCompaction(option: CompactionOptions | false | undefined,
   }
 }
 
-/** A summariser's answer, checked: a non-empty string. */
+/** The object form of a summariser's answer; its usage goes into compaction/completed as the log's schema wants it. */
+const SummaryAnswerSchema = z.object({ summary: z.string(), usage: TokenUsageSchema.optional() }).strict()
+
+/** An answer that does not fit SummariseResult, as a compaction failure naming what was wrong. */
+const invalidAnswer = (why: string) => new LlmError({ message: `the compaction summariser's answer ${why}`, code: 'INVALID_RESPONSE' })
+
+/**
+ * A summariser's answer, checked and copied: a string, or `{ summary, usage? }` with a usage the log accepts.
+ * Why: the answer comes from user code and its usage is logged in the record, so a bad one fails this
+ * compaction (INVALID_RESPONSE, naming the field) instead of reaching the log; blank text is EMPTY_RESPONSE.
+ */
 function checkedSummary(result: unknown): { summary: string; usage?: TokenUsage } {
-  const value = typeof result === 'string' ? { summary: result } : (result as { summary?: unknown; usage?: TokenUsage } | null)
-  if (!value || typeof value.summary !== 'string' || value.summary.trim() === '') {
-    throw new LlmError({ message: 'the compaction summariser returned no summary text', code: 'EMPTY_RESPONSE' })
+  let value: { summary: string; usage?: TokenUsage }
+  if (typeof result === 'string') value = { summary: result }
+  else if (!isRecordLike(result)) throw invalidAnswer(`is not a summary: expected a string or { summary, usage? }, got ${describeValue(result)}`)
+  else {
+    let parsed: ReturnType<typeof SummaryAnswerSchema.safeParse>
+    try {
+      parsed = SummaryAnswerSchema.safeParse(result)
+    } catch (error) {
+      throw invalidAnswer(`could not be read: ${describeThrown(error)}`)
+    }
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]
+      const path = formatPath('', issue.path)
+      throw invalidAnswer(`is not a summary${path ? ` at ${path}` : ''}: ${issue.message}`)
+    }
+    value = parsed.data
   }
+  if (value.summary.trim() === '') throw new LlmError({ message: 'the compaction summariser returned no summary text', code: 'EMPTY_RESPONSE' })
   return value.usage === undefined ? { summary: value.summary } : { summary: value.summary, usage: value.usage }
 }
 

@@ -159,6 +159,62 @@ describe('CP — Compaction', () => {
     expect(requests.at(-1)!.messages).toHaveLength(13)
   })
 
+  // the answer of a user summariser is foreign: its usage goes into compaction/completed, so it is checked like a chunk
+  const badAnswers: Array<[string, unknown, RegExp]> = [
+    ['a negative token count', { summary: 's', usage: { inputTokens: -1, outputTokens: 2 } }, /at usage\.inputTokens: /],
+    ['a fractional token count', { summary: 's', usage: { inputTokens: 1, outputTokens: 2.5 } }, /at usage\.outputTokens: /],
+    ['a -0 token count', { summary: 's', usage: { inputTokens: 1, outputTokens: -0 } }, /at usage\.outputTokens: -0 does not survive JSON/],
+    ['a usage with an unknown key', { summary: 's', usage: { inputTokens: 1, outputTokens: 2, cost: 3 } }, /at usage: .*"cost"/],
+    ['a usage that is not an object', { summary: 's', usage: 'lots' }, /at usage: /],
+    ['a summary that is not a string', { summary: 42 }, /at summary: /],
+    ['an answer with an unknown key', { summary: 's', usgae: {} }, /"usgae"/],
+    ['no answer at all', undefined, /expected a string or \{ summary, usage\? \}, got undefined/],
+    [
+      'a usage whose read throws',
+      {
+        summary: 's',
+        get usage(): unknown {
+          throw new Error('no usage today')
+        },
+      },
+      /could not be read: no usage today/,
+    ],
+  ]
+  for (const [label, answer, message] of badAnswers) {
+    it(`CP-3: a summariser answering ${label} fails the compaction INVALID_RESPONSE, naming what was wrong; the agent keeps serving`, async () => {
+      const model = windowedModel(100_000)
+      const agent = track(createAgent({ model, compaction: { keepRecent: 0.001, summarise: () => answer as string } }))
+      for (let n = 1; n <= 2; n++) await agent.run(m(`p${n}`, `question ${n}`))
+      const result = await agent.compact()
+      expect(result).toMatchObject({ compacted: false, record: { reason: 'manual', failure: { code: 'INVALID_RESPONSE' } } })
+      const failure = (result as { record: { failure: { message: string } } }).record.failure
+      expect(failure.message).toMatch(/^the compaction summariser's answer /)
+      expect(failure.message).toMatch(message)
+      expect(agent.session.events.at(-1)!.type).toBe('compaction/failed')
+      expect(summaryEvents(agent.session.events)).toEqual([])
+      expect(ofType(agent, 'compaction/completed')).toEqual([])
+      expect(checkSessionInvariants(agent.session.events)).toEqual([])
+      // still serving, on the whole history
+      expect((await agent.run(m('p3', 'question 3'))).end).toEqual({ kind: 'completed' })
+      expect(turnRequests(model.requests).at(-1)!.messages).toHaveLength(5)
+    })
+  }
+
+  it('CP-3: a bad usage from the summariser before a step fails that compaction and the turn runs on the full history', async () => {
+    const model = windowedModel(800)
+    const agent = track(createAgent({ model, compaction: { summarise: () => ({ summary: 's', usage: { inputTokens: 'many', outputTokens: 1 } as never }) } }))
+    for (let n = 1; n <= 7; n++) await agent.run(m(`p${n}`, `question ${n}`))
+    const failed = ofType(agent, 'compaction/failed')
+    expect(failed.length).toBeGreaterThan(0)
+    expect(failed[0].data).toMatchObject({
+      reason: 'auto',
+      failure: { code: 'INVALID_RESPONSE', message: expect.stringMatching(/usage\.inputTokens/) as unknown },
+    })
+    expect(ofType(agent, 'compaction/completed')).toEqual([])
+    expect(ofType(agent, 'turn/end').map((e) => e.data.reason.kind)).toEqual(Array(7).fill('completed'))
+    expect(checkSessionInvariants(agent.session.events)).toEqual([])
+  })
+
   it('CP-4: agent.compact() from idle compacts now, status stays idle, and resolves with the record', async () => {
     const model = windowedModel(100_000)
     const agent = track(createAgent({ model, compaction: { keepRecent: 0.001 } }))
