@@ -16,6 +16,7 @@ import {
   type ModelRequest,
   type SessionEvent,
 } from '../../src/index.js'
+import { memoryStore, type SessionStore } from '../../src/stores/index.js'
 import { sqliteStore } from '../../src/stores/sqlite.js'
 import { checkSessionInvariants, errorResponse, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
 import { ofType, scriptedAgent, trace, track } from '../helpers.js'
@@ -213,6 +214,92 @@ describe('CP — Compaction', () => {
     expect(ofType(agent, 'compaction/completed')).toEqual([])
     expect(ofType(agent, 'turn/end').map((e) => e.data.reason.kind)).toEqual(Array(7).fill('completed'))
     expect(checkSessionInvariants(agent.session.events)).toEqual([])
+  })
+
+  // docs/compaction.md "When the record is refused": the session appends one event at a time, so a refusal of the
+  // record alone (the session's own gate: failNextAppend, the conformance suite's fail-append) comes after the summary
+  // is logged; a store's commit takes both in one batch, so a store that fails it keeps neither
+  it('CP-2: a refused compaction/completed leaves the summary logged and in effect, without a record; compact() resolves not compacted and the agent keeps serving', async () => {
+    const model = windowedModel(100_000)
+    // not tracked: its log breaks compaction-record on purpose
+    const agent = createAgent({ model, compaction: { keepRecent: 0.001, summarise: () => 'the short story' }, logger: { error: () => {} } })
+    for (let n = 1; n <= 2; n++) await agent.run(m(`p${n}`, `question ${n}`))
+    const errors: unknown[] = []
+    agent.on('agent/error', ({ error }) => void errors.push(error))
+    const before = agent.session.length
+    agent.session.failNextAppend('compaction/completed')
+    await expect(agent.compact()).resolves.toEqual({ compacted: false })
+    const added = agent.session.events.slice(before)
+    expect(added.map((e) => [e.type, e.surfaceOp])).toEqual([['user/message', { op: 'replace', start: 4, end: agent.session.at(before - 3)!.seq }]])
+    expect(ofType(agent, 'compaction/completed')).toEqual([])
+    expect(ofType(agent, 'compaction/failed')).toEqual([])
+    expect(errors).toEqual([expect.objectContaining({ code: 'SESSION_APPEND_REFUSED' })])
+    expect(checkSessionInvariants(agent.session.events)).toEqual([{ rule: 'compaction-record', seq: before, message: expect.any(String) as unknown }])
+    // the replacement took effect: the next request carries the summary, not the shadowed exchanges
+    expect((await agent.run(m('p3', 'question 3'))).end).toEqual({ kind: 'completed' })
+    const request = turnRequests(model.requests).at(-1)!
+    expect(request.messages.map((message) => textOfMessage(message))).toEqual([expect.stringContaining('the short story'), 'question 3'])
+    await agent.dispose()
+  })
+
+  it('CP-2: a compaction/completed refused before a step ends that turn with the error, reported on agent/error; the next turn runs on the summary', async () => {
+    const model = windowedModel(800)
+    // not tracked: its log breaks compaction-record on purpose
+    const agent = createAgent({ model, compaction: { summarise: () => 'the short story' }, logger: { error: () => {} } })
+    const errors: unknown[] = []
+    agent.on('agent/error', ({ error }) => void errors.push(error))
+    agent.session.failNextAppend('compaction/completed', new Error('record refused'))
+    for (let n = 1; n <= 8; n++) await agent.run(m(`p${n}`, `question ${n}`))
+    const summary = summaryEvents(agent.session.events)[0]
+    expect(agent.session.at(summary.seq + 1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'error', error: { message: 'record refused' } } } })
+    expect(errors).toEqual([expect.objectContaining({ message: 'record refused' })])
+    expect(ofType(agent, 'turn/end').map((e) => e.data.reason.kind)).toEqual([...Array(6).fill('completed'), 'error', 'completed'])
+    expect(textOfMessage(turnRequests(model.requests).at(-1)!.messages[0])).toContain('the short story')
+    expect(checkSessionInvariants(agent.session.events)).toEqual([{ rule: 'compaction-record', seq: summary.seq, message: expect.any(String) as unknown }])
+    await agent.dispose()
+  })
+
+  it('CP-2: a store that fails the commit holding the summary stores neither it nor its record; the reopened session is the log before the compaction', async () => {
+    const inner = memoryStore()
+    let refusing = false
+    // a store whose commits fail while `refusing` (a full disk, a lost connection)
+    const store: SessionStore = {
+      kind: 'refusing',
+      open: async (id, options) => {
+        const handle = await inner.open(id, options)
+        return {
+          sessionId: handle.sessionId,
+          created: handle.created,
+          events: handle.events,
+          lease: handle.lease,
+          renew: () => handle.renew(),
+          release: () => handle.release(),
+          append: (events) => {
+            if (refusing) throw new Error('disk full')
+            return handle.append(events)
+          },
+        }
+      },
+      load: (id) => inner.load(id),
+      list: (options) => inner.list(options),
+      close: () => inner.close(),
+    }
+    const options = { compaction: { keepRecent: 0.001, summarise: () => 'the short story' }, store, sessionId: 'refused', logger: { error: () => {} } }
+    const agent = track(await createAgent({ model: windowedModel(100_000), ...options }))
+    for (let n = 1; n <= 2; n++) await agent.run(m(`p${n}`, `question ${n}`))
+    await agent.whenIdle()
+    const stored = agent.session.events
+    refusing = true
+    await agent.compact()
+    await agent.dispose()
+    expect((await inner.load('refused'))!.map((e) => (e as SessionEvent).type)).toEqual(stored.map((e) => e.type))
+    refusing = false
+    const reopened = track(await createAgent({ model: windowedModel(100_000), ...options }))
+    const plain = (value: unknown) => JSON.parse(JSON.stringify(value)) as unknown
+    expect(plain(reopened.session.events.slice(0, stored.length))).toEqual(plain(stored))
+    expect(reopened.session.events.slice(stored.length).map((e) => e.type)).toEqual(['session/end-seed'])
+    expect(checkSessionInvariants(reopened.session.events)).toEqual([])
+    expect((await reopened.run(m('p3', 'question 3'))).end).toEqual({ kind: 'completed' })
   })
 
   it('CP-4: agent.compact() from idle compacts now, status stays idle, and resolves with the record', async () => {
