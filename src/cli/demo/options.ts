@@ -32,6 +32,8 @@ export interface DemoOptions {
   once: boolean
   inspect: boolean
   inspectPort: number
+  /** The agent's step limit per turn (createAgent maxSteps); undefined = the library default. */
+  maxSteps?: number
   /** Test knobs (environment): model pacing and one slow tool. */
   pacing: Pacing
 }
@@ -64,6 +66,7 @@ export const DEMO_FLAGS = {
   once: { type: 'boolean' },
   inspect: { type: 'boolean' },
   'inspect-port': { type: 'string' },
+  'max-steps': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const
 
@@ -86,6 +89,8 @@ Options:
       --session <id>         the session's id in the store (default "demo"; one store holds many)
   -l, --log <file.jsonl>     keep the session in a JSONL file instead; run again with it to continue
       --once                 answer the prompt and exit, even in a terminal
+      --max-steps <n>        stop a turn after n steps (default 100); a turn that stops there
+                             still exits 0, with a note on stderr
       --json                 print one JSON event per line instead of the tree (for scripts)
       --inspect              watch the machines live: the Stately inspector and the offline viewer
                              (prints the URLs to open)
@@ -192,6 +197,14 @@ export async function parseDemoArgs(
       throw new DemoUsageError(`--inspect-port must be a port number from 1 to 65535, got ${JSON.stringify(values['inspect-port'])}`)
     }
   }
+  let maxSteps: number | undefined
+  const rawSteps = values['max-steps']
+  if (rawSteps !== undefined) {
+    maxSteps = Number(rawSteps)
+    if (!/^\d+$/.test(rawSteps) || !Number.isSafeInteger(maxSteps) || maxSteps < 1) {
+      throw new DemoUsageError(`--max-steps must be a whole number of steps from 1, got ${JSON.stringify(rawSteps)}`)
+    }
+  }
 
   return {
     ...(prompt !== undefined ? { prompt } : {}),
@@ -206,6 +219,7 @@ export async function parseDemoArgs(
     once: values.once === true,
     inspect: values.inspect === true,
     inspectPort,
+    ...(maxSteps !== undefined ? { maxSteps } : {}),
     pacing: pacingFrom(env),
   }
 }

@@ -210,8 +210,8 @@ export function failureLine(reason: Extract<TurnEndReason, { kind: 'error' }>, o
 }
 
 /**
- * Run the demo and return the exit code: 0 done, 1 a failed turn or a setup failure, 2 a usage
- * mistake, 130 a one-shot run cancelled with Ctrl-C, 143 SIGTERM. Why: the newcomer's first two minutes
+ * Run the demo and return the exit code: 0 done (a turn stopped at its step limit included), 1 a failed turn
+ * or a setup failure, 2 a usage mistake, 130 a one-shot run cancelled with Ctrl-C, 143 SIGTERM. Why: the newcomer's first two minutes
  * should show steps, parallel and exclusive tools, steering, cancellation and resume, for real.
  */
 export async function runDemo(options: DemoOptions, io: DemoIO): Promise<number> {
@@ -239,6 +239,7 @@ export async function runDemo(options: DemoOptions, io: DemoIO): Promise<number>
       model,
       tools,
       systemPrompt: SYSTEM_PROMPT(workspace.root),
+      ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
       ...(inspection ? { inspect: inspection.inspect } : {}),
       logger: { error: (message, error) => io.err(escapeTerminal(`agentchart demo: ${message}: ${error instanceof Error ? error.message : String(error)}`)) },
     }
@@ -413,6 +414,12 @@ async function oneShot(agent: Agent, ctx: DriveContext, prompt: string, view?: T
   switch (end.kind) {
     case 'completed':
     case 'max-tokens':
+      return 0
+    case 'max-steps':
+      // TU-16: a documented turn end, not a failure; the one thing to say is that the answer may be unfinished
+      io.err(
+        `agentchart demo: the turn stopped at its step limit (${end.limit} steps) before the model gave its final answer; raise --max-steps to let it go on`,
+      )
       return 0
     case 'error':
       io.err(`agentchart demo: ${failureLine(end, ctx.options, io.env)}`)

@@ -231,6 +231,39 @@ describe('--log', () => {
   })
 })
 
+// the step limit is a documented turn end like completed (TU-16 in docs/behaviours.md), not a failure
+describe('--max-steps', () => {
+  const note = 'agentchart demo: the turn stopped at its step limit (2 steps) before the model gave its final answer; raise --max-steps to let it go on'
+
+  it('a turn that stops at the step limit shows why in the tree, says so in one line on stderr, and exits 0', async () => {
+    const { code, out, err } = await demo(['--max-steps', '2'])
+    expect(code).toBe(0)
+    expect(err).toEqual([note])
+    const text = out.join('\n')
+    expect(text).toMatch(/turn 1 stopped after 2 steps \(maxSteps\) · 2 steps · 2 requests · 0 retries · 3 tool calls \(3 parallel\)/)
+    expect(out).not.toContain('  step 3')
+    expect(out.at(-1)).toMatch(/^summary {2}1 turn · 2 steps · 2 requests/)
+  })
+
+  it('with --json the log ends max-steps and the summary says exit code 0', async () => {
+    const { code, out, err } = await demo(['--max-steps', '2', '--json'])
+    expect(code).toBe(0)
+    expect(err).toEqual([note])
+    const events = out.map((line) => JSON.parse(line) as { type: string; seq?: number; [k: string]: unknown })
+    const log = events.filter((e) => typeof e.seq === 'number') as unknown as SessionEvent[]
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'max-steps', limit: 2 } } })
+    expect(checkSessionInvariants(log)).toEqual([])
+    expect(events.at(-1)).toMatchObject({ type: 'demo/summary', turns: 1, steps: 2, exitCode: 0 })
+  })
+
+  it('a limit high enough changes nothing', async () => {
+    const { code, out, err } = await demo(['--max-steps', '3'])
+    expect(code).toBe(0)
+    expect(err).toEqual([])
+    expect(out).toContain('      This project uses npm.')
+  })
+})
+
 describe('mistakes a newcomer can make: one line, non-zero exit', () => {
   let server: Server
   let port: number
@@ -263,6 +296,13 @@ describe('mistakes a newcomer can make: one line, non-zero exit', () => {
     ['an unknown provider', ['--provider', 'claude'], {}, 2, /^agentchart: demo: unknown provider "claude" \(expected local, openai or deepseek\)/],
     ['a provider without its key', ['--provider', 'openai'], {}, 2, /^agentchart: demo: --provider openai needs OPENAI_API_KEY in the environment/],
     ['a bad knob', [], { AGENTCHART_DEMO_STREAM_DELAY_MS: 'soon' }, 2, /^agentchart: demo: AGENTCHART_DEMO_STREAM_DELAY_MS must be a whole number/],
+    [
+      'a step limit that is not a positive whole number',
+      ['--max-steps', '0'],
+      {},
+      2,
+      /^agentchart: demo: --max-steps must be a whole number of steps from 1, got "0"/,
+    ],
     ['a directory that does not exist', ['--dir', 'no/such/dir'], {}, 2, /^agentchart: demo: cannot use .*no\/such\/dir as the working directory: ENOENT/],
   ]
   for (const [what, args, env, code, line] of cases) {
@@ -294,7 +334,8 @@ describe('mistakes a newcomer can make: one line, non-zero exit', () => {
   it('--help shows the demo options with examples', async () => {
     const { code, out } = await demo(['--help'])
     expect(code).toBe(0)
-    for (const flag of ['--prompt-file', '--provider', '--model', '--dir', '--log', '--once', '--json', '--inspect']) expect(out[0]).toContain(flag)
+    for (const flag of ['--prompt-file', '--provider', '--model', '--dir', '--log', '--once', '--json', '--inspect', '--max-steps'])
+      expect(out[0]).toContain(flag)
     expect(out[0]).toContain('agentchart demo "search for createAgent"')
   })
 })
