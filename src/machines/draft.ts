@@ -95,24 +95,41 @@ interface Named {
 
 /** A snapshot as a built-in action's `resolve` sees it: what a context commit reads and copies. */
 type ResolvedSnapshot = { readonly context: AgentContext }
-/** A built-in action as XState resolves it: `resolve` returns the next snapshot, params and nested actions. */
-type BuiltIn = (() => void) & { type: string; resolve: (scope: unknown, snapshot: ResolvedSnapshot) => [ResolvedSnapshot, undefined, undefined] }
+/** A context commit as XState resolves a built-in action: `resolve` gets the action itself and returns the next snapshot. */
+type Commit = (() => void) & {
+  type: string
+  patch: Partial<AgentContext>
+  resolve: (scope: unknown, snapshot: ResolvedSnapshot, args: unknown, params: unknown, self: Commit) => [ResolvedSnapshot, undefined, undefined]
+}
 
 /**
  * XState resolves its built-in actions (assign among them) through a `resolve` function on the action; an
  * `assign` clones the snapshot through XState's snapshot constructor, which recomputes the state value and the
  * tag set over the whole configuration (about 5 µs a time on the agent machine, once per action that patches).
- * A patch never changes the configuration, so `commitPatch` copies the snapshot with the new context and keeps
+ * A patch never changes the configuration, so a commit copies the snapshot with the new context and keeps
  * the rest, value and tags included. Where `assign` does not carry that protocol, actions fall back to it.
  */
-const RESOLVES_BUILT_INS = typeof (assign({}) as unknown as Partial<BuiltIn>).resolve === 'function'
+const RESOLVES_BUILT_INS = typeof (assign({}) as unknown as Partial<Commit>).resolve === 'function'
+
+/** The one `resolve` of every commit (shared, so a commit allocates no closure). */
+const resolveCommit: Commit['resolve'] = (_scope, snapshot, _args, _params, self) => [
+  { ...snapshot, context: { ...snapshot.context, ...self.patch } },
+  undefined,
+  undefined,
+]
 
 /** The context commit of one action: a new context object, the snapshot copied around it (see RESOLVES_BUILT_INS). */
-function commitPatch(patch: Partial<AgentContext>): BuiltIn {
-  const commit = (() => {}) as BuiltIn
+function commitPatch(patch: Partial<AgentContext>): Commit {
+  const commit = inert() as Commit
   commit.type = 'xstate.assign'
-  commit.resolve = (_scope, snapshot) => [{ ...snapshot, context: { ...snapshot.context, ...patch } }, undefined, undefined]
+  commit.patch = patch
+  commit.resolve = resolveCommit
   return commit
+}
+
+/** A fresh function that does nothing (the commit's identity as an action); anonymous, so no name is kept for it. */
+function inert(): () => void {
+  return function () {}
 }
 
 /**
