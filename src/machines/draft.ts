@@ -4,7 +4,7 @@
 // also records which events the implementation is written for, so that
 // `attached()` (attachment.ts) can refuse, at compile time, a config that
 // attaches it to another event.
-import { assertEvent, assign, setup, type EventObject } from 'xstate'
+import { assertEvent, assign, emit, setup, type EventObject } from 'xstate'
 import type { EventData, SessionEventType, SurfaceOp } from '../session/schemas.js'
 import type { AgentContext, AgentEvent, AgentInput, CallerUndo, Effect, HookName, NotificationName, RequestContext, ToolBatchContext } from './types.js'
 
@@ -86,8 +86,6 @@ export interface WrittenFor<T> {
   readonly [ON]?: T
 }
 
-type Enqueue = Parameters<Parameters<typeof baseSetup.enqueueActions>[0]>[0]['enqueue']
-
 /** Where a builder keeps the name its implementation is declared under (set by `named`). */
 interface Named {
   readonly label: { name: string; marker?: () => void }
@@ -95,59 +93,80 @@ interface Named {
 
 /** A snapshot as a built-in action's `resolve` sees it: what a context commit reads and copies. */
 type ResolvedSnapshot = { readonly context: AgentContext }
-/** A context commit as XState resolves a built-in action: `resolve` gets the action itself and returns the next snapshot. */
-type Commit = (() => void) & {
+
+/** What a named action is to XState: a built-in action, resolved through its `resolve` (see RESOLVES_BUILT_INS). */
+interface DraftAction {
+  (): void
   type: string
-  patch: Partial<AgentContext>
-  resolve: (scope: unknown, snapshot: ResolvedSnapshot, args: unknown, params: unknown, self: Commit) => [ResolvedSnapshot, undefined, undefined]
+  label: Named['label']
+  accepted: readonly string[] | null
+  run: (d: Draft, event: AgentEvent) => void
+  resolve: (
+    scope: unknown,
+    snapshot: ResolvedSnapshot,
+    args: { event: AgentEvent },
+    params: unknown,
+    self: DraftAction,
+  ) => [ResolvedSnapshot, undefined, unknown[]]
 }
 
 /**
- * XState resolves its built-in actions (assign among them) through a `resolve` function on the action; an
- * `assign` clones the snapshot through XState's snapshot constructor, which recomputes the state value and the
- * tag set over the whole configuration (about 5 µs a time on the agent machine, once per action that patches).
- * A patch never changes the configuration, so a commit copies the snapshot with the new context and keeps
- * the rest, value and tags included. Where `assign` does not carry that protocol, actions fall back to it.
+ * XState v5 resolves its built-in actions (assign, emit, enqueueActions) through a `resolve` function on the
+ * action, which returns the next snapshot and the actions to run next. A named action is one such built-in: it
+ * runs its Draft over the snapshot's context, copies the snapshot around the patched context (an `assign`
+ * would rebuild it through XState's snapshot constructor, recomputing the state value and tag set over the
+ * whole configuration, though a patch never changes the configuration), and hands back its name marker and
+ * effects. Where `assign` does not carry that protocol, named actions are `enqueueActions` of the same steps.
  */
-const RESOLVES_BUILT_INS = typeof (assign({}) as unknown as Partial<Commit>).resolve === 'function'
+const RESOLVES_BUILT_INS = typeof (assign({}) as unknown as Partial<DraftAction>).resolve === 'function'
 
-/** The one `resolve` of every commit (shared, so a commit allocates no closure). */
-const resolveCommit: Commit['resolve'] = (_scope, snapshot, _args, _params, self) => [
-  { ...snapshot, context: { ...snapshot.context, ...self.patch } },
-  undefined,
-  undefined,
-]
-
-/** The context commit of one action: a new context object, the snapshot copied around it (see RESOLVES_BUILT_INS). */
-function commitPatch(patch: Partial<AgentContext>): Commit {
-  const commit = inert() as Commit
-  commit.type = 'xstate.assign'
-  commit.patch = patch
-  commit.resolve = resolveCommit
-  return commit
+/** The one `resolve` of every named action (shared: resolving allocates no closure). */
+const resolveDraftAction: DraftAction['resolve'] = (_scope, snapshot, args, _params, self) => {
+  if (self.accepted) assertEvent(args.event, self.accepted as EventType[])
+  const d = new Draft(snapshot.context)
+  self.run(d, args.event)
+  const actions: unknown[] = []
+  if (self.label.marker) actions.push(self.label.marker)
+  for (const effect of d.effects) actions.push(emit(effect))
+  for (const _ in d.patch) return [{ ...snapshot, context: { ...snapshot.context, ...d.patch } }, undefined, actions]
+  return [snapshot, undefined, actions]
 }
 
-/** A fresh function that does nothing (the commit's identity as an action); anonymous, so no name is kept for it. */
+/** The enqueueActions form of a named action: the marker, one assign of the patch, then the effects in order. */
+function enqueueForm(accepted: readonly string[] | null, run: (d: Draft, event: AgentEvent) => void, label: Named['label']) {
+  const impl = baseSetup.enqueueActions(({ context, event, enqueue }) => {
+    if (accepted) assertEvent(event, accepted as EventType[])
+    const d = new Draft(context)
+    run(d, event)
+    if (label.marker) enqueue(label.marker)
+    for (const _ in d.patch) {
+      enqueue.assign(d.patch)
+      break
+    }
+    for (const effect of d.effects) enqueue.emit(effect)
+  })
+  return Object.assign(impl, { label })
+}
+
+/** A named action as XState's setup types it (whichever form it takes). */
+type ActionImpl = ReturnType<typeof enqueueForm>
+
+/** A fresh function that does nothing (a named action's identity); anonymous, so no name is kept for it. */
 function inert(): () => void {
   return function () {}
 }
 
-/**
- * Assign the patch, then emit the effects in order. The action's own name goes first, as an inert action
- * of that name: XState's inspection reports enqueued actions, so an inspector sees `openTurn`, then its effects.
- */
-function commit(d: Draft, enqueue: Enqueue, label: Named['label']): void {
-  if (label.marker) enqueue(label.marker)
-  let patched = false
-  for (const _ in d.patch) {
-    patched = true
-    break
-  }
-  if (patched) {
-    if (RESOLVES_BUILT_INS) enqueue(commitPatch(d.patch))
-    else enqueue.assign(d.patch)
-  }
-  for (const effect of d.effects) enqueue.emit(effect)
+/** A named action from its Draft steps, for the events it accepts (null: any). */
+function draftAction(accepted: readonly string[] | null, run: (d: Draft, event: AgentEvent) => void): ActionImpl {
+  const label: Named['label'] = { name: '' }
+  if (!RESOLVES_BUILT_INS) return enqueueForm(accepted, run, label)
+  const impl = inert() as DraftAction
+  impl.type = 'agentchart.draft'
+  impl.label = label
+  impl.accepted = accepted
+  impl.run = run
+  impl.resolve = resolveDraftAction
+  return impl
 }
 
 /** Give each action of a set of implementations the name it is declared under (shown by inspectors); returns the set. */
@@ -163,26 +182,12 @@ export function named<I extends { actions: Record<string, unknown>; guards: Reco
 
 /** An action that reads only the context: it may sit on any transition, entry or exit. */
 export function action(run: (d: Draft) => void) {
-  const label: Named['label'] = { name: '' }
-  const impl = baseSetup.enqueueActions(({ context, enqueue }) => {
-    const d = new Draft(context)
-    run(d)
-    commit(d, enqueue, label)
-  })
-  return Object.assign(impl, { label }) as typeof impl & WrittenFor<'*'>
+  return draftAction(null, run) as ActionImpl & WrittenFor<'*'>
 }
 
 /** An action written for these events (it reads them): attaching it to another event fails to compile. */
 export function actionOn<const T extends EventType>(types: readonly T[], run: (d: Draft, event: EventOf<T>) => void) {
-  const accepted = [...types]
-  const label: Named['label'] = { name: '' }
-  const impl = baseSetup.enqueueActions(({ context, event, enqueue }) => {
-    assertEvent(event, accepted)
-    const d = new Draft(context)
-    run(d, event as unknown as EventOf<T>)
-    commit(d, enqueue, label)
-  })
-  return Object.assign(impl, { label }) as typeof impl & WrittenFor<T>
+  return draftAction([...types], run as (d: Draft, event: AgentEvent) => void) as ActionImpl & WrittenFor<T>
 }
 
 type GuardArgs = { context: AgentContext; event: AgentEvent }

@@ -73,6 +73,11 @@ describe('named implementations', () => {
     expect(guards.size).toBeGreaterThan(30)
   })
 
+  it('named actions resolve as XState built-ins (the enqueueActions form is only a fallback: draft-fallback.test.ts)', () => {
+    const forms = new Set(Object.values(agentMachine.implementations.actions).map((a) => (a as unknown as { type: string }).type))
+    expect([...forms]).toEqual(['agentchart.draft'])
+  })
+
   it('.provide() with a replaced guard changes what a real agent logs: a rejected proposal opens a step', async () => {
     const run = async (machine = agentMachine) => {
       const { agent } = scriptedAgent([textResponse('stepped anyway')], { machine })
