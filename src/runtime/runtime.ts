@@ -25,7 +25,7 @@ import {
   type SessionEventType,
   type ToolSchema,
 } from '../session/schemas.js'
-import { MACHINE_BUILT, messageOf, surfaceNodeOf, type BuiltIntent, type Session } from '../session/session.js'
+import { FROZEN_JSON, MACHINE_BUILT, messageOf, surfaceNodeOf, type BuiltIntent, type Session } from '../session/session.js'
 import type { Durability } from '../stores/writer.js'
 import { checkArguments, classify, describeInvalidArgs, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
 import { errorOutcome } from '../machines/tool-batch.js'
@@ -116,6 +116,29 @@ const freshBatch = (): Batch => ({ failed: null, skipped: [], confirm: undefined
 
 /** The intent of an append the stock machine built with nothing else to say: its data needs no schema pass (MACHINE_BUILT). */
 const BUILT: BuiltIntent = Object.freeze({ [MACHINE_BUILT]: true as const })
+/** The intent of a chunk event whose data the stream loop built frozen from checked values (FROZEN_JSON). */
+const CHECKED: BuiltIntent = Object.freeze({ [FROZEN_JSON]: true as const })
+
+const isIndex = (n: number): boolean => Number.isSafeInteger(n) && n >= 0 && !Object.is(n, -0)
+
+/**
+ * The chunks that come by the dozen (text and reasoning deltas, block starts), frozen as they are: exactly the
+ * lossless copy the session would make of them. An admitted chunk is the stream loop's own fresh object (admitChunk
+ * rebuilds it, by hand or by zod), and StreamChunkSchema holds these three types to three keys in schema order: a
+ * string, a safe index and a block type. Undefined for anything else, and for a -0 index, which the session's copy
+ * refuses. Why: copying every streamed chunk was the largest part of the lossless pass (issue #13).
+ */
+function frozenCommonChunk(chunk: StreamChunk): StreamChunk | undefined {
+  switch (chunk.type) {
+    case 'text-delta':
+    case 'reasoning-delta':
+      return typeof chunk.text === 'string' && isIndex(chunk.index) ? Object.freeze(chunk) : undefined
+    case 'block-start':
+      return typeof chunk.blockType === 'string' && isIndex(chunk.index) ? Object.freeze(chunk) : undefined
+    default:
+      return undefined
+  }
+}
 
 export class Runtime {
   readonly actor: Actor<typeof agentMachine>
@@ -591,18 +614,18 @@ export class Runtime {
   #append(effect: AppendEffect): void {
     const { session } = this.options
     try {
-      let sources = effect.sourceEventSeqs
-      if (effect.citeKeys) sources = effect.citeKeys.map((key) => this.#keys.get(key)).filter((s): s is number => s !== undefined)
-      const built = this.#built ? BUILT : undefined
-      const intent: BuiltIntent | undefined =
-        effect.surfaceOp || sources || effect.time !== undefined
-          ? {
-              ...(effect.surfaceOp ? { surfaceOp: effect.surfaceOp } : {}),
-              ...(sources ? { sourceEventSeqs: sources } : {}),
-              ...(effect.time !== undefined ? { time: effect.time } : {}),
-              ...built,
-            }
-          : built
+      const { surfaceOp, citeKeys, time } = effect
+      const sources = citeKeys ? this.#cited(citeKeys) : effect.sourceEventSeqs
+      let intent: BuiltIntent | undefined = this.#built ? BUILT : undefined
+      if (surfaceOp || sources || time !== undefined) {
+        // built field by field: the spreads it replaces were a measurable part of every surface append
+        const full: { -readonly [K in keyof BuiltIntent]: BuiltIntent[K] } = {}
+        if (surfaceOp) full.surfaceOp = surfaceOp
+        if (sources) full.sourceEventSeqs = sources
+        if (time !== undefined) full.time = time
+        if (this.#built) full[MACHINE_BUILT] = true
+        intent = full
+      }
       // through the session object, so a wrapped or failing store is honoured
       const event = session.append(effect.eventType, effect.data as never, intent) as SessionEvent
       if (effect.key) this.#keys.set(effect.key, event.seq)
@@ -610,6 +633,16 @@ export class Runtime {
     } catch (error) {
       this.#batch.failed = { effect, error }
     }
+  }
+
+  /** The seqs the keys of an append's citations name, in order; keys never logged are left out. */
+  #cited(keys: readonly string[]): number[] {
+    const seqs: number[] = []
+    for (const key of keys) {
+      const seq = this.#keys.get(key)
+      if (seq !== undefined) seqs.push(seq)
+    }
+    return seqs
   }
 
   /** Run work that answers with one event; a throw is answered as hook.failed. */
@@ -691,16 +724,26 @@ export class Runtime {
         signal,
       })
       if (!cancelled) {
-        let onAbort!: () => void
-        const aborted = new Promise<typeof ABORT>((resolve) => {
-          onAbort = () => resolve(ABORT)
-          signal.addEventListener('abort', onAbort, { once: true })
-        })
+        // each read races the abort: a cancel ends the wait even when the adapter never answers. One promise per
+        // read that the abort can settle, rather than Promise.race, whose reactions on a shared abort promise
+        // piled up for the whole stream (GC pressure on every chunk, issue #13). The abort answers a microtask
+        // later, as that reaction did, so a cancel lands on the same tick as before.
+        let wake: ((next: typeof ABORT) => void) | undefined
+        const onAbort = () => {
+          const read = wake
+          queueMicrotask(() => read?.(ABORT))
+        }
+        signal.addEventListener('abort', onAbort, { once: true })
         const iterator = normalizeStream(model, request)[Symbol.asyncIterator]()
         let done = false
         try {
           for (let count = 1; ; count++) {
-            const next = await Promise.race([iterator.next(), aborted])
+            const reading = iterator.next()
+            const next = await new Promise<IteratorResult<StreamChunk> | typeof ABORT>((resolve, reject) => {
+              wake = resolve
+              reading.then(resolve, reject)
+              if (signal.aborted) queueMicrotask(() => resolve(ABORT))
+            })
             if (next === ABORT || signal.aborted) {
               cancelled = true
               break
@@ -711,7 +754,10 @@ export class Runtime {
             }
             const admitted = admitChunk(next.value)
             const chunk: StreamChunk = admitted.ok ? admitted.chunk : { type: 'finish', reason: { kind: 'error', failure: admitted.failure } }
-            const event = session.append('assistant/chunk', { turn, step, chunk })
+            const frozen = frozenCommonChunk(chunk)
+            const event = frozen
+              ? session.append('assistant/chunk', Object.freeze({ turn, step, chunk: frozen }), CHECKED)
+              : session.append('assistant/chunk', { turn, step, chunk })
             chunkSeqs.push(event.seq)
             assembler.push(chunk)
             if (chunk.type === 'finish') break

@@ -70,7 +70,13 @@ const NO_INTENT: AppendIntent = Object.freeze({})
  * helpers re-check every log against the schemas, so a machine that built a bad event still fails its tests.
  */
 export const MACHINE_BUILT: unique symbol = Symbol('agentchart.machine-built')
-export type BuiltIntent = AppendIntent & { readonly [MACHINE_BUILT]?: true }
+/**
+ * Marks an append intent whose data the runtime built itself, frozen, from values it checked to be lossless JSON
+ * (the common stream chunks): the session takes it as is instead of copying it (issue #13). Every other check of
+ * the event still runs. Why: copying each streamed chunk was the largest part of the lossless pass. In-house only.
+ */
+export const FROZEN_JSON: unique symbol = Symbol('agentchart.frozen-json')
+export type BuiltIntent = AppendIntent & { readonly [MACHINE_BUILT]?: true; readonly [FROZEN_JSON]?: true }
 const SURFACE = new Set<string>(SURFACE_TYPES)
 // A Record so adding a chunk type to the schema without listing it here fails to compile.
 const CHUNK_TYPES: Record<StreamChunk['type'], true> = {
@@ -96,37 +102,54 @@ export interface SurfaceNode {
   readonly message: Message | undefined
 }
 
-/** The model-visible surface of one log; `apply` assumes an already validated event. */
+/**
+ * The model-visible surface of one log; `apply` assumes an already validated event. It keeps the nodes' seqs and
+ * the history only, reading anything else from the log: a node object and a seq-to-position map per surface event
+ * were kept heap on every turn (#13). Positions are found by a scan, only for a replace, which renumbers anyway.
+ */
 class Surface {
-  readonly nodes: SurfaceNode[] = []
-  /** seq -> position in `nodes`, for the current nodes only. */
-  readonly position = new Map<number, number>()
+  /** The seqs of the current nodes, in surface order. */
+  readonly seqs: number[] = []
   generation = 0
   #messages: Message[] | undefined = []
 
+  constructor(readonly eventAt: (seq: number) => SessionEvent) {}
+
   apply(event: SessionEvent): void {
     if (event.surfaceOp === undefined) return
-    const node = surfaceNodeOf(event)
+    const message = nodeMessage(event)
     if (event.surfaceOp === 'append') {
-      this.position.set(node.seq, this.nodes.length)
-      this.nodes.push(node)
-      if (node.message !== undefined) this.#messages?.push(node.message)
+      this.seqs.push(event.seq)
+      if (message !== undefined) this.#messages?.push(message)
       return
     }
-    // Replace: splice the range, then renumber the positions from there on.
-    // Rare (compaction, result rewrites), so O(surface) is fine here.
-    const from = this.position.get(event.surfaceOp.start)!
-    const to = this.position.get(event.surfaceOp.end)!
-    for (const gone of this.nodes.splice(from, to - from + 1, node)) this.position.delete(gone.seq)
-    for (let i = from; i < this.nodes.length; i++) this.position.set(this.nodes[i].seq, i)
+    // Replace: splice the range; the history is rebuilt when next read. Rare (compaction, result rewrites).
+    const from = this.indexOf(event.surfaceOp.start)!
+    const to = this.indexOf(event.surfaceOp.end)!
+    this.seqs.splice(from, to - from + 1, event.seq)
     this.generation++
     this.#messages = undefined
   }
 
+  /** The position of a current node, or undefined. */
+  indexOf(seq: number): number | undefined {
+    const at = this.seqs.indexOf(seq)
+    return at < 0 ? undefined : at
+  }
+
   messages(): Message[] {
-    this.#messages ??= this.nodes.flatMap((n) => (n.message === undefined ? [] : [n.message]))
+    this.#messages ??= this.seqs.flatMap((seq) => {
+      const message = nodeMessage(this.eventAt(seq))
+      return message === undefined ? [] : [message]
+    })
     return this.#messages
   }
+}
+
+/** The model-visible message of a surface event; undefined for an empty assistant message, which is no node (SS-7). */
+function nodeMessage(event: SessionEvent): Message | undefined {
+  const message = messageOf(event)
+  return message.role === 'assistant' && message.content.length === 0 ? undefined : message
 }
 
 /** The message a surface event carries (a user/message is its own data; the others wrap it). */
@@ -134,14 +157,17 @@ export const messageOf = (event: SessionEvent): Message => (event.type === 'user
 
 /** The surface node a surface event makes: what the history derivation and the compaction planner both read. */
 export function surfaceNodeOf(event: SessionEvent): SurfaceNode {
-  const message = messageOf(event)
-  return { seq: event.seq, type: event.type, message: message.role === 'assistant' && message.content.length === 0 ? undefined : message }
+  return { seq: event.seq, type: event.type, message: nodeMessage(event) }
 }
 
 /** Derives the history of a log from scratch (SS-7); the reference the incremental `Session.deriveMessages` must match. */
 export function deriveMessagesFrom(events: readonly SessionEvent[]): Message[] {
-  const surface = new Surface()
-  for (const event of events) surface.apply(event)
+  const bySeq = new Map<number, SessionEvent>()
+  const surface = new Surface((seq) => bySeq.get(seq)!)
+  for (const event of events) {
+    bySeq.set(event.seq, event)
+    surface.apply(event)
+  }
   return Object.freeze(surface.messages().slice()) as Message[]
 }
 
@@ -216,7 +242,7 @@ export class Session {
   readonly #events: SessionEvent[] = []
   #snapshot: readonly SessionEvent[] = Object.freeze([])
   #seedLength = 0
-  readonly #surface = new Surface()
+  readonly #surface = new Surface((seq) => this.#events[seq])
   #observers: ObserverEntry[] = []
   #publishing = false
   readonly #sinks = new Set<Subscriber<SessionEvent>>()
@@ -290,7 +316,7 @@ export class Session {
 
   /** The seqs of the current surface nodes, in surface order (SS-5). */
   surface(): readonly number[] {
-    return Object.freeze(this.#surface.nodes.map((n) => n.seq))
+    return Object.freeze(this.#surface.seqs.slice())
   }
 
   at(seq: number): SessionEvent | undefined {
@@ -314,7 +340,8 @@ export class Session {
         if (!INTENT_KEYS.has(key)) throw new SessionAppendError(`${String(type)}: unknown intent key ${JSON.stringify(key)}`, { path: key })
       }
     }
-    const event = this.#build(this.#events.length, type, toFrozenJson(data, 'data'), intent ?? NO_INTENT, 'data', intent?.time)
+    const frozen = intent !== undefined && (intent as BuiltIntent)[FROZEN_JSON] === true ? data : toFrozenJson(data, 'data')
+    const event = this.#build(this.#events.length, type, frozen, intent ?? NO_INTENT, 'data', intent?.time)
     // an injected store failure refuses a valid event, as a failing store would: nothing is logged
     if (this.#faults.size > 0) this.#injectedFault(type)
     this.#commit(event)
@@ -396,8 +423,9 @@ export class Session {
     let sources: readonly number[] | undefined
     if (surface) {
       if (surfaceOp === undefined) throw new SessionAppendError(`${type}: a surface event must carry a surfaceOp`)
-      op = toFrozenJson(surfaceOp, 'surfaceOp')
-      if (!SurfaceOpSchema.safeParse(op).success) {
+      // 'append' is the one string the schema takes: no copy and no schema pass for it (every surface event, #13)
+      op = surfaceOp === 'append' ? surfaceOp : toFrozenJson(surfaceOp, 'surfaceOp')
+      if (op !== 'append' && !SurfaceOpSchema.safeParse(op).success) {
         throw new SessionAppendError(`${type}: surfaceOp must be 'append' or {op:'replace', start, end}`, { path: 'surfaceOp' })
       }
       if (sourceEventSeqs !== undefined) sources = this.#checkSources(type, seq, toFrozenJson(sourceEventSeqs, 'sourceEventSeqs'))
@@ -407,11 +435,7 @@ export class Session {
     const time = seedTime === undefined ? this.#now() : seedTime
     if (typeof time !== 'number' || !Number.isFinite(time))
       throw new SessionAppendError(`${type}: time must be a finite number, got ${typeof time === 'number' ? String(time) : describeValue(time)}`)
-    const event: Record<string, unknown> = { seq, time, type, data }
-    if (op !== undefined) event.surfaceOp = op
-    if (sources !== undefined) event.sourceEventSeqs = sources
-    if (ignorable === true) event.ignorable = true
-    return Object.freeze(event) as SessionEvent
+    return Object.freeze(envelope(seq, time, type, data, op, sources, ignorable === true)) as SessionEvent
   }
 
   /** SS-4: earlier seqs only, no duplicates, non-empty except on assistant/message. */
@@ -420,32 +444,40 @@ export class Session {
     if (sources.length === 0 && type !== 'assistant/message') {
       throw new SessionAppendError(`${type}: sourceEventSeqs must not be empty (omit it when provenance is unknown)`, { path: 'sourceEventSeqs' })
     }
-    const seen = new Set<number>()
-    sources.forEach((s: unknown, i) => {
-      const path = `sourceEventSeqs[${i}]`
-      if (typeof s !== 'number' || !Number.isInteger(s) || s < 0) throw new SessionAppendError(`${type}: ${path} must be a seq`, { path })
-      if (s >= seq) throw new SessionAppendError(`${type}: ${path} = ${s} is not an earlier seq (this event is ${seq})`, { path })
-      if (seen.has(s)) throw new SessionAppendError(`${type}: ${path} = ${s} is a duplicate`, { path })
-      seen.add(s)
-    })
+    // rising seqs (what the runtime cites) cannot repeat; a set of the seen ones is built only once they do not rise
+    let seen: Set<number> | undefined
+    let last = -1
+    for (let i = 0; i < sources.length; i++) {
+      const s: unknown = sources[i]
+      if (typeof s !== 'number' || !Number.isInteger(s) || s < 0)
+        throw new SessionAppendError(`${type}: ${sourcePath(i)} must be a seq`, { path: sourcePath(i) })
+      if (s >= seq) throw new SessionAppendError(`${type}: ${sourcePath(i)} = ${s} is not an earlier seq (this event is ${seq})`, { path: sourcePath(i) })
+      if (seen === undefined && s <= last) seen = new Set(sources.slice(0, i) as number[])
+      if (seen !== undefined) {
+        if (seen.has(s)) throw new SessionAppendError(`${type}: ${sourcePath(i)} = ${s} is a duplicate`, { path: sourcePath(i) })
+        seen.add(s)
+      }
+      last = s
+    }
     return sources as readonly number[]
   }
 
   /** SS-5 and SS-6 for `{op:'replace'}` against the current surface. */
   #checkReplace(type: string, data: unknown, op: Exclude<SurfaceOp, 'append'>, sources: readonly number[] | undefined): void {
-    const { nodes, position } = this.#surface
-    const from = position.get(op.start)
-    const to = position.get(op.end)
+    const surface = this.#surface
+    const nodes = surface.seqs
+    const from = surface.indexOf(op.start)
+    const to = surface.indexOf(op.end)
     if (from === undefined) throw new SessionAppendError(`${type}: replace start ${op.start} is not a current surface node`, { path: 'surfaceOp.start' })
     if (to === undefined) throw new SessionAppendError(`${type}: replace end ${op.end} is not a current surface node`, { path: 'surfaceOp.end' })
     if (from > to) throw new SessionAppendError(`${type}: replace start ${op.start} comes after end ${op.end} on the surface`, { path: 'surfaceOp' })
     for (let i = from; i <= to; i++) {
-      if (!sources?.includes(nodes[i].seq)) {
-        throw new SessionAppendError(`${type}: sourceEventSeqs must include every shadowed node; ${nodes[i].seq} is missing`, { path: 'sourceEventSeqs' })
+      if (!sources?.includes(nodes[i])) {
+        throw new SessionAppendError(`${type}: sourceEventSeqs must include every shadowed node; ${nodes[i]} is missing`, { path: 'sourceEventSeqs' })
       }
     }
     if (type !== 'tool/result') return
-    const old = from === to ? this.#events[nodes[from].seq] : undefined
+    const old = from === to ? this.#events[nodes[from]] : undefined
     if (old?.type !== 'tool/result') throw new SessionAppendError('tool/result: a replacement must shadow exactly one tool/result node', { path: 'surfaceOp' })
     // SS-6, our reading: the replacement is the same result with new content.
     // Everything (turn, step, message id and source, toolCallId, isError,
@@ -479,12 +511,15 @@ export class Session {
     } finally {
       this.#publishing = false
     }
+    // nobody subscribed to events$ and no delivery running: nothing to queue (the common case, on every chunk)
+    if (this.#sinks.size === 0 && !this.#delivering) return
     this.#outbox.push(event)
     if (this.#delivering) return
     this.#delivering = true
     try {
       for (let i = 0; i < this.#outbox.length; i++) {
-        for (const sink of this.#sinks.size === 0 ? [] : [...this.#sinks]) {
+        if (this.#sinks.size === 0) continue
+        for (const sink of [...this.#sinks]) {
           try {
             sink.next(this.#outbox[i])
           } catch (err) {
@@ -540,6 +575,33 @@ export function createSession(options?: SessionOptions): Session {
 }
 
 // ---- helpers -----------------------------------------------------------------
+
+const sourcePath = (i: number) => `sourceEventSeqs[${i}]`
+
+/**
+ * The frozen-to-be envelope in its fixed key order. Why one literal per common shape: an object literal holds its
+ * fields inline, where keys added one by one after it spill into a separate property store (kept heap, #13).
+ */
+function envelope(
+  seq: number,
+  time: number,
+  type: string,
+  data: unknown,
+  op: SurfaceOp | undefined,
+  sources: readonly number[] | undefined,
+  ignorable: boolean,
+) {
+  if (!ignorable) {
+    if (op === undefined) return { seq, time, type, data }
+    if (sources === undefined) return { seq, time, type, data, surfaceOp: op }
+    return { seq, time, type, data, surfaceOp: op, sourceEventSeqs: sources }
+  }
+  const event: Record<string, unknown> = { seq, time, type, data }
+  if (op !== undefined) event.surfaceOp = op
+  if (sources !== undefined) event.sourceEventSeqs = sources
+  event.ignorable = true
+  return event
+}
 
 /** The assistant/chunk hot path: a hand check instead of zod on every chunk. */
 function checkChunk(data: unknown, at: string): void {
