@@ -3,7 +3,7 @@
 // user supplies. The decision of what to compact is pure (session/compaction.ts).
 import { z } from 'zod/v4'
 import { LlmError } from './adapters/failure.js'
-import { normalizeStream, StreamAssembler } from './adapters/assemble.js'
+import { admitChunk, normalizeStream, StreamAssembler } from './adapters/assemble.js'
 import type { ModelAdapter, ModelRequest } from './adapters/types.js'
 import { ConfigError } from './errors.js'
 import { describeThrown, describeValue, isRecordLike } from './foreign.js'
@@ -149,7 +149,7 @@ function checkedSummary(result: unknown): { summary: string; usage?: TokenUsage 
 /**
  * Runs the summariser over the range's messages. The model summariser sends the range, then one user message
  * asking for the summary, with the agent's tools declared but not callable (toolChoice none) and no
- * structured output; a failed finish becomes a thrown LlmError with its facts.
+ * structured output; a failed finish or a malformed chunk becomes a thrown LlmError with its facts.
  */
 export async function runSummariser(args: {
   compaction: ResolvedCompaction
@@ -180,7 +180,12 @@ export async function runSummariser(args: {
     signal,
   })
   const assembler = new StreamAssembler()
-  for await (const chunk of normalizeStream(model, request)) assembler.push(chunk)
+  for await (const raw of normalizeStream(model, request)) {
+    // checked as a turn's chunks are (ST-6): a malformed one is a MALFORMED_RESPONSE failure, not part of a summary
+    const admitted = admitChunk(raw)
+    if (!admitted.ok) throw new LlmError(admitted.failure)
+    assembler.push(admitted.chunk)
+  }
   const response = assembler.result()
   if (response.finish.kind === 'error' || response.finish.kind === 'aborted') throw new LlmError(response.finish.failure)
   const text = response.content

@@ -15,6 +15,7 @@ import {
   type Message,
   type ModelRequest,
   type SessionEvent,
+  type StreamChunk,
 } from '../../src/index.js'
 import { memoryStore, type SessionStore } from '../../src/stores/index.js'
 import { sqliteStore } from '../../src/stores/sqlite.js'
@@ -301,6 +302,30 @@ describe('CP — Compaction', () => {
     expect(checkSessionInvariants(reopened.session.events)).toEqual([])
     expect((await reopened.run(m('p3', 'question 3'))).end).toEqual({ kind: 'completed' })
   })
+
+  // the model summariser's stream is checked chunk by chunk as a turn's is, so a malformed stream is no summary
+  const badChunks: Array<[string, unknown, RegExp]> = [
+    ['a negative index', { type: 'text-delta', index: -1, text: 'x' }, /malformed stream chunk: index: /],
+    ['a chunk that is not an object', 'garbage', /malformed stream chunk: /],
+    ['a bad usage', { type: 'usage', usage: { inputTokens: -1, outputTokens: 1 } }, /malformed stream chunk: usage\.inputTokens: /],
+  ]
+  for (const [label, chunk, message] of badChunks) {
+    it(`CP-3: the model summariser streaming ${label} fails the compaction MALFORMED_RESPONSE and replaces nothing`, async () => {
+      const entry = (request: ModelRequest): readonly StreamChunk[] =>
+        isSummaryRequest(request) ? [chunk as StreamChunk, ...textResponse('a summary')] : answer(1)
+      const model = scriptedModel(
+        Array.from({ length: 10 }, () => entry),
+        { contextWindow: 100_000 },
+      )
+      const agent = track(createAgent({ model, compaction: { keepRecent: 0.001 } }))
+      for (let n = 1; n <= 2; n++) await agent.run(m(`p${n}`, `question ${n}`))
+      const result = await agent.compact()
+      expect(result).toMatchObject({ compacted: false, record: { failure: { code: 'MALFORMED_RESPONSE' } } })
+      expect((result as { record: { failure: { message: string } } }).record.failure.message).toMatch(message)
+      expect(summaryEvents(agent.session.events)).toEqual([])
+      expect((await agent.run(m('p3', 'question 3'))).end).toEqual({ kind: 'completed' })
+    })
+  }
 
   it('CP-4: agent.compact() from idle compacts now, status stays idle, and resolves with the record', async () => {
     const model = windowedModel(100_000)
