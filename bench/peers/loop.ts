@@ -1,5 +1,5 @@
 // One loop, one process: `node --expose-gc --import tsx bench/peers/loop.ts
-// <loop> <timing|heap|profile|census> [json options]` prints one JSON line.
+// <loop> <timing|heap|profile|census|replay> [json options]` prints one JSON line.
 // The orchestrator (run.ts) starts one of these per loop and measure.
 import { measureHeap, measureTiming, type Loop, type TimingOptions } from './harness.js'
 
@@ -38,8 +38,12 @@ async function main(): Promise<void> {
     if (name !== 'agentchart') throw new Error('census counts agentchart machine events')
     const { census } = await import('./census.js')
     result = await census(options)
+  } else if (mode === 'replay') {
+    if (name !== 'agentchart') throw new Error('replay times agentchart machine alone')
+    const { replayMachine } = await import('./replay.js')
+    result = await replayMachine(options)
   } else {
-    throw new Error(`unknown mode ${mode}; timing, heap, profile or census`)
+    throw new Error(`unknown mode ${mode}; timing, heap, profile, census or replay`)
   }
   const out: LoopOutput = { loop: loop.name, label: loop.label, versions: loop.versions, notes: loop.notes, node: process.version, mode, result }
   process.stdout.write(`${JSON.stringify(out)}\n`)
