@@ -151,16 +151,12 @@ function enqueueForm(accepted: readonly string[] | null, run: (d: Draft, event: 
 /** A named action as XState's setup types it (whichever form it takes). */
 type ActionImpl = ReturnType<typeof enqueueForm>
 
-/** A fresh function that does nothing (a named action's identity); anonymous, so no name is kept for it. */
-function inert(): () => void {
-  return function () {}
-}
-
 /** A named action from its Draft steps, for the events it accepts (null: any). */
 function draftAction(accepted: readonly string[] | null, run: (d: Draft, event: AgentEvent) => void): ActionImpl {
   const label: Named['label'] = { name: '' }
   if (!RESOLVES_BUILT_INS) return enqueueForm(accepted, run, label)
-  const impl = inert() as DraftAction
+  // the function itself is never called: XState calls `resolve`
+  const impl = (() => {}) as DraftAction
   impl.type = 'agentchart.draft'
   impl.label = label
   impl.accepted = accepted
