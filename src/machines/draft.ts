@@ -4,7 +4,7 @@
 // also records which events the implementation is written for, so that
 // `attached()` (attachment.ts) can refuse, at compile time, a config that
 // attaches it to another event.
-import { assertEvent, assign, emit, setup, type EventObject } from 'xstate'
+import { assertEvent, assign, createActor, emit, setup, type EventObject } from 'xstate'
 import type { EventData, SessionEventType, SurfaceOp } from '../session/schemas.js'
 import type { AgentContext, AgentEvent, AgentInput, CallerUndo, Effect, HookName, NotificationName, RequestContext, ToolBatchContext } from './types.js'
 
@@ -116,9 +116,9 @@ interface DraftAction {
  * runs its Draft over the snapshot's context, copies the snapshot around the patched context (an `assign`
  * would rebuild it through XState's snapshot constructor, recomputing the state value and tag set over the
  * whole configuration, though a patch never changes the configuration), and hands back its name marker and
- * effects. Where `assign` does not carry that protocol, named actions are `enqueueActions` of the same steps.
+ * effects. Where this XState does not resolve them so (`builtInsWork`), named actions are `enqueueActions` of
+ * the same steps.
  */
-const RESOLVES_BUILT_INS = typeof (assign({}) as unknown as Partial<DraftAction>).resolve === 'function'
 
 /** The one `resolve` of every named action (shared: resolving allocates no closure). */
 const resolveDraftAction: DraftAction['resolve'] = (_scope, snapshot, args, _params, self) => {
@@ -151,10 +151,8 @@ function enqueueForm(accepted: readonly string[] | null, run: (d: Draft, event: 
 /** A named action as XState's setup types it (whichever form it takes). */
 type ActionImpl = ReturnType<typeof enqueueForm>
 
-/** A named action from its Draft steps, for the events it accepts (null: any). */
-function draftAction(accepted: readonly string[] | null, run: (d: Draft, event: AgentEvent) => void): ActionImpl {
-  const label: Named['label'] = { name: '' }
-  if (!RESOLVES_BUILT_INS) return enqueueForm(accepted, run, label)
+/** The built-in form of a named action. */
+function builtInForm(accepted: readonly string[] | null, run: (d: Draft, event: AgentEvent) => void, label: Named['label']): DraftAction {
   // the function itself is never called: XState calls `resolve`
   const impl = (() => {}) as DraftAction
   impl.type = 'agentchart.draft'
@@ -163,6 +161,43 @@ function draftAction(accepted: readonly string[] | null, run: (d: Draft, event: 
   impl.run = run
   impl.resolve = resolveDraftAction
   return impl
+}
+
+/**
+ * Whether this XState resolves the built-in form as written: `assign` carries a `resolve`, and a probe machine
+ * whose entry is one such action ends with the patch in its context and runs its marker, then its effect.
+ * Checked once, when the machines load.
+ */
+function builtInsWork(): boolean {
+  if (typeof (assign({}) as unknown as Partial<DraftAction>).resolve !== 'function') return false
+  try {
+    const ran: string[] = []
+    const probe = builtInForm(
+      null,
+      (d) => {
+        d.set({ turn: 1 })
+        d.emit({ type: 'fx.signal' })
+      },
+      { name: 'probe', marker: () => void ran.push('marker') },
+    )
+    const machine = setup({ actions: { probe } }).createMachine({ context: { turn: 0 }, entry: 'probe' })
+    const actor = createActor(machine)
+    actor.on('fx.signal', () => void ran.push('effect'))
+    actor.start()
+    const works = actor.getSnapshot().context.turn === 1 && ran.join() === 'marker,effect'
+    actor.stop()
+    return works
+  } catch {
+    return false
+  }
+}
+
+const RESOLVES_BUILT_INS = builtInsWork()
+
+/** A named action from its Draft steps, for the events it accepts (null: any). */
+function draftAction(accepted: readonly string[] | null, run: (d: Draft, event: AgentEvent) => void): ActionImpl {
+  const label: Named['label'] = { name: '' }
+  return RESOLVES_BUILT_INS ? builtInForm(accepted, run, label) : enqueueForm(accepted, run, label)
 }
 
 /** Give each action of a set of implementations the name it is declared under (shown by inspectors); returns the set. */
