@@ -390,6 +390,17 @@ export class Session {
 
   // ---- internals -------------------------------------------------------------
 
+  /** The clock's last reading, held as it was read: the events of one millisecond share it (see `envelope`). */
+  #lastTime: number | null = null
+
+  #clock(): number {
+    const time = this.#now()
+    // Object.is: a clock that gives -0 then 0 must log each as given
+    if (Object.is(time, this.#lastTime)) return this.#lastTime as number
+    this.#lastTime = time
+    return time
+  }
+
   /**
    * Checks one event against the log as it stands and returns it frozen.
    * `data` is already a frozen lossless copy. Pure: nothing changes here, so
@@ -432,7 +443,7 @@ export class Session {
       if (op !== 'append') this.#checkReplace(type, data, op, sources)
     }
 
-    const time = seedTime === undefined ? this.#now() : seedTime
+    const time = seedTime === undefined ? this.#clock() : seedTime
     if (typeof time !== 'number' || !Number.isFinite(time))
       throw new SessionAppendError(`${type}: time must be a finite number, got ${typeof time === 'number' ? String(time) : describeValue(time)}`)
     return Object.freeze(envelope(seq, time, type, data, op, sources, ignorable === true)) as SessionEvent
@@ -601,6 +612,15 @@ function envelope(
   if (sources !== undefined) event.sourceEventSeqs = sources
   event.ignorable = true
   return event
+}
+
+// An event's `time` (epoch ms) is no small integer, so V8 boxes it; a field that has only ever held numbers gets a
+// box of its own in every object (16 bytes an event). A field that once held anything else keeps plain references,
+// so the events of one millisecond share the one number the clock gave (#clock). One throwaway envelope of each
+// shape with no number in `time`, at load, makes it so. Why: those boxes were 6% of the heap a turn keeps (#13).
+for (const op of [undefined, 'append'] as const) {
+  envelope(0, null as never, '', null, op, undefined, false)
+  envelope(0, null as never, '', null, op, [], false)
 }
 
 /** The assistant/chunk hot path: a hand check instead of zod on every chunk. */
