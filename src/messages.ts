@@ -9,7 +9,12 @@ export type UserSource = UserMessage['source']
 /** A deep-frozen user message from text or content blocks; `id` defaults to a fresh UUID. */
 export function userMessage(textOrBlocks: string | readonly ContentBlock[], options: { id?: string; source?: UserSource } = {}): UserMessage {
   const content = typeof textOrBlocks === 'string' ? [{ type: 'text' as const, text: textOrBlocks }] : [...textOrBlocks]
-  return toInboxMessage({ id: options.id ?? randomUUID(), role: 'user', content, source: options.source ?? { kind: 'user' } })
+  const { id, source } = options
+  const message = { id: id ?? randomUUID(), role: 'user' as const, content, source: source ?? { kind: 'user' as const } }
+  // text with the default id and source is made here of one string: nothing in it to check (any string is a text
+  // block's text and lossless JSON), so the boundary pass is skipped; every other form is checked (#13)
+  if (typeof textOrBlocks === 'string' && id === undefined && source === undefined) return deepFreeze(message)
+  return toInboxMessage(message)
 }
 
 /** Check a message at the inbox boundary (IN-7) and freeze it in place (IN-8); strings become text messages. */

@@ -481,6 +481,7 @@ describe('IN — Inbox', () => {
     expect(listenerErrors[0]).toBeInstanceOf(TypeError)
     const made = userMessage('made')
     expect(() => (made.content as unknown[]).push({ type: 'text', text: 'more' })).toThrow(TypeError)
+    expect([made, made.content[0], made.source].every((part) => Object.isFrozen(part))).toBe(true)
     agent.followup(made)
     await agent.whenIdle()
     const logged = agent.session.events.flatMap((e) => (e.type === 'user/message' ? [e.data] : []))
