@@ -30,7 +30,10 @@ async function main(): Promise<void> {
   if (mode === 'timing') {
     result = await measureTiming(loop, options as unknown as TimingOptions)
   } else if (mode === 'heap') {
-    result = await measureHeap(loop, Number(options.turns), Number(options.chunks))
+    result = await measureHeap(loop, Number(options.turns), Number(options.chunks), {
+      warmupTurns: options.warmupTurns === undefined ? undefined : Number(options.warmupTurns),
+      every: options.every === undefined ? undefined : Number(options.every),
+    })
   } else if (mode === 'profile') {
     const { profile } = await import('./profile.js')
     result = await profile(loop, options)

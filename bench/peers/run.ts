@@ -102,7 +102,8 @@ export function runPeers(options: PeerOptions = {}): PeerResults {
   // rounds interleave the loops' processes, so a slow minute on a shared machine lands on every loop, not on one
   const rounds = quick ? 1 : 3
   const timing = quick ? { chunks, reps: 3, batchMs: 60, warmupTurns: 3, warmupMs: 200 } : { chunks, reps: 4, batchMs: 150, warmupTurns: 5, warmupMs: 800 }
-  const heap = { turns: quick ? 40 : 100, chunks: 16 }
+  // long enough that a peer's bounded caches have filled: over 100 turns OpenAI Agents JS kept 9.6 KB a turn, over 500 about 6.5 KB
+  const heap = quick ? { turns: 40, chunks: 16, warmupTurns: 20, every: 10 } : { turns: 500, chunks: 16, warmupTurns: 50, every: 25 }
   const wanted = (options.loops ?? ALL).filter((n): n is Name => (ALL as readonly string[]).includes(n))
   const skipped: Partial<Record<Name, string>> = {}
   if (wanted.some((n) => (PEERS as readonly string[]).includes(n))) {
@@ -186,7 +187,7 @@ export function runPeers(options: PeerOptions = {}): PeerResults {
       perChunk: 'slope of the median turn time against C (least squares over the C values)',
       perStep: `(intercept − ${2 * FIXED_TEXT} × per chunk) ÷ ${CALLS_PER_TURN}: a model call with its tool runs and framing, without text chunks`,
       turns: 'each timed turn is the first turn of a fresh conversation, created before the timer starts',
-      keptHeap: `slope of heapUsed (after full GCs, every 10 turns) over ${heap.turns} turns of one conversation at C = ${heap.chunks}, after 20 warm-up turns`,
+      keptHeap: `slope of heapUsed (after full GCs, every ${heap.every} turns) over ${heap.turns} turns of one conversation at C = ${heap.chunks}, after ${heap.warmupTurns} warm-up turns`,
     },
     loops,
     skipped,
