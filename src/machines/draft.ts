@@ -94,7 +94,7 @@ interface Named {
 /** A snapshot as a built-in action's `resolve` sees it: what a context commit reads and copies. */
 type ResolvedSnapshot = { readonly context: AgentContext }
 
-/** What a named action is to XState: a built-in action, resolved through its `resolve` (see RESOLVES_BUILT_INS). */
+/** What a named action is to XState: a built-in action, resolved through its `resolve` (see resolveDraftAction). */
 interface DraftAction {
   (): void
   type: string
@@ -111,16 +111,14 @@ interface DraftAction {
 }
 
 /**
- * XState v5 resolves its built-in actions (assign, emit, enqueueActions) through a `resolve` function on the
- * action, which returns the next snapshot and the actions to run next. A named action is one such built-in: it
- * runs its Draft over the snapshot's context, copies the snapshot around the patched context (an `assign`
- * would rebuild it through XState's snapshot constructor, recomputing the state value and tag set over the
- * whole configuration, though a patch never changes the configuration), and hands back its name marker and
- * effects. Where this XState does not resolve them so (`builtInsWork`), named actions are `enqueueActions` of
- * the same steps.
+ * The one `resolve` of every named action (shared: resolving allocates no closure). XState v5 resolves its
+ * built-in actions (assign, emit, enqueueActions) through a `resolve` function on the action, which returns the
+ * next snapshot and the actions to run next. A named action is one such built-in: it runs its Draft over the
+ * snapshot's context, copies the snapshot around the patched context (an `assign` would rebuild it through
+ * XState's snapshot constructor, recomputing the state value and tag set over the whole configuration, though a
+ * patch never changes the configuration), and hands back its name marker and effects. Where this XState does not
+ * resolve them so (`builtInsWork`), named actions are `enqueueActions` of the same steps.
  */
-
-/** The one `resolve` of every named action (shared: resolving allocates no closure). */
 const resolveDraftAction: DraftAction['resolve'] = (_scope, snapshot, args, _params, self) => {
   if (self.accepted) assertEvent(args.event, self.accepted as EventType[])
   const d = new Draft(snapshot.context)

@@ -119,25 +119,15 @@ const BUILT: BuiltIntent = Object.freeze({ [MACHINE_BUILT]: true as const })
 /** The intent of a chunk event whose data the stream loop built frozen from checked values (FROZEN_JSON). */
 const CHECKED: BuiltIntent = Object.freeze({ [FROZEN_JSON]: true as const })
 
-const isIndex = (n: number): boolean => Number.isSafeInteger(n) && n >= 0 && !Object.is(n, -0)
-
 /**
  * The chunks that come by the dozen (text and reasoning deltas, block starts), frozen as they are: exactly the
- * lossless copy the session would make of them. An admitted chunk is the stream loop's own fresh object (admitChunk
- * rebuilds it, by hand or by zod), and StreamChunkSchema holds these three types to three keys in schema order: a
- * string, a safe index and a block type. Undefined for anything else, and for a -0 index, which the session's copy
- * refuses. Why: copying every streamed chunk was the largest part of the lossless pass (issue #13).
+ * lossless copy the session would make of them. An admitted chunk is admitChunk's own fresh object, already held
+ * to StreamChunkSchema (by its hand check or by zod): for these three types, three keys of a string, a safe
+ * non-negative index (never -0) and a block type. Undefined for every other type. Why: copying every streamed
+ * chunk was the largest part of the lossless pass (issue #13).
  */
 function frozenCommonChunk(chunk: StreamChunk): StreamChunk | undefined {
-  switch (chunk.type) {
-    case 'text-delta':
-    case 'reasoning-delta':
-      return typeof chunk.text === 'string' && isIndex(chunk.index) ? Object.freeze(chunk) : undefined
-    case 'block-start':
-      return typeof chunk.blockType === 'string' && isIndex(chunk.index) ? Object.freeze(chunk) : undefined
-    default:
-      return undefined
-  }
+  return chunk.type === 'text-delta' || chunk.type === 'reasoning-delta' || chunk.type === 'block-start' ? Object.freeze(chunk) : undefined
 }
 
 export class Runtime {
