@@ -20,6 +20,10 @@ export function formatPath(base: string, keys: readonly PropertyKey[]): string {
   return out
 }
 
+/** For zod refinements of numbers read from JSON: -0 is refused (JSON writes it as 0), naming the field. */
+export const notMinusZero = (n: number): boolean => n !== 0 || 1 / n > 0
+export const MINUS_ZERO = { message: '-0 does not survive JSON (it reads back as 0)' } as const
+
 /** Checks that `value` is lossless JSON and returns a deep-frozen deep copy; the one gate every logged value passes (SS-2). */
 export function toFrozenJson<T>(value: T, path = 'data'): T {
   return visit(value, { base: path, keys: [], ancestors: [] }) as T

@@ -1,13 +1,12 @@
 // The session vocabulary: zod schemas are the single source of both the
 // runtime checks (loaded logs, public inputs) and the TypeScript types.
 import { z } from 'zod/v4'
+import { MINUS_ZERO, notMinusZero } from './lossless.js'
 
 const nonEmpty = z.string().min(1)
 const turnNo = z.number().int().positive()
 // JSON writes -0 as 0, so the log's lossless rule would refuse it at the append: the schemas refuse it first,
 // naming the field (z.number() already refuses NaN and ±Infinity)
-const notMinusZero = (n: number): boolean => n !== 0 || 1 / n > 0
-const MINUS_ZERO = { message: '-0 does not survive JSON (it reads back as 0)' }
 const count = z.number().int().nonnegative().refine(notMinusZero, MINUS_ZERO)
 const anyNumber = z.number().refine(notMinusZero, MINUS_ZERO)
 

@@ -40,6 +40,14 @@ export interface Durability {
 
 const noop = () => {}
 
+/**
+ * A compaction summary is appended right before its `compaction/completed`: a full batch is not cut between
+ * the two, so one commit holds both or neither (docs/compaction.md). If the record never comes, the age timer commits.
+ */
+function awaitsRecord(event: SessionEvent): boolean {
+  return event.type === 'user/message' && typeof event.surfaceOp === 'object'
+}
+
 export class SessionWriter implements SessionSink, Durability {
   readonly #handle: SessionHandle
   readonly #session: Session
@@ -102,7 +110,7 @@ export class SessionWriter implements SessionSink, Durability {
     const n = this.#buffer.push(event)
     if (this.#inflight !== null) return
     if (n === 1) this.#arm()
-    else if (n >= this.#maxEvents) this.#background()
+    else if (n >= this.#maxEvents && !awaitsRecord(event)) this.#background()
   }
 
   commitThrough(length: number): Promise<void> | undefined {
@@ -176,8 +184,9 @@ export class SessionWriter implements SessionSink, Durability {
     } catch (error) {
       this.#options.logger?.error('a session/committed listener threw', error)
     }
-    if (this.#buffer.length >= this.#maxEvents) this.#background()
-    else if (this.#buffer.length > 0) this.#arm()
+    const n = this.#buffer.length
+    if (n >= this.#maxEvents && !awaitsRecord(this.#buffer[n - 1])) this.#background()
+    else if (n > 0) this.#arm()
   }
 
   #arm(): void {

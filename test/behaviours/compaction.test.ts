@@ -303,6 +303,47 @@ describe('CP — Compaction', () => {
     expect((await reopened.run(m('p3', 'question 3'))).end).toEqual({ kind: 'completed' })
   })
 
+  it('CP-2: a full commit batch is never cut between the summary and its record, whatever the batch size', async () => {
+    // followups sent while the summariser runs are logged before the summary, so the summary can fill a batch
+    for (let maxEvents = 2; maxEvents <= 6; maxEvents++) {
+      const inner = memoryStore()
+      const batches: SessionEvent[][] = []
+      const store: SessionStore = {
+        ...inner,
+        open: async (id, options) => {
+          const handle = await inner.open(id, options)
+          return {
+            ...handle,
+            append: (events) => {
+              batches.push([...events])
+              return handle.append(events)
+            },
+          }
+        },
+      }
+      let agent!: Awaited<ReturnType<typeof createAgent>>
+      const summarise = async () => {
+        for (let i = 0; i < 4; i++) agent.followup(m(`late${i}`))
+        await Promise.resolve()
+        return 'the short story'
+      }
+      agent = track(
+        await createAgent({ model: windowedModel(100_000), compaction: { keepRecent: 0.001, summarise }, store, sessionId: 's', commits: { maxEvents } }),
+      )
+      for (let n = 1; n <= 2; n++) await agent.run(m(`p${n}`, `question ${n}`))
+      expect(await agent.compact()).toMatchObject({ compacted: true })
+      await agent.whenIdle()
+      const summary = summaryEvents(agent.session.events)[0]
+      const holding = batches.find((batch) => batch.some((e) => e.seq === summary.seq))!
+      expect(
+        holding.map((e) => e.seq),
+        `maxEvents ${maxEvents}`,
+      ).toContain(summary.seq + 1)
+      expect(agent.session.at(summary.seq + 1)?.type).toBe('compaction/completed')
+      await agent.dispose()
+    }
+  })
+
   // the model summariser's stream is checked chunk by chunk as a turn's is, so a malformed stream is no summary
   const badChunks: Array<[string, unknown, RegExp]> = [
     ['a negative index', { type: 'text-delta', index: -1, text: 'x' }, /malformed stream chunk: index: /],

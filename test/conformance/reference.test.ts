@@ -14,6 +14,7 @@ import {
   FORMAT_VERSION,
   readSuite,
   runSuite,
+  ScenarioSchema,
   scenarioJsonSchema,
   SUITE_FORMAT,
   UNREACHABLE,
@@ -100,5 +101,17 @@ describe('the generated conformance suite', () => {
     broken.inputs[0] = { ...broken.inputs[0], type: 'no-such-input' }
     expect(validate(broken)).toBe(false)
     expect(validate.errors?.some((e) => e.instancePath.startsWith('/inputs/0'))).toBe(true)
+  })
+
+  it('refuses -0 in a scenario file, naming the field: JSON would write it back as 0', async () => {
+    const id = suite.scenarios.find((s) => s.expected.length > 0)!.id
+    const text = await readFile(join(dir, 'scenarios', `${id}.json`), 'utf8')
+    expect(ScenarioSchema.safeParse(JSON.parse(text)).success).toBe(true)
+    // JSON.parse reads a hand-written -0 as -0
+    const edited = JSON.parse(text.replace(/"seq": 0\b/, '"seq": -0')) as { expected: Array<{ seq: number }> }
+    expect(Object.is(edited.expected[0].seq, -0)).toBe(true)
+    const parsed = ScenarioSchema.safeParse(edited)
+    expect(parsed.success).toBe(false)
+    expect(parsed.error?.issues).toEqual([expect.objectContaining({ path: ['expected', 0, 'seq'], message: expect.stringContaining('-0') as unknown })])
   })
 })

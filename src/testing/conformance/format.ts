@@ -3,6 +3,7 @@
 // payload, the whole expected log). docs/conformance.md is its normative
 // text; this zod schema is the source of the JSON Schema shipped beside it.
 import { z } from 'zod/v4'
+import { MINUS_ZERO, notMinusZero } from '../../session/lossless.js'
 import { AgentCancelCauseSchema, StreamChunkSchema, UserMessageSchema } from '../../session/schemas.js'
 import type { AgentCancelCause, InboxTarget, StreamChunk, UserMessage } from '../../session/schemas.js'
 
@@ -200,8 +201,8 @@ export const ScenarioInputSchema = z.union([
     .object({
       type: z.literal('splice'),
       target,
-      start: z.number().int(),
-      deleteCount: z.number().int().nonnegative(),
+      start: z.number().int().refine(notMinusZero, MINUS_ZERO),
+      deleteCount: z.number().int().nonnegative().refine(notMinusZero, MINUS_ZERO),
       insert: z.array(UserMessageSchema),
     })
     .strict(),
@@ -230,7 +231,13 @@ export const ScenarioInputSchema = z.union([
     Throw,
   ),
   ...hook('request', {}, Next, Return(z.object({ provider: z.string(), model: z.string() }).strict()), Throw),
-  ...hook('request-error', {}, Next, Return(z.object({ kind: z.literal('retry'), delayMs: z.number().int().nonnegative().optional() }).strict()), Throw),
+  ...hook(
+    'request-error',
+    {},
+    Next,
+    Return(z.object({ kind: z.literal('retry'), delayMs: z.number().int().nonnegative().refine(notMinusZero, MINUS_ZERO).optional() }).strict()),
+    Throw,
+  ),
   ...hook('turn-stopping', {}, { action: z.literal('return'), steer: UserMessageSchema.optional() }, Throw),
   ...hook(
     'tool-pre',
@@ -269,7 +276,7 @@ export const ScenarioInputSchema = z.union([
   z
     .object({
       type: z.literal('fork'),
-      upTo: z.number().int(),
+      upTo: z.number().int().refine(notMinusZero, MINUS_ZERO),
       id,
       refused: z.enum(['FORK_UNKNOWN_SEQ', 'FORK_INSIDE_TURN', 'FORK_ID_TAKEN']).optional(),
     })
@@ -291,12 +298,12 @@ export const ScenarioToolSchema: z.ZodType<ScenarioTool> = z
 /** A stored event the agent is created over (resume). */
 export const SeedEventSchema: z.ZodType<SeedEvent> = z
   .object({
-    seq: z.number().int().nonnegative(),
-    time: z.number(),
+    seq: z.number().int().nonnegative().refine(notMinusZero, MINUS_ZERO),
+    time: z.number().refine(notMinusZero, MINUS_ZERO),
     type: id,
     data: z.unknown(),
     surfaceOp: z.unknown().optional(),
-    sourceEventSeqs: z.array(z.number().int().nonnegative()).optional(),
+    sourceEventSeqs: z.array(z.number().int().nonnegative().refine(notMinusZero, MINUS_ZERO)).optional(),
   })
   .strict()
 
@@ -305,9 +312,9 @@ export const CompactionSetupSchema: z.ZodType<CompactionSetup> = z
   .object({
     contextWindow: z.number().int().positive(),
     threshold: z.number().positive().max(1),
-    keepRecent: z.number().nonnegative().max(1),
+    keepRecent: z.number().nonnegative().max(1).refine(notMinusZero, MINUS_ZERO),
     auto: z.boolean(),
-    baseTokens: z.number().int().nonnegative(),
+    baseTokens: z.number().int().nonnegative().refine(notMinusZero, MINUS_ZERO),
   })
   .strict()
 
@@ -336,11 +343,11 @@ export const ScenarioSetupSchema: z.ZodType<ScenarioSetup> = z
 /** One event of the expected log: compared in full, except `time` and the JSON Pointers listed in `free`. */
 export const ExpectedEventSchema: z.ZodType<ExpectedEvent> = z
   .object({
-    seq: z.number().int().nonnegative(),
+    seq: z.number().int().nonnegative().refine(notMinusZero, MINUS_ZERO),
     type: id,
     data: z.unknown(),
     surfaceOp: z.unknown().optional(),
-    sourceEventSeqs: z.array(z.number().int().nonnegative()).optional(),
+    sourceEventSeqs: z.array(z.number().int().nonnegative().refine(notMinusZero, MINUS_ZERO)).optional(),
     /** JSON Pointers (RFC 6901, from the event) whose value the implementation chooses; written as "*" in `data`. */
     free: z.array(z.string().startsWith('/')).optional(),
   })

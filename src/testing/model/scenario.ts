@@ -3,6 +3,7 @@
 // outcomes, store failures). Exported scenarios spell each one out in the
 // portable format (conformance/format.ts) through model/script.ts.
 import { z } from 'zod/v4'
+import { MINUS_ZERO, notMinusZero } from '../../session/lossless.js'
 
 const id = z.string().min(1)
 
@@ -17,8 +18,8 @@ export const WalkInputSchema = z.discriminatedUnion('type', [
     .object({
       type: z.literal('splice'),
       target: z.enum(['next-turn', 'next-step']),
-      start: z.number().int(),
-      deleteCount: z.number().int().nonnegative(),
+      start: z.number().int().refine(notMinusZero, MINUS_ZERO),
+      deleteCount: z.number().int().nonnegative().refine(notMinusZero, MINUS_ZERO),
       insert: z.array(id),
     })
     .strict(),
