@@ -7,16 +7,28 @@
 //   BENCH_PEERS=0        skip the peer comparison
 //   BENCH_QUICK=1        fewer repetitions: a look, not a result
 //   BENCH_LOOPS=a,b      only these loops of the comparison
+//   BENCH_SOURCE=src     measure the sources through tsx instead of building
+//                        and measuring the package (dist/), as users run it
+import { spawnSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
-import { createAgent, createSession, userMessage, type StreamChunk } from '../src/index.js'
-import { StreamAssembler } from '../src/adapters/assemble.js'
 import type { ModelAdapter } from '../src/adapters/types.js'
-import { textResponse } from '../src/testing/index.js'
+import type { StreamChunk } from '../src/index.js'
 import { CPU_CLOCK, cpuUs } from './peers/clock.js'
 import { median } from './peers/harness.js'
 import { markdownTable, ratioLines, runPeers, type PeerResults, type Ratio } from './peers/run.js'
 import { storeBench } from './stores.js'
+
+// Build first, so the numbers are the package's; the loop processes inherit BENCH_SOURCE.
+if (process.env.BENCH_SOURCE !== 'src' && !process.argv.includes('--readme')) {
+  console.log('building the package (npm run build) ...')
+  if (spawnSync('npm', ['run', 'build'], { stdio: ['ignore', 'ignore', 'inherit'] }).status !== 0) throw new Error('npm run build failed')
+  process.env.BENCH_SOURCE = 'dist'
+}
+const { lib, assemble, testing, SOURCE } = await import('./peers/agentchart-lib.js')
+const { createAgent, createSession, userMessage } = lib
+const { StreamAssembler } = assemble
+const { textResponse } = testing
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 10_000)
 const WINDOW = Math.max(1, Math.floor(TURNS / 10))
@@ -198,6 +210,8 @@ interface Results {
   machine: ReturnType<typeof machine>
   node: string
   quick: boolean
+  /** What was measured: the built package (`dist`) or the sources through tsx (`src`). */
+  source?: 'dist' | 'src'
   inProcess: InProcess
   peers: PeerResults | null
 }
@@ -207,7 +221,7 @@ function resultsSection(results: Results): string {
   const { machine: m, inProcess: local, peers } = results
   const lines = [
     `Run of ${results.generatedAt.slice(0, 10)} on ${m.cpu} (${m.cores} cores, ${m.memoryGiB} GiB), ${m.platform}, Node ${results.node}` +
-      `${results.quick ? ' (BENCH_QUICK: a look, not a result)' : ''}.`,
+      `${results.quick ? ' (BENCH_QUICK: a look, not a result)' : ''}; agentchart ${results.source === 'src' ? 'from its sources through tsx (BENCH_SOURCE=src)' : 'as the built package (dist/)'}.`,
     '',
   ]
   if (peers) {
@@ -311,7 +325,15 @@ async function main() {
     for (const line of ratioLines(peers)) console.log(line)
   }
   console.log(`${local.growth.ratio.label}: ${local.growth.ratio.value?.toFixed(2)}x (target ${local.growth.ratio.target})`)
-  const results: Results = { generatedAt: new Date().toISOString(), machine: machine(), node: process.version, quick: QUICK, inProcess: local, peers }
+  const results: Results = {
+    generatedAt: new Date().toISOString(),
+    machine: machine(),
+    node: process.version,
+    quick: QUICK,
+    source: SOURCE,
+    inProcess: local,
+    peers,
+  }
   writeFileSync(RESULTS, `${JSON.stringify(results, null, 2)}\n`)
   writeReadme(results)
   console.log('\nwrote bench/results.json and the generated blocks of bench/README.md')

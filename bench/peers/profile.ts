@@ -42,7 +42,7 @@ export function categorise(functionName: string, url: string, root = ROOT): stri
     if (pkg[1] === 'zod') return 'zod'
     return pkg[1]
   }
-  if (path.startsWith(`${root}src/`)) return 'agentchart (src/)'
+  if (path.startsWith(`${root}src/`) || path.startsWith(`${root}dist/`)) return 'agentchart'
   if (path.startsWith(`${root}bench/`)) return 'bench (fake model, tools, harness)'
   if (path.startsWith('node:')) return 'Node internals'
   if (path === '') return 'V8 builtins and runtime'
@@ -63,7 +63,7 @@ export function summarise(profile: CpuProfile, top = 20): Omit<ProfileSummary, '
   const parent = new Map<number, number>()
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
   const self = new Map<number, number>()
-  const under: Record<string, number> = { XState: 0, zod: 0, 'agentchart (src/)': 0 }
+  const under: Record<string, number> = { XState: 0, zod: 0, agentchart: 0 }
   let total = 0
   profile.samples.forEach((id, k) => {
     // a sample's weight is the time until the next one

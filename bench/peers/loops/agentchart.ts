@@ -2,9 +2,12 @@
 // zero-latency ModelAdapter that yields agentchart StreamChunks.
 import { readFileSync } from 'node:fs'
 import { z } from 'zod/v4'
-import { createAgent, defineTool, userMessage, type Agent, type AgentOptions, type ModelAdapter, type StreamChunk } from '../../../src/index.js'
+import type { Agent, AgentOptions, ModelAdapter, StreamChunk } from '../../../src/index.js'
+import { lib, SOURCE } from '../agentchart-lib.js'
 import type { Conversation, Loop } from '../harness.js'
 import { add, lookup, nextCall, TOOL_DESCRIPTIONS, turnScript, USAGE, type ScriptedCall } from '../workload.js'
+
+const { createAgent, defineTool, userMessage } = lib
 
 /** One call of the script in agentchart's normalized chunk protocol (BEHAVIOURS 1.4), each chunk made as it is yielded. */
 export function* agentchartChunks(call: ScriptedCall): Generator<StreamChunk> {
@@ -66,7 +69,7 @@ function loggedTextChunks(agent: Agent): number {
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
   const xstate = JSON.parse(readFileSync(new URL('../../../node_modules/xstate/package.json', import.meta.url), 'utf8')) as { version: string }
-  return `${pkg.version} (xstate ${xstate.version})`
+  return `${pkg.version} (${SOURCE === 'dist' ? 'built package' : 'sources through tsx'}; xstate ${xstate.version})`
 }
 
 /** A conversation that also exposes its agent, for the census and the smoke test. */
