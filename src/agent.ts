@@ -144,6 +144,29 @@ export interface AgentHooks {
 /** Every name `agent.on()` accepts: the extension points and the notifications. */
 export type ListenerName = keyof AgentHooks
 
+// the same names at run time, so a misspelt name is refused instead of listening to nothing;
+// `satisfies` keeps the list and AgentHooks from drifting apart
+const LISTENER_NAMES: ReadonlySet<string> = new Set(
+  Object.keys({
+    'agent/pre-step': true,
+    'agent/request': true,
+    'agent/request-error': true,
+    'agent/turn-stopping': true,
+    'tools/pre-execute': true,
+    'tools/post-execute': true,
+    'tools/result': true,
+    'tools/approval-requested': true,
+    'agent/status': true,
+    'agent/inbox/inserted': true,
+    'agent/inbox/discarded': true,
+    'agent/inbox/claimed': true,
+    'agent/error': true,
+    'agent/session-start': true,
+    'session/event': true,
+    'session/committed': true,
+  } satisfies Record<ListenerName, true>),
+)
+
 export type PreStepDecision = { kind: 'reject' } | { kind: 'enter'; messages: readonly UserMessage[] }
 /** `ask` makes the call wait for a person's answer (TL-18); with no approver configured it behaves as `deny`. */
 export type PreExecuteDecision = { kind: 'allow' } | { kind: 'deny'; reason: string } | { kind: 'ask'; reason: string }
@@ -589,6 +612,9 @@ export class Agent {
 
   /** Listen to an extension point or notification; returns a disposer. */
   on<N extends ListenerName>(name: N, listener: AgentHooks[N]): () => void {
+    if (typeof name !== 'string' || !LISTENER_NAMES.has(name)) {
+      throw new ConfigError(`agent.on: unknown listener name ${describeValue(name)}; the names are ${[...LISTENER_NAMES].join(', ')}`, { path: 'name' })
+    }
     if (typeof listener !== 'function') throw new ConfigError(`listener for ${name} must be a function`, { path: 'listener' })
     // session/event listeners are contained and logged like every notification (HK-3, SS-11)
     if (name === 'session/event' && !this.#unobserve) {

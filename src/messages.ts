@@ -1,6 +1,7 @@
 // Building and checking the messages users hand to the inbox.
 import { randomUUID } from 'node:crypto'
 import { InboxError } from './errors.js'
+import { describeValue, isArrayLike } from './foreign.js'
 import { deepFreeze, toFrozenJson } from './session/lossless.js'
 import { UserMessageSchema, type ContentBlock, type UserMessage } from './session/schemas.js'
 
@@ -8,6 +9,17 @@ export type UserSource = UserMessage['source']
 
 /** A deep-frozen user message from text or content blocks; `id` defaults to a fresh UUID. */
 export function userMessage(textOrBlocks: string | readonly ContentBlock[], options: { id?: string; source?: UserSource } = {}): UserMessage {
+  // anything but a text or an array used to escape as a bare TypeError from the spread (house rule: typed errors)
+  if (typeof textOrBlocks !== 'string' && !isArrayLike(textOrBlocks)) {
+    throw new InboxError(
+      'INVALID_MESSAGE',
+      `not a user message at message.content: expected a text or an array of content blocks, got ${describeValue(textOrBlocks)}`,
+      { path: 'message.content' },
+    )
+  }
+  if (typeof options !== 'object' || options === null) {
+    throw new InboxError('INVALID_MESSAGE', `userMessage options must be an object ({ id?, source? }), got ${describeValue(options)}`, { path: 'options' })
+  }
   const content = typeof textOrBlocks === 'string' ? [{ type: 'text' as const, text: textOrBlocks }] : [...textOrBlocks]
   const { id, source } = options
   const message = { id: id ?? randomUUID(), role: 'user' as const, content, source: source ?? { kind: 'user' as const } }

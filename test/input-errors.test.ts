@@ -1,0 +1,79 @@
+// Bad input at two everyday entry points gets a typed error naming what was
+// wrong (house rule), instead of a bare TypeError or a listener that silently
+// never runs.
+import { describe, expect, it } from 'vitest'
+import { ConfigError, createAgent, InboxError, userMessage } from '../src/index.js'
+import { scriptedModel, textResponse } from '../src/testing/index.js'
+
+describe('userMessage', () => {
+  it.each([
+    ['a number', 42],
+    ['undefined', undefined],
+    ['null', null],
+    ['an object', { text: 'hi' }],
+  ])('refuses %s as its content with InboxError INVALID_MESSAGE at message.content', (_name, content) => {
+    const call = () => userMessage(content as never)
+    expect(call).toThrow(InboxError)
+    expect(call).toThrow(/message\.content: expected a text or an array of content blocks/)
+    try {
+      call()
+    } catch (error) {
+      expect(error).toMatchObject({ code: 'INVALID_MESSAGE', path: 'message.content' })
+    }
+  })
+
+  it('refuses options that are not an object, naming them', () => {
+    expect(() => userMessage('hi', null as never)).toThrow(InboxError)
+    expect(() => userMessage('hi', 'm1' as never)).toThrow(/options must be an object/)
+  })
+
+  it('still builds texts and block arrays', () => {
+    expect(userMessage('hi', { id: 'm1' })).toEqual({ id: 'm1', role: 'user', content: [{ type: 'text', text: 'hi' }], source: { kind: 'user' } })
+    expect(userMessage([{ type: 'text', text: 'a' }], { id: 'm2' }).content).toEqual([{ type: 'text', text: 'a' }])
+  })
+})
+
+describe('agent.on', () => {
+  it('refuses a name that is no extension point or notification, listing the names, and registers nothing', async () => {
+    const agent = createAgent({ model: scriptedModel([textResponse('ok')]) })
+    for (const name of ['agent/prestep', 'llm/stream', '', 7]) {
+      const call = () => agent.on(name as never, (() => undefined) as never)
+      expect(call).toThrow(ConfigError)
+      expect(call).toThrow(/unknown listener name .*agent\/pre-step, .*session\/committed/)
+    }
+    // the agent is untouched and serves as usual
+    const result = await agent.run('hello')
+    expect(result.end).toEqual({ kind: 'completed' })
+    await agent.dispose()
+  })
+
+  it('accepts every documented name (HK-1..HK-3) and returns a disposer', async () => {
+    const agent = createAgent({ model: scriptedModel([textResponse('ok')]) })
+    const seen: string[] = []
+    const names = [
+      'agent/pre-step',
+      'agent/request',
+      'agent/request-error',
+      'agent/turn-stopping',
+      'tools/pre-execute',
+      'tools/post-execute',
+      'tools/result',
+      'tools/approval-requested',
+      'agent/status',
+      'agent/inbox/inserted',
+      'agent/inbox/discarded',
+      'agent/inbox/claimed',
+      'agent/error',
+      'agent/session-start',
+      'session/event',
+      'session/committed',
+    ] as const
+    const disposers = names.map((name) => agent.on(name, (() => void seen.push(name)) as never))
+    for (const dispose of disposers) expect(typeof dispose).toBe('function')
+    agent.on('agent/status', ({ status }) => void seen.push(`status ${status}`))
+    for (const dispose of disposers) dispose()
+    await agent.run('hello')
+    expect(seen).toEqual(['status running', 'status idle'])
+    await agent.dispose()
+  })
+})
