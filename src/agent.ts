@@ -223,7 +223,7 @@ export class Inbox {
   splice(target: InboxTarget, start: number, deleteCount?: number, ...messages: Array<UserMessage | string>): void {
     this.#guard()
     if (target !== 'next-turn' && target !== 'next-step')
-      throw new ConfigError(`target must be 'next-turn' or 'next-step', got ${String(target)}`, { path: 'target' })
+      throw new ConfigError(`target must be 'next-turn' or 'next-step', got ${describeValue(target)}`, { path: 'target' })
     const inserted = messages.map((message) => toInboxMessage(message))
     this.#runtime().dispatch({ type: 'inbox.splice', target, start, deleteCount, messages: inserted })
   }
@@ -501,7 +501,7 @@ export class Agent {
   send(message: UserMessage | string, target: InboxTarget, wakeup: boolean): void {
     this.#assertLive()
     if (target !== 'next-turn' && target !== 'next-step')
-      throw new ConfigError(`target must be 'next-turn' or 'next-step', got ${String(target)}`, { path: 'target' })
+      throw new ConfigError(`target must be 'next-turn' or 'next-step', got ${describeValue(target)}`, { path: 'target' })
     if (this.session.publishing) throw new SessionAppendError('cannot send while session/event observers are running (SS-11)')
     const inboxMessage = toInboxMessage(message)
     this.#start()

@@ -77,3 +77,20 @@ describe('agent.on', () => {
     await agent.dispose()
   })
 })
+
+describe('agent.send and inbox.splice', () => {
+  it('name a bad target with a ConfigError even when the value cannot be turned into a string', () => {
+    const agent = createAgent({ model: scriptedModel([]) })
+    const hostile = {
+      toString: () => {
+        throw new Error('no string for you')
+      },
+    }
+    for (const target of ['nextturn', hostile, Symbol('t')]) {
+      expect(() => agent.send('hi', target as never, true)).toThrow(ConfigError)
+      expect(() => agent.inbox.splice(target as never, 0, 0, 'hi')).toThrow(/target must be 'next-turn' or 'next-step', got /)
+    }
+    expect(agent.session.events).toEqual([])
+    expect(agent.status).toBe('idle')
+  })
+})
