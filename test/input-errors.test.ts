@@ -47,7 +47,7 @@ describe('agent.on', () => {
     await agent.dispose()
   })
 
-  it('accepts every documented name (HK-1..HK-3) and returns a disposer', async () => {
+  it('accepts every documented name and returns a disposer', async () => {
     const agent = createAgent({ model: scriptedModel([textResponse('ok')]) })
     const seen: string[] = []
     const names = [
