@@ -4,7 +4,7 @@
 // also records which events the implementation is written for, so that
 // `attached()` (attachment.ts) can refuse, at compile time, a config that
 // attaches it to another event.
-import { assertEvent, assign, createActor, emit, setup, type EventObject } from 'xstate'
+import { assertEvent, assign, createActor, emit, setup, type AnyActorScope, type EventObject, type ExecutableActionObject } from 'xstate'
 import type { EventData, SessionEventType, SurfaceOp } from '../session/schemas.js'
 import type { AgentContext, AgentEvent, AgentInput, CallerUndo, Effect, HookName, NotificationName, RequestContext, ToolBatchContext } from './types.js'
 
@@ -102,13 +102,17 @@ interface DraftAction {
   accepted: readonly string[] | null
   run: (d: Draft, event: AgentEvent) => void
   resolve: (
-    scope: unknown,
+    scope: AnyActorScope,
     snapshot: ResolvedSnapshot,
     args: { event: AgentEvent },
     params: unknown,
     self: DraftAction,
-  ) => [ResolvedSnapshot, undefined, unknown[]]
+  ) => [ResolvedSnapshot, undefined, undefined]
 }
+
+/** XState's own `emit` action, read once: its type and the `execute` that delivers what it emits. */
+const EMIT = emit({ type: 'fx.signal' }) as unknown as { type?: unknown; execute?: (scope: AnyActorScope, params: { event: Effect }) => void }
+const executeEmit = EMIT.execute as (scope: AnyActorScope, params: { event: Effect }) => void
 
 /**
  * The one `resolve` of every named action (shared: resolving allocates no closure). XState v5 resolves its
@@ -116,18 +120,38 @@ interface DraftAction {
  * next snapshot and the actions to run next. A named action is one such built-in: it runs its Draft over the
  * snapshot's context, copies the snapshot around the patched context (an `assign` would rebuild it through
  * XState's snapshot constructor, recomputing the state value and tag set over the whole configuration, though a
- * patch never changes the configuration), and hands back its name marker and effects. Where this XState does not
- * resolve them so (`builtInsWork`), named actions are `enqueueActions` of the same steps.
+ * patch never changes the configuration), then hands its name marker and one `emit` per effect to the actor's
+ * action executor exactly as XState would once `resolve` returned them as next actions (same type, params and
+ * execution, in the same order: inspectors see the same `@xstate.action` events), without building an `emit`
+ * action and resolving it for each. Where this XState does not resolve them so (`builtInsWork`), named actions
+ * are `enqueueActions` of the same steps.
  */
-const resolveDraftAction: DraftAction['resolve'] = (_scope, snapshot, args, _params, self) => {
-  if (self.accepted) assertEvent(args.event, self.accepted as EventType[])
+const resolveDraftAction: DraftAction['resolve'] = (scope, snapshot, args, _params, self) => {
+  const event = args.event
+  if (self.accepted) assertEvent(event, self.accepted as EventType[])
   const d = new Draft(snapshot.context)
-  self.run(d, args.event)
-  const actions: unknown[] = []
-  if (self.label.marker) actions.push(self.label.marker)
-  for (const effect of d.effects) actions.push(emit(effect))
-  for (const _ in d.patch) return [{ ...snapshot, context: { ...snapshot.context, ...d.patch } }, undefined, actions]
-  return [snapshot, undefined, actions]
+  self.run(d, event)
+  let next = snapshot
+  for (const _ in d.patch) {
+    next = { ...snapshot, context: { ...snapshot.context, ...d.patch } }
+    break
+  }
+  const marker = self.label.marker
+  const effects = d.effects
+  if (!marker && effects.length === 0) return [next, undefined, undefined]
+  // what XState hands each next action it executes: the committed context, the event, the actor and its system
+  const info: ExecutableActionObject['info'] = {
+    context: next.context,
+    event,
+    self: scope.self as ExecutableActionObject['info']['self'],
+    system: scope.system,
+  }
+  if (marker) scope.actionExecutor({ type: marker.name || '(anonymous)', info, params: undefined, exec: marker })
+  for (const effect of effects) {
+    const params = { event: effect }
+    scope.actionExecutor({ type: 'xstate.emit', info, params, exec: executeEmit.bind(null, scope, params) })
+  }
+  return [next, undefined, undefined]
 }
 
 /** The enqueueActions form of a named action: the marker, one assign of the patch, then the effects in order. */
@@ -161,30 +185,44 @@ function builtInForm(accepted: readonly string[] | null, run: (d: Draft, event: 
   return impl
 }
 
+/** What a one-action machine does with `impl` as its entry: its context after, and what it ran and inspectors saw, in order. */
+function probeRun(impl: unknown): string {
+  const seen: string[] = []
+  const machine = setup({ actions: { probe: impl as ActionImpl } }).createMachine({ context: { turn: 0 }, entry: 'probe' })
+  const actor = createActor(machine, {
+    inspect: (e) => {
+      if (e.type === '@xstate.action') seen.push(`action ${e.action.type} ${JSON.stringify(e.action.params)}`)
+    },
+  })
+  actor.on('fx.signal', () => void seen.push('effect'))
+  actor.start()
+  seen.push(`turn ${actor.getSnapshot().context.turn}`)
+  actor.stop()
+  return seen.join('; ')
+}
+
 /**
- * Whether this XState resolves the built-in form as written: `assign` carries a `resolve`, and a probe machine
- * whose entry is one such action ends with the patch in its context and runs its marker, then its effect.
+ * Whether this XState resolves the built-in form as written: `assign` and `emit` carry `resolve`/`execute`, and a
+ * probe machine whose entry is one such action does and shows exactly what the enqueueActions form does (the
+ * patch in its context; marker, then each effect emitted, seen by an inspector as the same actions).
  * Checked once, when the machines load.
  */
 function builtInsWork(): boolean {
   if (typeof (assign({}) as unknown as Partial<DraftAction>).resolve !== 'function') return false
+  if (EMIT.type !== 'xstate.emit' || typeof EMIT.execute !== 'function') return false
   try {
-    const ran: string[] = []
-    const probe = builtInForm(
-      null,
-      (d) => {
-        d.set({ turn: 1 })
-        d.emit({ type: 'fx.signal' })
-      },
-      { name: 'probe', marker: () => void ran.push('marker') },
+    const steps = (d: Draft) => {
+      d.set({ turn: 1 })
+      d.emit({ type: 'fx.signal' })
+      d.emit({ type: 'fx.signal' })
+    }
+    const label = () => ({ name: 'probe', marker: Object.defineProperty(() => {}, 'name', { value: 'probe' }) })
+    const expected = probeRun(enqueueForm(null, steps, label()))
+    return (
+      expected ===
+        'action probe undefined; action xstate.emit {"event":{"type":"fx.signal"}}; action xstate.emit {"event":{"type":"fx.signal"}}; effect; effect; turn 1' &&
+      probeRun(builtInForm(null, steps, label())) === expected
     )
-    const machine = setup({ actions: { probe } }).createMachine({ context: { turn: 0 }, entry: 'probe' })
-    const actor = createActor(machine)
-    actor.on('fx.signal', () => void ran.push('effect'))
-    actor.start()
-    const works = actor.getSnapshot().context.turn === 1 && ran.join() === 'marker,effect'
-    actor.stop()
-    return works
   } catch {
     return false
   }
