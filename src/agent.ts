@@ -28,7 +28,7 @@ import { OutputSchemas, seedConfig, type RequestConfigInput, type RequestOptions
 import { LogIndex, type RunResult, type UsageTotals } from './results.js'
 import { defaultRetry, sleepFor, type RequestErrorAction, type RetryPolicyOptions } from './retry.js'
 import { RunTracker } from './runs.js'
-import { describeValue } from './foreign.js'
+import { describeValue, isArrayLike, isRecordLike } from './foreign.js'
 import { approvalResume, pendingApprovals, type PendingApproval } from './session/approvals.js'
 import { forkLineageOf, forkSession, type ForkOptions } from './session/fork.js'
 import { repairClosers, openTurnOf } from './session/repair.js'
@@ -282,6 +282,11 @@ function stepLimit(value: unknown): number | null {
   return value
 }
 
+/** An rxjs-style observer: an object whose next, error and complete are functions where present. */
+function isObserverLike(value: unknown): boolean {
+  return isRecordLike(value) && ['next', 'error', 'complete'].every((key) => value[key] === undefined || typeof value[key] === 'function')
+}
+
 /** The options every agent checks before anything is registered (RQ-3), shared by both forms of createAgent. */
 function checkOptions(options: AgentOptions | StoredAgentOptions) {
   if (!options || typeof options !== 'object') throw new ConfigError('createAgent needs an options object')
@@ -290,15 +295,34 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
   const maxTokens = positiveInt('maxTokens', options.maxTokens)
   const maxParallelToolCalls = positiveInt('maxParallelToolCalls', options.maxParallelToolCalls) ?? 10
   const maxSteps = stepLimit(options.maxSteps)
+  // the options below used to fail later as bare TypeErrors, or to be taken and break the agent at its first use
+  if (options.tools !== undefined && !isArrayLike(options.tools)) {
+    throw new ConfigError(`tools must be an array of tools made by defineTool, got ${describeValue(options.tools)}`, { path: 'tools' })
+  }
   const tools = [...(options.tools ?? [])]
   const names = new Set<string>()
-  for (const tool of tools) {
+  for (const [index, tool] of tools.entries()) {
+    if (!isRecordLike(tool) || typeof tool.name !== 'string') {
+      throw new ConfigError(`tools[${index}] must be a tool made by defineTool, got ${describeValue(tool)}`, { path: `tools.${index}` })
+    }
     if (names.has(tool.name)) throw new ConfigError(`two tools are named ${tool.name}`, { path: 'tools' })
     names.add(tool.name)
   }
   if (options.systemPrompt !== undefined && typeof options.systemPrompt !== 'string') {
     throw new ConfigError('systemPrompt must be a string', { path: 'systemPrompt' })
   }
+  const { inspect, logger, machine, approvals } = options
+  if (inspect !== undefined && typeof inspect !== 'function' && !isObserverLike(inspect)) {
+    throw new ConfigError(`inspect must be a function or an observer ({ next?, error?, complete? }), got ${describeValue(inspect)}`, { path: 'inspect' })
+  }
+  if (logger !== undefined && !(isRecordLike(logger) && typeof logger.error === 'function')) {
+    throw new ConfigError(`logger must be an object with an error(message, error) method, got ${describeValue(logger)}`, { path: 'logger' })
+  }
+  if (machine !== undefined && !(isRecordLike(machine) && typeof machine.getInitialSnapshot === 'function' && typeof machine.transition === 'function')) {
+    throw new ConfigError(`machine must be agentMachine or a variant of it made with .provide(), got ${describeValue(machine)}`, { path: 'machine' })
+  }
+  if (approvals !== undefined && typeof approvals !== 'boolean')
+    throw new ConfigError(`approvals must be true or false, got ${describeValue(approvals)}`, { path: 'approvals' })
   const retry = defaultRetry(options.retry)
   if (options.sleep !== undefined && typeof options.sleep !== 'function') throw new ConfigError('sleep must be a function', { path: 'sleep' })
   const sleep = options.sleep ?? sleepFor

@@ -3,6 +3,7 @@
 // never runs.
 import { describe, expect, it } from 'vitest'
 import { ConfigError, createAgent, InboxError, userMessage } from '../src/index.js'
+import { agentMachine } from '../src/machines/index.js'
 import { scriptedModel, textResponse } from '../src/testing/index.js'
 
 describe('userMessage', () => {
@@ -92,5 +93,41 @@ describe('agent.send and inbox.splice', () => {
     }
     expect(agent.session.events).toEqual([])
     expect(agent.status).toBe('idle')
+  })
+})
+
+describe('createAgent options', () => {
+  it.each([
+    ['tools that are not an array', { tools: 'search' }, 'tools', /tools must be an array of tools made by defineTool/],
+    ['a tool that is not one', { tools: [null] }, 'tools.0', /tools\[0\] must be a tool made by defineTool, got null/],
+    ['an inspect that is neither a function nor an observer', { inspect: 5 }, 'inspect', /inspect must be a function or an observer/],
+    ['an observer whose next is not a function', { inspect: { next: 'log' } }, 'inspect', /inspect must be a function or an observer/],
+    ['a logger without error()', { logger: 5 }, 'logger', /logger must be an object with an error\(message, error\) method/],
+    ['a machine that is not a state machine', { machine: {} }, 'machine', /machine must be agentMachine or a variant/],
+    ['approvals that is not a boolean', { approvals: 'yes' }, 'approvals', /approvals must be true or false/],
+  ])('refuse %s with a ConfigError naming the option', (_name, bad, path, message) => {
+    const create = () => createAgent({ model: scriptedModel([]), ...bad } as never)
+    expect(create).toThrow(ConfigError)
+    expect(create).toThrow(message)
+    try {
+      create()
+    } catch (error) {
+      expect(error).toMatchObject({ code: 'INVALID_CONFIG', path })
+    }
+  })
+
+  it('still take what the docs describe: an observer, a logger, approvals and the stock machine', async () => {
+    const seen: string[] = []
+    const agent = createAgent({
+      model: scriptedModel([textResponse('ok')]),
+      inspect: { next: (event) => void seen.push(event.type) },
+      logger: { error: () => undefined },
+      approvals: false,
+      machine: agentMachine,
+      tools: [],
+    })
+    expect((await agent.run('hello')).end).toEqual({ kind: 'completed' })
+    expect(seen).toContain('@xstate.event')
+    await agent.dispose()
   })
 })
