@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest'
 import { ConfigError, createAgent, InboxError, userMessage } from '../src/index.js'
 import { agentMachine } from '../src/machines/index.js'
-import { scriptedModel, textResponse } from '../src/testing/index.js'
+import { maxTokensResponse, reasoningResponse, scriptedModel, textResponse, toolCallResponse } from '../src/testing/index.js'
 
 describe('userMessage', () => {
   it.each([
@@ -129,5 +129,28 @@ describe('createAgent options', () => {
     expect((await agent.run('hello')).end).toEqual({ kind: 'completed' })
     expect(seen).toContain('@xstate.event')
     await agent.dispose()
+  })
+})
+
+describe('the response helpers of agentchart/testing', () => {
+  it.each([
+    ['textResponse(42)', () => textResponse(42 as never), /textResponse: text must be a string, got 42/],
+    ['maxTokensResponse(undefined)', () => maxTokensResponse(undefined as never), /maxTokensResponse: text must be a string/],
+    ['reasoningResponse(null, ...)', () => reasoningResponse(null as never, 'x'), /reasoningResponse: reasoning must be a string/],
+    ['toolCallResponse(calls not an array)', () => toolCallResponse({ id: 'c1' } as never), /calls must be an array of \{ id, name, arguments \}/],
+    ['toolCallResponse([{}])', () => toolCallResponse([{}] as never), /calls\[0\]\.id must be a string/],
+    [
+      'toolCallResponse with object arguments',
+      () => toolCallResponse([{ id: 'c1', name: 'add', arguments: { a: 1 } }] as never),
+      /calls\[0\]\.arguments must be a string \(the raw JSON text the model sent: JSON\.stringify it\)/,
+    ],
+  ])('%s throws a ConfigError saying what is wrong', (_name, call, message) => {
+    expect(call).toThrow(ConfigError)
+    expect(call).toThrow(message)
+  })
+
+  it('still build the documented streams', () => {
+    expect(toolCallResponse([{ id: 'c1', name: 'add', arguments: '{}' }]).at(-1)).toEqual({ type: 'finish', reason: { kind: 'tool-calls' } })
+    expect(textResponse('').map((c) => c.type)).toEqual(['finish'])
   })
 })

@@ -1,6 +1,8 @@
 // Realistic scripted responses: block-start, a few deltas, the authoritative
 // block-end, optional usage, then finish (BEHAVIOURS 1.4).
 import { uniqueCallId } from '../adapters/assemble.js'
+import { ConfigError } from '../errors.js'
+import { describeValue, isArrayLike, isRecordLike } from '../foreign.js'
 import { llmFailure, type LlmFailureInit } from '../adapters/failure.js'
 import type { FinishReason, StreamChunk, TokenUsage } from '../session/schemas.js'
 
@@ -18,6 +20,27 @@ export interface ScriptedToolCall {
 
 /** The script entry that waits until the request is aborted. */
 export const hang = 'hang' as const
+
+/** A text argument of a helper, checked: a mistake here used to surface later as a malformed chunk or a TypeError. */
+function checkedText(helper: string, name: string, value: unknown): string {
+  if (typeof value !== 'string') throw new ConfigError(`${helper}: ${name} must be a string, got ${describeValue(value)}`, { path: name })
+  return value
+}
+
+/** The calls of toolCallResponse, checked: ids and names are strings, and `arguments` is the raw JSON text the model sent. */
+function checkedCalls(calls: unknown): readonly ScriptedToolCall[] {
+  const where = 'toolCallResponse'
+  if (!isArrayLike(calls)) throw new ConfigError(`${where}: calls must be an array of { id, name, arguments }, got ${describeValue(calls)}`, { path: 'calls' })
+  calls.forEach((call, k) => {
+    if (!isRecordLike(call)) throw new ConfigError(`${where}: calls[${k}] must be { id, name, arguments }, got ${describeValue(call)}`, { path: `calls.${k}` })
+    for (const key of ['id', 'name'] as const) checkedText(where, `calls[${k}].${key}`, call[key])
+    if (typeof call.arguments !== 'string') {
+      const hint = isRecordLike(call.arguments) ? ' (the raw JSON text the model sent: JSON.stringify it)' : ''
+      throw new ConfigError(`${where}: calls[${k}].arguments must be a string${hint}, got ${describeValue(call.arguments)}`, { path: `calls.${k}.arguments` })
+    }
+  })
+  return calls as readonly ScriptedToolCall[]
+}
 
 /** Splits text into up to three deltas without breaking a surrogate pair. */
 function pieces(text: string): string[] {
@@ -56,6 +79,7 @@ function ending(reason: FinishReason, options: ResponseOptions | undefined): Str
  * (an empty response), not an empty text block.
  */
 export function textResponse(text: string, options?: ResponseOptions): StreamChunk[] {
+  checkedText('textResponse', 'text', text)
   return [...(text === '' ? [] : textBlock(0, 'text', text)), ...ending({ kind: 'stop' }, options)]
 }
 
@@ -64,6 +88,8 @@ export function textResponse(text: string, options?: ResponseOptions): StreamChu
  * Why: exercises multi-block assembly and reasoning in history.
  */
 export function reasoningResponse(reasoning: string, text: string, options?: ResponseOptions): StreamChunk[] {
+  checkedText('reasoningResponse', 'reasoning', reasoning)
+  checkedText('reasoningResponse', 'text', text)
   const blocks = [...(reasoning === '' ? [] : textBlock(0, 'reasoning', reasoning))]
   if (text !== '') blocks.push(...textBlock(reasoning === '' ? 0 : 1, 'text', text))
   return [...blocks, ...ending({ kind: 'stop' }, options)]
@@ -76,6 +102,8 @@ export function reasoningResponse(reasoning: string, text: string, options?: Res
  * id is sent as `<id>#2`, `<id>#3`, …
  */
 export function toolCallResponse(calls: readonly ScriptedToolCall[], text?: string, options?: ResponseOptions): StreamChunk[] {
+  checkedCalls(calls)
+  if (text !== undefined) checkedText('toolCallResponse', 'text', text)
   const out = text === undefined || text === '' ? [] : textBlock(0, 'text', text)
   const offset = out.length === 0 ? 0 : 1
   const used = new Set<string>()
@@ -92,6 +120,7 @@ export function toolCallResponse(calls: readonly ScriptedToolCall[], text?: stri
  * Why: drives the sticky max-tokens outcome (TU-12, ST-9).
  */
 export function maxTokensResponse(text: string, options?: ResponseOptions): StreamChunk[] {
+  checkedText('maxTokensResponse', 'text', text)
   return [...(text === '' ? [] : textBlock(0, 'text', text)), ...ending({ kind: 'max-tokens' }, options)]
 }
 
