@@ -472,6 +472,7 @@ export class Agent {
       lists: () => this.#runtime.lists,
       whenIdle: () => this.#runtime.whenIdle(),
       running: () => this.status === 'running',
+      ...(durable ? { committed: () => durable.writer.settle() } : {}),
     })
     liveAgents.set(session.id, new WeakRef(this))
     collected.register(this, session.id, this)

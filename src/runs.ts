@@ -11,7 +11,7 @@ interface PendingRun {
   readonly id: string
   /** The turn that claimed the input, once it has. */
   turn: number | null
-  readonly resolve: (result: RunResult<any>) => void
+  readonly resolve: (result: RunResult<any> | Promise<RunResult<any>>) => void
 }
 
 export interface RunTrackerOptions {
@@ -24,6 +24,8 @@ export interface RunTrackerOptions {
   whenIdle: () => Promise<void>
   /** Whether an activity runs now. */
   running: () => boolean
+  /** Agents over a store: resolves once every event appended so far is committed; never rejects. */
+  committed?: () => Promise<void>
 }
 
 const unrun = (end: UnrunResult['end']): UnrunResult => ({ turn: null, end, text: '', message: undefined, usage: zeroUsage(), steps: 0 })
@@ -47,7 +49,7 @@ export class RunTracker {
    * place before a waking send claims the input synchronously (PH-2).
    */
   follow<T>(id: string, send: () => void): Promise<RunResult<T>> {
-    let resolve!: (result: RunResult<any>) => void
+    let resolve!: (result: RunResult<any> | Promise<RunResult<any>>) => void
     const promise = new Promise<RunResult<T>>((r) => (resolve = r))
     const run: PendingRun = { id, turn: null, resolve }
     this.#pending.push(run)
@@ -117,7 +119,16 @@ export class RunTracker {
 
   #finish(run: PendingRun, result: RunResult<any>): void {
     this.#settle(run)
-    run.resolve(result)
+    // over a store the result is an acknowledgement, and acknowledged means committed: resolve once the events
+    // that decided it are stored (after the publish in progress, so no commit runs inside an observer)
+    const { committed } = this.#options
+    run.resolve(
+      committed === undefined
+        ? result
+        : Promise.resolve()
+            .then(committed)
+            .then(() => result),
+    )
   }
 
   #settle(run: PendingRun): void {

@@ -154,6 +154,24 @@ describe('outside work waits for its commits', () => {
     await agent.dispose()
   })
 
+  it('run() resolves once the turn it reports on is committed: its result is an acknowledgement', async () => {
+    const control = controlledStore('auto')
+    control.delayMs = 15
+    const model = scriptedModel([textResponse('a'), textResponse('b')])
+    const agent = await createAgent({ model, store: control.store, sessionId: 's', logger: quiet })
+    const first = await agent.run('go')
+    expect(first.end).toEqual({ kind: 'completed' })
+    const turnEnd = agent.session.events.findLast((e) => e.type === 'turn/end')!
+    expect(agent.committedLength).toBeGreaterThan(turnEnd.seq)
+    expect((await control.store.load('s'))?.at(turnEnd.seq)).toMatchObject({ type: 'turn/end', data: { turn: first.turn } })
+    // a failing store halts the session (the turn ends error); run() still resolves, with that result
+    control.failWith = new Error('disk full')
+    const second = await agent.run('again')
+    expect(second.end.kind).toBe('error')
+    await expect(agent.flush()).rejects.toBeInstanceOf(StoreError)
+    await agent.dispose()
+  })
+
   it('session/committed reports each commit with the number of durable events', async () => {
     const control = controlledStore('auto')
     const agent = await createAgent({ model: scriptedModel([textResponse('a')]), store: control.store, sessionId: 's', logger: quiet })
