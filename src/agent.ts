@@ -625,7 +625,8 @@ export class Agent {
     const from = this.session.length
     this.#start()
     this.#runtime.dispatch({ type: 'compaction.start' })
-    await this.#runtime.whenIdle()
+    // the agent's whenIdle: over a store, the summary and its record are committed before compact() reports them
+    await this.whenIdle()
     const events = this.session.events
     for (let seq = from; seq < events.length; seq++) {
       const event = events[seq]

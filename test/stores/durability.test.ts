@@ -172,6 +172,26 @@ describe('outside work waits for its commits', () => {
     await agent.dispose()
   })
 
+  it('compact() resolves once the summary and its record are committed', async () => {
+    const control = controlledStore('auto')
+    control.delayMs = 15
+    const answers = ['one', 'two', 'three'].map((n) => textResponse(`answer ${n} `.padEnd(200, 'x')))
+    const agent = await createAgent({
+      model: scriptedModel(answers),
+      store: control.store,
+      sessionId: 's',
+      logger: quiet,
+      compaction: { contextWindow: 400, auto: false, summarise: () => 'the user asked three questions' },
+    })
+    for (const question of ['one', 'two', 'three']) await agent.run(question)
+    const result = await agent.compact()
+    expect(result.compacted).toBe(true)
+    const record = agent.session.events.findLast((e) => e.type === 'compaction/completed')!
+    expect(agent.committedLength).toBeGreaterThan(record.seq)
+    expect((await control.store.load('s'))?.at(record.seq)).toMatchObject({ type: 'compaction/completed' })
+    await agent.dispose()
+  })
+
   it('session/committed reports each commit with the number of durable events', async () => {
     const control = controlledStore('auto')
     const agent = await createAgent({ model: scriptedModel([textResponse('a')]), store: control.store, sessionId: 's', logger: quiet })
