@@ -119,17 +119,6 @@ const BUILT: BuiltIntent = Object.freeze({ [MACHINE_BUILT]: true as const })
 /** The intent of a chunk event whose data the stream loop built frozen from checked values (FROZEN_JSON). */
 const CHECKED: BuiltIntent = Object.freeze({ [FROZEN_JSON]: true as const })
 
-/**
- * The chunks that come by the dozen (text and reasoning deltas, block starts), frozen as they are: exactly the
- * lossless copy the session would make of them. An admitted chunk is admitChunk's own fresh object, already held
- * to StreamChunkSchema (by its hand check or by zod): for these three types, three keys of a string, a safe
- * non-negative index (never -0) and a block type. Undefined for every other type. Why: copying every streamed
- * chunk was the largest part of the lossless pass (issue #13).
- */
-function frozenCommonChunk(chunk: StreamChunk): StreamChunk | undefined {
-  return chunk.type === 'text-delta' || chunk.type === 'reasoning-delta' || chunk.type === 'block-start' ? Object.freeze(chunk) : undefined
-}
-
 export class Runtime {
   readonly actor: Actor<typeof agentMachine>
   readonly hooks: Hooks
@@ -744,10 +733,11 @@ export class Runtime {
             }
             const admitted = admitChunk(next.value)
             const chunk: StreamChunk = admitted.ok ? admitted.chunk : { type: 'finish', reason: { kind: 'error', failure: admitted.failure } }
-            const frozen = frozenCommonChunk(chunk)
-            const event = frozen
-              ? session.append('assistant/chunk', Object.freeze({ turn, step, chunk: frozen }), CHECKED)
-              : session.append('assistant/chunk', { turn, step, chunk })
+            // a hand-checked chunk is admitChunk's own deep-frozen build of checked values: the session takes it as is
+            const event =
+              admitted.ok && admitted.frozen
+                ? session.append('assistant/chunk', Object.freeze({ turn, step, chunk }), CHECKED)
+                : session.append('assistant/chunk', { turn, step, chunk })
             chunkSeqs.push(event.seq)
             assembler.push(chunk)
             if (chunk.type === 'finish') break

@@ -72,8 +72,9 @@ const NO_INTENT: AppendIntent = Object.freeze({})
 export const MACHINE_BUILT: unique symbol = Symbol('agentchart.machine-built')
 /**
  * Marks an append intent whose data the runtime built itself, frozen, from values it checked to be lossless JSON
- * (the common stream chunks): the session takes it as is instead of copying it (issue #13). Every other check of
- * the event still runs. Why: copying each streamed chunk was the largest part of the lossless pass. In-house only.
+ * (the stream chunks admitChunk checked by hand): the session takes it as is instead of copying it (issue #13).
+ * Every other check of the event still runs. Why: copying each streamed chunk was the largest part of the lossless
+ * pass. In-house only.
  */
 export const FROZEN_JSON: unique symbol = Symbol('agentchart.frozen-json')
 export type BuiltIntent = AppendIntent & { readonly [MACHINE_BUILT]?: true; readonly [FROZEN_JSON]?: true }

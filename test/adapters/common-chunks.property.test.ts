@@ -4,7 +4,7 @@
 // schema's first complaint.
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { createAgent, StreamChunkSchema, type ModelAdapter, type SessionEventOf } from '../../src/index.js'
+import { createAgent, isLosslessJson, StreamChunkSchema, type ModelAdapter, type SessionEventOf } from '../../src/index.js'
 import { propertyRuns, track } from '../helpers.js'
 
 const odd = fc.constantFrom<unknown>(-0, -1, 1.5, Number.NaN, Infinity, 2 ** 53, 2 ** 53 - 1, null, undefined, true, '1', 'bogus', { nested: 1 })
@@ -150,4 +150,166 @@ describe('ST-6: a -0 in any chunk is refused by the schema, naming the field', (
       await agent.dispose()
     })
   }
+})
+
+// The rest of the ordinary chunks are checked by hand too (tool-call deltas, block ends with a text, reasoning or
+// tool-call block, usage, a finish with a stop, tool-calls or max-tokens reason), each nested object as well: the
+// log must still show exactly what the schema decides, nested keys in the schema's order included.
+
+/** A chunk of each type as a well-behaved adapter yields it; nested objects are the ones a change may hit. */
+const wellFormed = fc.oneof(
+  fc.record({
+    type: fc.constant('tool-call-delta'),
+    index: fc.nat({ max: 4 }),
+    id: fc.option(fc.string({ maxLength: 4 }), { nil: undefined }),
+    name: fc.option(fc.constantFrom('lookup', ''), { nil: undefined }),
+    argumentsDelta: fc.string({ maxLength: 6 }),
+  }),
+  fc.record({
+    type: fc.constant('block-end'),
+    index: fc.nat({ max: 4 }),
+    block: fc.oneof(
+      fc.record({ type: fc.constantFrom('text', 'reasoning'), text: fc.string({ maxLength: 6 }) }),
+      fc.record({
+        type: fc.constant('tool-call'),
+        id: fc.string({ maxLength: 4 }),
+        name: fc.string({ maxLength: 4 }),
+        arguments: fc.constantFrom('{}', '{"a":1}', ''),
+      }),
+      fc.constant({ type: 'image', attachment: { mediaType: 'image/png', data: 'AAAA' } }),
+      fc.constant({ type: 'tool-result', toolCallId: 'c1', content: 'done' }),
+    ),
+  }),
+  fc.record({
+    type: fc.constant('usage'),
+    usage: fc.record(
+      { inputTokens: fc.nat(), outputTokens: fc.nat(), cacheReadTokens: fc.nat(), cacheWriteTokens: fc.nat(), reasoningTokens: fc.nat() },
+      { requiredKeys: ['inputTokens', 'outputTokens'] },
+    ),
+  }),
+  fc.record(
+    {
+      type: fc.constant('finish'),
+      reason: fc.record({ kind: fc.constantFrom('stop', 'tool-calls', 'max-tokens') }),
+      replayState: fc.constant({ response: { id: 'r1' } }),
+    },
+    { requiredKeys: ['type', 'reason'] },
+  ),
+)
+
+type Change =
+  | { what: 'none' }
+  | { what: 'drop'; nested: boolean; pick: number }
+  | { what: 'set'; nested: boolean; pick: number; value: unknown }
+  | { what: 'proto'; nested: boolean; proto: 'null' | 'inherited-extra' | 'inherited-field' }
+  | { what: 'proxy'; nested: boolean }
+
+const change: fc.Arbitrary<Change> = fc.oneof(
+  { weight: 4, arbitrary: fc.constant({ what: 'none' as const }) },
+  fc.record({ what: fc.constant('drop' as const), nested: fc.boolean(), pick: fc.nat() }),
+  fc.record({ what: fc.constant('set' as const), nested: fc.boolean(), pick: fc.nat(), value: odd }),
+  fc.record({
+    what: fc.constant('proto' as const),
+    nested: fc.boolean(),
+    proto: fc.constantFrom('null' as const, 'inherited-extra' as const, 'inherited-field' as const),
+  }),
+  fc.record({ what: fc.constant('proxy' as const), nested: fc.boolean() }),
+)
+
+const NESTED = ['block', 'usage', 'reason'] as const
+
+/** The chunk with one change applied to it or to its nested object. */
+function changed(chunk: Record<string, unknown>, c: Change): unknown {
+  const top: Record<string, unknown> = { ...chunk }
+  for (const key of Object.keys(top)) if (top[key] === undefined) delete top[key]
+  const nestedKey = NESTED.find((k) => k in top)
+  const target = c.what !== 'none' && c.nested && nestedKey !== undefined ? { ...(top[nestedKey] as Record<string, unknown>) } : top
+  const keys = [...Object.keys(target), 'extra']
+  let result: object = target
+  if (c.what === 'drop') delete target[keys[c.pick % (keys.length - 1)]]
+  if (c.what === 'set') target[keys[c.pick % keys.length]] = c.value
+  if (c.what === 'proto') {
+    const field = Object.keys(target).find((k) => k !== 'type') ?? 'extra'
+    const base = c.proto === 'null' ? null : c.proto === 'inherited-extra' ? { extra: 1 } : { [field]: target[field] }
+    const made = Object.create(base) as Record<string, unknown>
+    for (const key of Object.keys(target)) if (c.proto !== 'inherited-field' || key !== field) made[key] = target[key]
+    result = made
+  }
+  if (c.what === 'proxy') result = new Proxy(target, {})
+  if (target === top) return result
+  top[nestedKey!] = result
+  return top
+}
+
+/** What the boundary hands the schema: a finish is read through a copy of its own keys first. */
+function schemaDecision(chunk: unknown) {
+  const finish = (chunk as { type?: unknown }).type === 'finish'
+  return StreamChunkSchema.safeParse(finish ? { ...(chunk as object) } : chunk)
+}
+
+/** Runs one chunk through an agent and checks the log against the schema's decision, nested key order included. */
+async function expectDecision(chunk: unknown): Promise<void> {
+  const parsed = schemaDecision(chunk)
+  const agent = track(createAgent({ model: oneChunkModel(chunk), retry: false, logger: { error: () => {} } }))
+  agent.followup('go')
+  await agent.whenIdle()
+  const chunks = agent.session.events.filter((e): e is SessionEventOf<'assistant/chunk'> => e.type === 'assistant/chunk')
+  const end = agent.session.events.find((e): e is SessionEventOf<'turn/end'> => e.type === 'turn/end')
+  if (parsed.success && isLosslessJson(parsed.data)) {
+    expect(JSON.stringify(chunks[0].data.chunk)).toBe(JSON.stringify(parsed.data))
+    expect(chunks[0].data.chunk).toEqual(parsed.data)
+  } else if (parsed.success) {
+    // the schema keeps a present undefined, which the log refuses: the append fails and the turn ends error (RQ-7)
+    expect(chunks).toEqual([])
+    expect(end?.data.reason.kind).toBe('error')
+  } else {
+    const finish = chunks[0].data.chunk as { type: string; reason: { kind: string; failure: { code: string; message: string } } }
+    expect(finish.reason.failure.code).toBe('MALFORMED_RESPONSE')
+    expect(finish.reason.failure.message).toBe(expectedMessage(parsed.error.issues[0]))
+  }
+  await agent.dispose()
+}
+
+describe('ST-6: the other ordinary chunks, checked by hand', () => {
+  const boundary: Array<[string, unknown]> = [
+    ['a tool-call delta with id and name', { type: 'tool-call-delta', index: 1, id: 'c1', name: 'lookup', argumentsDelta: '{"k' }],
+    ['a tool-call delta with neither', { type: 'tool-call-delta', index: 1, argumentsDelta: '"}' }],
+    ['a tool-call delta with only a name, keys in another order', { argumentsDelta: '', name: 'lookup', index: 0, type: 'tool-call-delta' }],
+    ['a tool-call delta with an undefined id', { type: 'tool-call-delta', index: 1, id: undefined, argumentsDelta: '' }],
+    ['a tool-call delta with a numeric name', { type: 'tool-call-delta', index: 1, name: 7, argumentsDelta: '' }],
+    ['a tool-call delta with an inherited id', withProto({ id: 'inherited' }, { type: 'tool-call-delta', index: 1, argumentsDelta: '' })],
+    ['a text block end', { type: 'block-end', index: 0, block: { type: 'text', text: 'hello' } }],
+    ['a tool-call block end, keys in another order', { block: { arguments: '{}', name: 'add', id: 'c2', type: 'tool-call' }, index: 2, type: 'block-end' }],
+    ['a block end whose block has an extra key', { type: 'block-end', index: 0, block: { type: 'text', text: 'hi', extra: 1 } }],
+    ['a block end whose block is a proxy', { type: 'block-end', index: 0, block: new Proxy({ type: 'text', text: 'hi' }, {}) }],
+    ['a block end whose block is an array', { type: 'block-end', index: 0, block: [] }],
+    ['a block end whose block has a null prototype', { type: 'block-end', index: 0, block: withProto(null, { type: 'reasoning', text: 'hm' }) }],
+    ['a block end with an image block', { type: 'block-end', index: 0, block: { type: 'image', attachment: { mediaType: 'image/png', url: 'https://x' } } }],
+    ['a tool-call block with numeric arguments', { type: 'block-end', index: 0, block: { type: 'tool-call', id: 'c', name: 't', arguments: 1 } }],
+    ['usage with two counts', { type: 'usage', usage: { inputTokens: 10, outputTokens: 2 } }],
+    [
+      'usage with every count, in another order',
+      { type: 'usage', usage: { reasoningTokens: 1, cacheWriteTokens: 2, cacheReadTokens: 3, outputTokens: 4, inputTokens: 5 } },
+    ],
+    ['usage with a fractional count', { type: 'usage', usage: { inputTokens: 1.5, outputTokens: 2 } }],
+    ['usage with an undefined optional count', { type: 'usage', usage: { inputTokens: 1, outputTokens: 2, cacheReadTokens: undefined } }],
+    ['usage with an extra key', { type: 'usage', usage: { inputTokens: 1, outputTokens: 2, totalTokens: 3 } }],
+    ['a stop finish', { type: 'finish', reason: { kind: 'stop' } }],
+    ['a max-tokens finish', { type: 'finish', reason: { kind: 'max-tokens' } }],
+    ['a finish with an inherited extra key', withProto({ extra: 1 }, { type: 'finish', reason: { kind: 'tool-calls' } })],
+    ['a finish with an inherited reason', withProto({ reason: { kind: 'stop' } }, { type: 'finish' })],
+    ['a finish whose reason has an extra key', { type: 'finish', reason: { kind: 'stop', why: 'done' } }],
+    ['a finish with an undefined replay state', { type: 'finish', reason: { kind: 'stop' }, replayState: undefined }],
+    ['a finish with a replay state', { type: 'finish', reason: { kind: 'stop' }, replayState: { response: { id: 'r' } } }],
+  ]
+  for (const [label, chunk] of boundary) {
+    it(`ST-6: ${label} is logged or refused as StreamChunkSchema decides`, () => expectDecision(chunk))
+  }
+
+  it('ST-6: any ordinary chunk, nested objects changed or not, is logged exactly as the schema returns it, or refused with its first complaint', async () => {
+    await fc.assert(
+      fc.asyncProperty(wellFormed, change, (chunk, c) => expectDecision(changed(chunk as Record<string, unknown>, c))),
+      { numRuns: propertyRuns(150) },
+    )
+  })
 })
