@@ -2,10 +2,13 @@
 import { randomUUID } from 'node:crypto'
 import { InboxError } from './errors.js'
 import { describeValue, isArrayLike } from './foreign.js'
-import { deepFreeze, toFrozenJson } from './session/lossless.js'
+import { deepFreeze, seal, toFrozenJson } from './session/lossless.js'
 import { UserMessageSchema, type ContentBlock, type UserMessage } from './session/schemas.js'
 
 export type UserSource = UserMessage['source']
+
+/** The messages `userMessage` built from one string: valid user messages by construction, deep-frozen and sealed. */
+const FROM_TEXT = new WeakSet<object>()
 
 /** A deep-frozen user message from text or content blocks; `id` defaults to a fresh UUID. */
 export function userMessage(textOrBlocks: string | readonly ContentBlock[], options: { id?: string; source?: UserSource } = {}): UserMessage {
@@ -25,13 +28,19 @@ export function userMessage(textOrBlocks: string | readonly ContentBlock[], opti
   const message = { id: id ?? randomUUID(), role: 'user' as const, content, source: source ?? { kind: 'user' as const } }
   // text with the default id and source is made here of one string: nothing in it to check (any string is a text
   // block's text and lossless JSON), so the boundary pass is skipped; every other form is checked (#13)
-  if (typeof textOrBlocks === 'string' && id === undefined && source === undefined) return deepFreeze(message)
+  if (typeof textOrBlocks === 'string' && id === undefined && source === undefined) {
+    // sealed too: the inbox splice and the user/message event take it as it is instead of copying it (#13)
+    FROM_TEXT.add(seal(deepFreeze(message)))
+    return message
+  }
   return toInboxMessage(message)
 }
 
 /** Check a message at the inbox boundary (IN-7) and freeze it in place (IN-8); strings become text messages. */
 export function toInboxMessage(input: unknown): UserMessage {
   if (typeof input === 'string') return userMessage(input)
+  // one userMessage built from a string and froze: nothing a caller could have changed or added since (#13)
+  if (FROM_TEXT.has(input as object)) return input as UserMessage
   toFrozenJson(input, 'message') // throws LosslessJsonError naming the path
   const parsed = UserMessageSchema.safeParse(input)
   if (!parsed.success) {

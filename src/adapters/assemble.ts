@@ -2,7 +2,7 @@
 // content of one assistant message, and keeps adapter failures inside the stream.
 import { types } from 'node:util'
 import { describeThrown, isRecordLike, peek } from '../foreign.js'
-import { toFrozenJson } from '../session/lossless.js'
+import { seal, toFrozenJson } from '../session/lossless.js'
 import {
   StreamChunkSchema,
   type ContentBlock,
@@ -320,24 +320,27 @@ function toolCallDelta(raw: Record<string, unknown>): StreamChunk | undefined {
   return Object.freeze({ type: 'tool-call-delta', index, argumentsDelta })
 }
 
-/** A block-end's text, reasoning or tool-call block; undefined for the rest (image and tool-result blocks go to zod). */
+/**
+ * A block-end's text, reasoning or tool-call block, sealed: the assistant message carries it into its own event,
+ * whose copy then takes it as it is. Undefined for the rest (image and tool-result blocks go to zod).
+ */
 function plainBlock(block: unknown): ContentBlock | undefined {
   if (typeof block !== 'object' || block === null || types.isProxy(block)) return undefined
   const type = (block as Record<string, unknown>).type
   if (type === 'text' || type === 'reasoning') {
     if (!strictRecord(block, KEYS.textBlock)) return undefined
     const text = block.text
-    return typeof text === 'string' ? Object.freeze({ type, text }) : undefined
+    return typeof text === 'string' ? seal(Object.freeze({ type, text })) : undefined
   }
   if (type !== 'tool-call' || !strictRecord(block, KEYS.toolCallBlock)) return undefined
   const id = block.id
   const name = block.name
   const args = block.arguments
   if (typeof id !== 'string' || typeof name !== 'string' || typeof args !== 'string') return undefined
-  return Object.freeze({ type, id, name, arguments: args })
+  return seal(Object.freeze({ type, id, name, arguments: args }))
 }
 
-/** A TokenUsage: two counts, and the optional ones in the schema's order. */
+/** A TokenUsage: two counts, and the optional ones in the schema's order; sealed, as the assistant message carries it. */
 function plainUsage(usage: unknown): TokenUsage | undefined {
   if (!strictRecord(usage, KEYS.usage)) return undefined
   const inputTokens = usage.inputTokens
@@ -350,7 +353,7 @@ function plainUsage(usage: unknown): TokenUsage | undefined {
     if (!isCount(n)) return undefined
     out[key] = n
   }
-  return Object.freeze(out)
+  return seal(Object.freeze(out))
 }
 
 /** A finish with a stop, tool-calls or max-tokens reason and no replay envelope, read from finishWithFacts's own-keys copy. */

@@ -5,7 +5,7 @@ import { Observable, Subscriber, type Observer, type Operator, type Subscription
 import { ConfigError, SeedRefusedError, SessionAppendError } from '../errors.js'
 import { validatedSeedViolations } from './invariants.js'
 import { describeValue } from '../foreign.js'
-import { formatPath, toFrozenJson } from './lossless.js'
+import { formatPath, toFrozenJson, toLoggedJson } from './lossless.js'
 import {
   EventDataSchemas,
   SURFACE_TYPES,
@@ -341,7 +341,7 @@ export class Session {
         if (!INTENT_KEYS.has(key)) throw new SessionAppendError(`${String(type)}: unknown intent key ${JSON.stringify(key)}`, { path: key })
       }
     }
-    const frozen = intent !== undefined && (intent as BuiltIntent)[FROZEN_JSON] === true ? data : toFrozenJson(data, 'data')
+    const frozen = intent !== undefined && (intent as BuiltIntent)[FROZEN_JSON] === true ? data : toLoggedJson(data, 'data')
     const event = this.#build(this.#events.length, type, frozen, intent ?? NO_INTENT, 'data', intent?.time)
     // an injected store failure refuses a valid event, as a failing store would: nothing is logged
     if (this.#faults.size > 0) this.#injectedFault(type)
