@@ -23,38 +23,47 @@ export type EventOf<T extends EventType> = Extract<AgentEvent, { type: T }>
 
 /** Collects what one action wants: context changes (read back through `get`) and effects in order. */
 export class Draft {
-  readonly patch: Partial<AgentContext> = {}
+  /** The context with this action's changes: a copy made at the first change (null: nothing changed yet). */
+  next: AgentContext | null = null
   readonly effects: Effect[] = []
   constructor(readonly context: AgentContext) {}
 
   get<K extends keyof AgentContext>(key: K): AgentContext[K] {
-    return (key in this.patch ? this.patch[key] : this.context[key]) as AgentContext[K]
+    return (this.next ?? this.context)[key]
+  }
+  /** The copy this action changes, made at its first change: one copy per action whatever the number of changes. */
+  private own(): AgentContext {
+    return (this.next ??= { ...this.context })
   }
   set(patch: Partial<AgentContext>): void {
-    Object.assign(this.patch, patch)
+    // key by key: Object.assign onto an object that has properties takes V8's slow generic path
+    for (const key in patch) (this.own() as unknown as Record<string, unknown>)[key] = patch[key as keyof AgentContext]
   }
   /** Update part of the request side. */
   setRequest(patch: Partial<RequestContext>): void {
-    this.set({ request: { ...this.get('request'), ...patch } })
+    const next = this.own()
+    next.request = { ...next.request, ...patch }
   }
   /** Update part of the tool batch. */
   setToolBatch(patch: Partial<ToolBatchContext>): void {
-    this.set({ toolBatch: { ...this.get('toolBatch'), ...patch } })
+    const next = this.own()
+    next.toolBatch = { ...next.toolBatch, ...patch }
   }
   emit(effect: Effect): void {
     this.effects.push(effect)
   }
   /** A fresh effect id that the machine now waits for; ids never repeat (late answers are dropped). */
   await(): number {
-    const id = this.get('ids').next
-    this.set({ ids: { next: id + 1, waiting: id } })
+    const next = this.own()
+    const id = next.ids.next
+    next.ids = { next: id + 1, waiting: id }
     return id
   }
   /** A fresh id that does not replace what the machine waits for. */
   id(): number {
-    const ids = this.get('ids')
-    const id = ids.next
-    this.set({ ids: { next: id + 1, waiting: ids.waiting } })
+    const next = this.own()
+    const id = next.ids.next
+    next.ids = { next: id + 1, waiting: next.ids.waiting }
     return id
   }
   append<T extends SessionEventType>(
@@ -132,11 +141,7 @@ const resolveDraftAction: DraftAction['resolve'] = (scope, snapshot, args, _para
   if (self.accepted && !self.accepted.includes(event.type)) assertEvent(event, self.accepted as EventType[])
   const d = new Draft(snapshot.context)
   self.run(d, event)
-  let next = snapshot
-  for (const _ in d.patch) {
-    next = { ...snapshot, context: { ...snapshot.context, ...d.patch } }
-    break
-  }
+  const next = d.next === null ? snapshot : { ...snapshot, context: d.next }
   const marker = self.label.marker
   const effects = d.effects
   if (!marker && effects.length === 0) return [next, undefined, undefined]
@@ -162,10 +167,7 @@ function enqueueForm(accepted: readonly string[] | null, run: (d: Draft, event: 
     const d = new Draft(context)
     run(d, event)
     if (label.marker) enqueue(label.marker)
-    for (const _ in d.patch) {
-      enqueue.assign(d.patch)
-      break
-    }
+    if (d.next !== null) enqueue.assign(d.next)
     for (const effect of d.effects) enqueue.emit(effect)
   })
   return Object.assign(impl, { label })
