@@ -44,7 +44,7 @@ const writeFile = defineTool({
 
 const model = scriptedModel([
   toolCallResponse([
-    { id: 'r1', name: 'read_file', arguments: '{"path":"a.txt","delayMs":30}' },
+    { id: 'r1', name: 'read_file', arguments: '{"path":"a.txt","delayMs":300}' },
     { id: 'r2', name: 'read_file', arguments: '{"path":"b.txt","delayMs":5}' },
     { id: 'w3', name: 'write_file', arguments: '{"path":"c.txt","text":"alpha+bravo"}' },
   ]),
