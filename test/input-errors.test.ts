@@ -1,8 +1,10 @@
-// Bad input at two everyday entry points gets a typed error naming what was
-// wrong (house rule), instead of a bare TypeError or a listener that silently
-// never runs.
+// Bad input at the everyday entry points gets a typed error naming what was
+// wrong (house rule), instead of a bare TypeError, a listener that silently
+// never runs, or an agent that breaks later; and what a waterfall listener
+// returning nothing means, as docs/api.md says.
 import { describe, expect, it } from 'vitest'
-import { ConfigError, createAgent, InboxError, userMessage } from '../src/index.js'
+import { z } from 'zod'
+import { ConfigError, createAgent, defineTool, InboxError, userMessage } from '../src/index.js'
 import { agentMachine } from '../src/machines/index.js'
 import { maxTokensResponse, reasoningResponse, scriptedModel, textResponse, toolCallResponse } from '../src/testing/index.js'
 
@@ -152,5 +154,27 @@ describe('the response helpers of agentchart/testing', () => {
   it('still build the documented streams', () => {
     expect(toolCallResponse([{ id: 'c1', name: 'add', arguments: '{}' }]).at(-1)).toEqual({ type: 'finish', reason: { kind: 'tool-calls' } })
     expect(textResponse('').map((c) => c.type)).toEqual(['finish'])
+  })
+})
+
+describe('a waterfall listener that returns nothing', () => {
+  it('is an answer, not "carry on": pre-step ends the turn error, pre-execute makes the call an error result', async () => {
+    const preStep = createAgent({ model: scriptedModel([textResponse('ok')]), logger: { error: () => undefined } })
+    preStep.on('agent/pre-step', (() => undefined) as never)
+    const blocked = await preStep.run('hello')
+    expect(blocked.end).toMatchObject({ kind: 'error', error: { message: expect.stringMatching(/agent\/pre-step must return/) as unknown } })
+    await preStep.dispose()
+
+    const tool = defineTool({ name: 't', description: 'a tool', input: z.object({}), execute: () => 'ran' })
+    const model = scriptedModel([toolCallResponse([{ id: 'c1', name: 't', arguments: '{}' }]), textResponse('done')])
+    const preExecute = createAgent({ model, tools: [tool], logger: { error: () => undefined } })
+    preExecute.on('tools/pre-execute', (() => undefined) as never)
+    expect((await preExecute.run('go')).end).toEqual({ kind: 'completed' })
+    const result = preExecute.session.events.find((e) => e.type === 'tool/result')
+    expect(result?.type === 'tool/result' && result.data.message.content[0]).toMatchObject({
+      isError: true,
+      content: expect.stringMatching(/tools\/pre-execute must return/) as unknown,
+    })
+    await preExecute.dispose()
   })
 })
