@@ -4,7 +4,7 @@
 // returning nothing means, as docs/api.md says.
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { ConfigError, createAgent, defineTool, InboxError, userMessage } from '../src/index.js'
+import { ConfigError, createAgent, defineTool, forkSession, InboxError, userMessage } from '../src/index.js'
 import { agentMachine } from '../src/machines/index.js'
 import { maxTokensResponse, reasoningResponse, scriptedModel, textResponse, toolCallResponse } from '../src/testing/index.js'
 
@@ -176,5 +176,20 @@ describe('a waterfall listener that returns nothing', () => {
       content: expect.stringMatching(/tools\/pre-execute must return/) as unknown,
     })
     await preExecute.dispose()
+  })
+})
+
+describe('forkSession', () => {
+  it('refuses what is not a Session with a ConfigError pointing an agent at agent.fork (it used to say the store had failed)', async () => {
+    const agent = createAgent({ model: scriptedModel([textResponse('ok')]) })
+    await agent.run('hello')
+    for (const parent of [agent, 5, null, { id: 'x', events: [] }]) {
+      const fork = () => forkSession(parent as never, { upTo: 0 })
+      expect(fork).toThrow(ConfigError)
+      expect(fork).toThrow(/forkSession needs a Session \(for an agent: agent\.fork\(\{ upTo \}\) or forkSession\(agent\.session, \.\.\.\)\)/)
+    }
+    const last = agent.session.events.at(-1)!.seq
+    expect(forkSession(agent.session, { upTo: last }).events).toHaveLength(last + 2)
+    await agent.dispose()
   })
 })

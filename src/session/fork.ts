@@ -2,7 +2,8 @@
 // inclusive boundary seq outside any open turn. The seed ends with a
 // `session/end-seed{fork}` marker naming the parent, the boundary and the
 // seed's length, so a resumed fork ignores the inbox splices it inherited (IN-14).
-import { ForkError } from '../errors.js'
+import { ConfigError, ForkError } from '../errors.js'
+import { describeValue } from '../foreign.js'
 import { openTurnOf } from './repair.js'
 import type { SessionEvent } from './schemas.js'
 import { createSession, type Session } from './session.js'
@@ -47,6 +48,14 @@ export function forkPrefix(parent: Session, upTo: unknown): readonly SessionEven
  * without touching the parent; an agent created over the fork continues it like any stored log.
  */
 export function forkSession(parent: Session, options: ForkOptions): Session {
+  // an Agent passed for its session used to read as a halted session ("its store failed"), which sent people looking
+  // at their store; what a fork reads (id, events, halted) tells a Session apart without importing the class
+  const sessionLike = typeof parent === 'object' && parent !== null && typeof parent.id === 'string' && Array.isArray(parent.events) && 'halted' in parent
+  if (!sessionLike) {
+    throw new ConfigError(`forkSession needs a Session (for an agent: agent.fork({ upTo }) or forkSession(agent.session, ...)), got ${describeValue(parent)}`, {
+      path: 'parent',
+    })
+  }
   if (!options || typeof options !== 'object') throw new ForkError('FORK_UNKNOWN_SEQ', 'forkSession needs { upTo }', { path: 'upTo' })
   const prefix = forkPrefix(parent, options.upTo)
   const id = options.id ?? crypto.randomUUID()
