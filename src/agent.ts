@@ -312,6 +312,12 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
     throw new ConfigError('systemPrompt must be a string', { path: 'systemPrompt' })
   }
   const { inspect, logger, machine, approvals } = options
+  const session = (options as { session?: unknown }).session
+  if (session !== undefined && !(isRecordLike(session) && typeof session.id === 'string' && isArrayLike(session.events) && 'halted' in session)) {
+    throw new ConfigError(`session must be a Session (a stored log becomes one with createSession({ seed: events })), got ${describeValue(session)}`, {
+      path: 'session',
+    })
+  }
   if (inspect !== undefined && typeof inspect !== 'function' && !isObserverLike(inspect)) {
     throw new ConfigError(`inspect must be a function or an observer ({ next?, error?, complete? }), got ${describeValue(inspect)}`, { path: 'inspect' })
   }

@@ -107,6 +107,13 @@ describe('createAgent options', () => {
     ['a logger without error()', { logger: 5 }, 'logger', /logger must be an object with an error\(message, error\) method/],
     ['a machine that is not a state machine', { machine: {} }, 'machine', /machine must be agentMachine or a variant/],
     ['approvals that is not a boolean', { approvals: 'yes' }, 'approvals', /approvals must be true or false/],
+    [
+      'a stored log given as the session',
+      { session: [] },
+      'session',
+      /session must be a Session \(a stored log becomes one with createSession\(\{ seed: events \}\)\)/,
+    ],
+    ['an agent given as the session', { session: createAgent({ model: scriptedModel([]) }) }, 'session', /session must be a Session/],
   ])('refuse %s with a ConfigError naming the option', (_name, bad, path, message) => {
     const create = () => createAgent({ model: scriptedModel([]), ...bad } as never)
     expect(create).toThrow(ConfigError)
