@@ -312,8 +312,13 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
     throw new ConfigError('systemPrompt must be a string', { path: 'systemPrompt' })
   }
   const { inspect, logger, machine, approvals } = options
-  const session = (options as { session?: unknown }).session
-  if (session !== undefined && !(isRecordLike(session) && typeof session.id === 'string' && isArrayLike(session.events) && 'halted' in session)) {
+  // (with a store, a session is refused as such by openStoredAgent: 'either a session or a store')
+  const { session, store } = options as { session?: unknown; store?: unknown }
+  if (
+    session !== undefined &&
+    store === undefined &&
+    !(isRecordLike(session) && typeof session.id === 'string' && isArrayLike(session.events) && 'halted' in session)
+  ) {
     throw new ConfigError(`session must be a Session (a stored log becomes one with createSession({ seed: events })), got ${describeValue(session)}`, {
       path: 'session',
     })
