@@ -382,7 +382,8 @@ function finishWithFacts(raw: unknown): unknown {
   if (isRecordLike(reason) && (reason.kind === 'error' || reason.kind === 'aborted') && isRecordLike(reason.failure)) {
     chunk.reason = { ...reason, failure: llmFailure(reason.failure as unknown as LlmFailure) }
   }
-  if (chunk.replayState !== undefined) chunk.replayState = toFrozenJson(chunk.replayState, 'replayState')
+  // an envelope must be lossless JSON to be logged; anything but an object is left to the schema, which names it
+  if (isRecordLike(chunk.replayState)) chunk.replayState = toFrozenJson(chunk.replayState, 'replayState')
   return chunk
 }
 

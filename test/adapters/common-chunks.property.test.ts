@@ -255,7 +255,13 @@ async function expectDecision(chunk: unknown): Promise<void> {
   await agent.whenIdle()
   const chunks = agent.session.events.filter((e): e is SessionEventOf<'assistant/chunk'> => e.type === 'assistant/chunk')
   const end = agent.session.events.find((e): e is SessionEventOf<'turn/end'> => e.type === 'turn/end')
-  if (parsed.success && isLosslessJson(parsed.data)) {
+  const replayState = parsed.success ? (parsed.data as { replayState?: unknown }).replayState : undefined
+  if (replayState !== undefined && !isLosslessJson(replayState)) {
+    // the schema takes any envelope object; the boundary also holds it to lossless JSON, naming the value
+    const finish = chunks[0].data.chunk as { type: string; reason: { kind: string; failure: { code: string; message: string } } }
+    expect(finish.reason.failure.code).toBe('MALFORMED_RESPONSE')
+    expect(finish.reason.failure.message).toMatch(/^the model adapter sent a malformed stream chunk: it could not be read: not lossless JSON at replayState/)
+  } else if (parsed.success && isLosslessJson(parsed.data)) {
     expect(JSON.stringify(chunks[0].data.chunk)).toBe(JSON.stringify(parsed.data))
     expect(chunks[0].data.chunk).toEqual(parsed.data)
   } else if (parsed.success) {
@@ -301,6 +307,9 @@ describe('ST-6: the other ordinary chunks, checked by hand', () => {
     ['a finish whose reason has an extra key', { type: 'finish', reason: { kind: 'stop', why: 'done' } }],
     ['a finish with an undefined replay state', { type: 'finish', reason: { kind: 'stop' }, replayState: undefined }],
     ['a finish with a replay state', { type: 'finish', reason: { kind: 'stop' }, replayState: { response: { id: 'r' } } }],
+    ['a finish with a replay state of -0', { type: 'finish', reason: { kind: 'stop' }, replayState: -0 }],
+    ['a finish with a replay state holding -0', { type: 'finish', reason: { kind: 'stop' }, replayState: { response: -0 } }],
+    ['a finish with a replay state holding NaN', { type: 'finish', reason: { kind: 'tool-calls' }, replayState: { response: { n: Number.NaN } } }],
   ]
   for (const [label, chunk] of boundary) {
     it(`ST-6: ${label} is logged or refused as StreamChunkSchema decides`, () => expectDecision(chunk))
