@@ -32,7 +32,7 @@ import { describeValue, isArrayLike, isRecordLike } from './foreign.js'
 import { approvalResume, pendingApprovals, type PendingApproval } from './session/approvals.js'
 import { forkLineageOf, forkSession, type ForkOptions } from './session/fork.js'
 import { repairClosers, openTurnOf } from './session/repair.js'
-import { createSession, type Session } from './session/session.js'
+import { createSession, isSessionLike, type Session } from './session/session.js'
 import { checkSessionId, DEFAULT_LEASE_MS } from './stores/lease.js'
 import type { SessionHandle, SessionStore } from './stores/types.js'
 import { SessionWriter } from './stores/writer.js'
@@ -314,11 +314,7 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
   const { inspect, logger, machine, approvals } = options
   // (with a store, a session is refused as such by openStoredAgent: 'either a session or a store')
   const { session, store } = options as { session?: unknown; store?: unknown }
-  if (
-    session !== undefined &&
-    store === undefined &&
-    !(isRecordLike(session) && typeof session.id === 'string' && isArrayLike(session.events) && 'halted' in session)
-  ) {
+  if (session !== undefined && store === undefined && !isSessionLike(session)) {
     throw new ConfigError(`session must be a Session (a stored log becomes one with createSession({ seed: events })), got ${describeValue(session)}`, {
       path: 'session',
     })

@@ -6,7 +6,7 @@ import { ConfigError, ForkError } from '../errors.js'
 import { describeValue } from '../foreign.js'
 import { openTurnOf } from './repair.js'
 import type { SessionEvent } from './schemas.js'
-import { createSession, type Session } from './session.js'
+import { createSession, isSessionLike, type Session } from './session.js'
 
 export interface ForkOptions {
   /** The last seq the fork inherits (inclusive); no turn may be open after it. */
@@ -49,9 +49,8 @@ export function forkPrefix(parent: Session, upTo: unknown): readonly SessionEven
  */
 export function forkSession(parent: Session, options: ForkOptions): Session {
   // an Agent passed for its session used to read as a halted session ("its store failed"), which sent people looking
-  // at their store; what a fork reads (id, events, halted) tells a Session apart without importing the class
-  const sessionLike = typeof parent === 'object' && parent !== null && typeof parent.id === 'string' && Array.isArray(parent.events) && 'halted' in parent
-  if (!sessionLike) {
+  // at their store
+  if (!isSessionLike(parent)) {
     throw new ConfigError(`forkSession needs a Session (for an agent: agent.fork({ upTo }) or forkSession(agent.session, ...)), got ${describeValue(parent)}`, {
       path: 'parent',
     })

@@ -4,7 +4,7 @@
 import { Observable, Subscriber, type Observer, type Operator, type Subscription } from 'rxjs'
 import { ConfigError, SeedRefusedError, SessionAppendError } from '../errors.js'
 import { validatedSeedViolations } from './invariants.js'
-import { describeValue } from '../foreign.js'
+import { describeValue, isArrayLike, isRecordLike } from '../foreign.js'
 import { formatPath, toFrozenJson, toLoggedJson } from './lossless.js'
 import {
   EventDataSchemas,
@@ -579,6 +579,14 @@ export class Session {
     }
     this.#seedLength = this.#events.length
   }
+}
+
+/**
+ * Whether a value reads as a Session (id, events, halted), by shape rather than class so a second copy of the
+ * package still counts. Why: an Agent or a stored events array passed where a Session goes should be named as such.
+ */
+export function isSessionLike(value: unknown): value is Session {
+  return isRecordLike(value) && typeof value.id === 'string' && isArrayLike(value.events) && 'halted' in value
 }
 
 /** Creates a session, replaying `options.seed` if given (SS-9). */
