@@ -5,7 +5,7 @@ import type { agentMachine } from './machines/agent.js'
 
 type AgentMachine = typeof agentMachine
 import type { ModelAdapter } from './adapters/types.js'
-import { AgentchartError, AgentStateError, ApprovalError, ConfigError, ForkError, SessionAppendError, SessionInUseError, StoredLogError } from './errors.js'
+import { AgentchartError, AgentStateError, ConfigError, ForkError, InboxError, SessionAppendError, SessionInUseError, StoredLogError } from './errors.js'
 import { applySplice, duplicatePending, hasPending } from './machines/inbox.js'
 import type { InboxLists, ToolOutcome } from './machines/types.js'
 import { toInboxMessage } from './messages.js'
@@ -29,7 +29,7 @@ import { LogIndex, type RunResult, type UsageTotals } from './results.js'
 import { defaultRetry, sleepFor, type RequestErrorAction, type RetryPolicyOptions } from './retry.js'
 import { RunTracker } from './runs.js'
 import { describeValue, isArrayLike, isRecordLike } from './foreign.js'
-import { approvalResume, pendingApprovals, type PendingApproval } from './session/approvals.js'
+import { approvalWaitOf, pendingApprovals, type PendingApproval } from './session/approvals.js'
 import { forkLineageOf, forkSession, type ForkOptions } from './session/fork.js'
 import { repairClosers, openTurnOf } from './session/repair.js'
 import { createSession, isSessionLike, type Session } from './session/session.js'
@@ -37,7 +37,7 @@ import { checkSessionId, DEFAULT_LEASE_MS } from './stores/lease.js'
 import type { SessionHandle, SessionStore } from './stores/types.js'
 import { SessionWriter } from './stores/writer.js'
 import { toolSchemas, type ToolDefinition } from './tools/define.js'
-import { resolveCompaction, type CompactionOptions, type ResolvedCompaction } from './compaction.js'
+import { resolveCompaction, type CompactionOptions } from './compaction.js'
 
 export interface AgentOptions {
   model: ModelAdapter
@@ -88,7 +88,7 @@ export interface AgentOptions {
 /** What agent.compact() came to: the logged record of the summary, or why nothing was replaced. */
 export type CompactionResult = { compacted: true; record: EventData<'compaction/completed'> } | { compacted: false; record?: EventData<'compaction/failed'> }
 
-/** An agent whose session lives in a store: createAgent creates or resumes it and returns a promise (issue #9). */
+/** An agent whose session lives in a store: createAgent creates or resumes it and returns a promise. */
 export interface StoredAgentOptions extends Omit<AgentOptions, 'session' | 'store'> {
   store: SessionStore
   /** The session to create or resume; a new random id when omitted (`id`, if given, must agree). */
@@ -204,17 +204,13 @@ export class Inbox {
   /** Remove a pending message by id; false (and nothing logged) when it is not pending (IN-5). */
   remove(id: string): boolean {
     this.#guard()
-    if (!this.#has(id)) return false
-    this.#runtime().dispatch({ type: 'inbox.remove', id })
-    return true
+    return pendingAnswer(() => this.#runtime().dispatch({ type: 'inbox.remove', id }))
   }
-  /** Replace a pending message in place with one canceled splice (IN-4). */
+  /** Replace a pending message in place with one canceled splice (IN-4); false when `id` is not pending. */
   replace(id: string, message: UserMessage | string): boolean {
     this.#guard()
     const next = toInboxMessage(message)
-    if (!this.#has(id)) return false
-    this.#runtime().dispatch({ type: 'inbox.replace', id, message: next })
-    return true
+    return pendingAnswer(() => this.#runtime().dispatch({ type: 'inbox.replace', id, message: next }))
   }
   /**
    * Array-style splice of one list (IN-3): `start` and `deleteCount` normalize like Array.prototype.splice
@@ -232,9 +228,16 @@ export class Inbox {
     this.#guard()
     this.#runtime().dispatch({ type: 'inbox.clear' })
   }
-  #has(id: string): boolean {
-    const { nextTurn, nextStep } = this.#runtime().lists
-    return nextTurn.some((m) => m.id === id) || nextStep.some((m) => m.id === id)
+}
+
+/** True when the machine took an inbox request that names a pending id; false when it refused it as not pending (IN-5). */
+function pendingAnswer(dispatch: () => void): boolean {
+  try {
+    dispatch()
+    return true
+  } catch (error) {
+    if (error instanceof InboxError && error.code === 'NOT_PENDING') return false
+    throw error
   }
 }
 
@@ -295,7 +298,7 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
   const maxTokens = positiveInt('maxTokens', options.maxTokens)
   const maxParallelToolCalls = positiveInt('maxParallelToolCalls', options.maxParallelToolCalls) ?? 10
   const maxSteps = stepLimit(options.maxSteps)
-  // the options below used to fail later as bare TypeErrors, or to be taken and break the agent at its first use
+  // each option is checked here so a wrong one fails now with its name, not later as a bare TypeError
   if (options.tools !== undefined && !isArrayLike(options.tools)) {
     throw new ConfigError(`tools must be an array of tools made by defineTool, got ${describeValue(options.tools)}`, { path: 'tools' })
   }
@@ -345,7 +348,7 @@ interface Durable {
 
 /** Live agents by session id, so a second instance cannot take over an open turn (RS-7). */
 const liveAgents = new Map<string, WeakRef<Agent>>()
-/** An agent dropped without dispose() leaves the registry when it is collected (issue #8). */
+/** An agent dropped without dispose() leaves the registry when it is collected. */
 const collected = new FinalizationRegistry<string>((id) => {
   if (liveAgents.get(id)?.deref() === undefined) liveAgents.delete(id)
 })
@@ -355,7 +358,7 @@ export function liveAgentCount(): number {
   return liveAgents.size
 }
 
-/** How `dispose()` treats work that does not settle (issue #8). */
+/** How `dispose()` treats work that does not settle. */
 export interface DisposeOptions {
   /**
    * Abandon tool bodies and listeners still running `graceMs` after the cancel: a call closes with a
@@ -401,13 +404,13 @@ export class Agent {
   readonly #runs: RunTracker
   /** The one session observer feeding `session/event` listeners, installed on first use and removed at disposal. */
   #unobserve: (() => void) | null = null
+  /** Stops telling the machine when the session is watched (at disposal). */
+  #unwatch: (() => void) | null = null
   readonly #durable: Durable | null
-  readonly #compaction: ResolvedCompaction | null
 
   /** Use createAgent; `durable` is how the stored form hands over its store writer. */
   constructor(options: AgentOptions, durable?: Durable) {
     const { model, maxTokens, maxParallelToolCalls, maxSteps, tools, retry, sleep, compaction } = checkOptions(options)
-    this.#compaction = compaction
     if ((options as { store?: unknown }).store !== undefined && durable === undefined) {
       throw new ConfigError('an agent over a store is made by createAgent({ store, ... }), which returns a promise', { path: 'store' })
     }
@@ -435,7 +438,7 @@ export class Agent {
     const lastTurn = events.reduce((max, e) => (e.type === 'turn/start' ? Math.max(max, e.data.turn) : max), 0)
     const priorHeader = events.some((e) => e.type === 'request/header')
     // TL-18: a log that stops while a call waits for approval resumes in that wait instead of being repaired
-    const resume = approvalResume(events, maxParallelToolCalls)
+    const resume = approvalWaitOf(events)
     const lastRoute = events.findLast((e) => e.type === 'request/context')
     this.#resumed = events.length > 0
     const outputSchemas = new OutputSchemas()
@@ -466,14 +469,17 @@ export class Agent {
       retry,
       sleep,
       ...(compaction ? { compaction } : {}),
+      onAppend: (event) => this.#runs?.onAppend(event),
     })
+    // weakly: a session that outlives a dropped agent must not keep it alive (RS-7)
+    const runtime = new WeakRef(this.#runtime)
+    this.#unwatch = session.watchObservers(() => runtime.deref()?.refreshFacts())
     this.inbox = new Inbox(
       () => this.#runtime,
       () => this.#assertLive(),
     )
     this.#index = new LogIndex(session)
     this.#runs = new RunTracker({
-      session,
       index: this.#index,
       schemas: outputSchemas,
       lists: () => this.#runtime.lists,
@@ -587,12 +593,9 @@ export class Agent {
   #answer(callId: string, approved: boolean, reason?: string): void {
     this.#assertLive()
     if (typeof callId !== 'string') throw new ConfigError('callId must be a string', { path: 'callId' })
-    if (!this.pendingApprovals.some((p) => p.callId === callId)) {
-      const asked = this.session.events.some((e) => e.type === 'tool/approval-request' && e.data.callId === callId)
-      if (asked) throw new ApprovalError('APPROVAL_ALREADY_ANSWERED', callId, `the approval of call ${callId} was already answered or closed`)
-      throw new ApprovalError('APPROVAL_UNKNOWN', callId, `no call waits for approval under id ${JSON.stringify(callId)}`)
-    }
-    this.#runtime.dispatch({ type: 'approval.answered', callId, approved, ...(reason !== undefined ? { reason } : {}) })
+    // a fact of the log the machine cannot know: whether this call's question was ever asked
+    const logged = this.session.events.some((e) => e.type === 'tool/approval-request' && e.data.callId === callId)
+    this.#runtime.dispatch({ type: 'approval.answered', callId, approved, logged, ...(reason !== undefined ? { reason } : {}) })
   }
 
   /** Resolves when the agent rests idle with no maintenance (PH-7) and, over a store, its log is committed (or the store failed). */
@@ -606,13 +609,16 @@ export class Agent {
     this.#assertLive()
     if (this.#disposed) throw new AgentStateError('AGENT_DISPOSED', 'this agent is being disposed')
     if (typeof job !== 'function') throw new ConfigError('runMaintenance needs a job function', { path: 'job' })
-    if (this.#runtime.actor.getSnapshot().value !== 'idle') {
-      throw new AgentStateError('AGENT_BUSY', 'runMaintenance is accepted only while the agent is idle with no job running')
-    }
     this.#start()
-    this.#runtime.pendingJob = job
-    this.#runtime.dispatch({ type: 'maintenance.start' })
-    return this.#runtime.jobPromise as Promise<T>
+    const runtime = this.#runtime
+    runtime.pendingJob = job
+    runtime.jobPromise = null
+    try {
+      runtime.dispatch({ type: 'maintenance.start' })
+    } finally {
+      runtime.pendingJob = null
+    }
+    return runtime.jobPromise as unknown as Promise<T>
   }
 
   /**
@@ -623,12 +629,6 @@ export class Agent {
   async compact(): Promise<CompactionResult> {
     this.#assertLive()
     if (this.#disposed) throw new AgentStateError('AGENT_DISPOSED', 'this agent is being disposed')
-    if (this.#compaction === null) {
-      throw new AgentStateError('COMPACTION_OFF', 'compaction is off: give createAgent a compaction option (and a context window) to use agent.compact()')
-    }
-    if (this.#runtime.actor.getSnapshot().value !== 'idle') {
-      throw new AgentStateError('AGENT_BUSY', 'agent.compact() is accepted only while the agent is idle (during a turn the compaction policy is at work)')
-    }
     const from = this.session.length
     this.#start()
     this.#runtime.dispatch({ type: 'compaction.start' })
@@ -701,6 +701,8 @@ export class Agent {
       collected.unregister(this)
       this.#unobserve?.()
       this.#unobserve = null
+      this.#unwatch?.()
+      this.#unwatch = null
     })()
     return this.#disposed
   }
@@ -756,7 +758,7 @@ export class Agent {
 
 /**
  * Create an agent over a new or given session (RQ-3: bad options fail before anything is registered).
- * With a `store` it creates or resumes the stored session and returns a promise (issue #9); without
+ * With a `store` it creates or resumes the stored session and returns a promise; without
  * one it stays synchronous.
  */
 export function createAgent(options: StoredAgentOptions): Promise<Agent>

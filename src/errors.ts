@@ -65,7 +65,7 @@ export class AgentStateError extends AgentchartError {
   }
 }
 
-/** A session driven elsewhere: its lease is live (issue #9). Names the holder so an operator can find it. */
+/** A session driven elsewhere: its lease is live. Names the holder so an operator can find it. */
 export class SessionInUseError extends AgentchartError {
   readonly sessionId: string
   readonly holder: string

@@ -12,7 +12,7 @@ const FROM_TEXT = new WeakSet<object>()
 
 /** A deep-frozen user message from text or content blocks; `id` defaults to a fresh UUID. */
 export function userMessage(textOrBlocks: string | readonly ContentBlock[], options: { id?: string; source?: UserSource } = {}): UserMessage {
-  // anything but a text or an array used to escape as a bare TypeError from the spread (house rule: typed errors)
+  // anything but a text or an array is refused by name (house rule: typed errors)
   if (typeof textOrBlocks !== 'string' && !isArrayLike(textOrBlocks)) {
     throw new InboxError(
       'INVALID_MESSAGE',

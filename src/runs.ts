@@ -1,11 +1,10 @@
 // agent.run(input): follow one queued prompt through the log until the turn
 // that claimed it ends, or until it is discarded or left parked, so every run
-// settles. The log observer is installed only while runs are pending.
+// settles.
 import type { InboxLists } from './machines/types.js'
 import type { OutputSchemas } from './request.js'
 import { zeroUsage, type LogIndex, type RunResult, type UnrunResult } from './results.js'
 import type { SessionEvent, SessionEventOf } from './session/schemas.js'
-import type { Session } from './session/session.js'
 
 interface PendingRun {
   readonly id: string
@@ -15,7 +14,6 @@ interface PendingRun {
 }
 
 export interface RunTrackerOptions {
-  session: Session
   index: LogIndex
   schemas: OutputSchemas
   /** The inbox before the splice being published (IN-2: observers read the pre-mutation lists). */
@@ -30,12 +28,11 @@ export interface RunTrackerOptions {
 
 const unrun = (end: UnrunResult['end']): UnrunResult => ({ turn: null, end, text: '', message: undefined, usage: zeroUsage(), steps: 0 })
 
-/** Tracks the inputs of pending `agent.run()` calls by message id. */
+/** Tracks the inputs of pending `agent.run()` calls by message id, from the events the runtime appends. */
 export class RunTracker {
   readonly #options: RunTrackerOptions
   /** In call order; an id may recur once its earlier run was claimed (IN-6). */
   #pending: PendingRun[] = []
-  #unobserve: (() => void) | null = null
   /** The turn whose `turn/start` was seen last: a next-turn claim belongs to it. */
   #openTurn = 0
 
@@ -53,7 +50,6 @@ export class RunTracker {
     const promise = new Promise<RunResult<T>>((r) => (resolve = r))
     const run: PendingRun = { id, turn: null, resolve }
     this.#pending.push(run)
-    this.#observe()
     try {
       send()
     } catch (error) {
@@ -64,18 +60,14 @@ export class RunTracker {
     return promise
   }
 
-  #observe(): void {
-    if (this.#unobserve !== null) return
-    this.#unobserve = this.#options.session.observe((event) => this.#onEvent(event))
-  }
-
-  #onEvent(event: SessionEvent): void {
+  /** Sees each event the runtime appended, before the inbox view moves past it (IN-2). */
+  onAppend(event: SessionEvent): void {
     switch (event.type) {
       case 'turn/start':
         this.#openTurn = event.data.turn
         return
       case 'agent/inbox/spliced':
-        return this.#onSplice(event)
+        return this.#pending.length > 0 ? this.#onSplice(event) : undefined
       case 'turn/end':
         return this.#onTurnEnd(event)
     }
@@ -133,9 +125,5 @@ export class RunTracker {
 
   #settle(run: PendingRun): void {
     this.#pending = this.#pending.filter((r) => r !== run)
-    if (this.#pending.length === 0 && this.#unobserve !== null) {
-      this.#unobserve()
-      this.#unobserve = null
-    }
   }
 }

@@ -13,16 +13,20 @@ export const agentMachine = createMachine({
     'inbox.splice': [{ guard: 'isDuplicate', actions: 'rejectDuplicate' }, { actions: 'splicePending' }],
     'inbox.clear': { actions: 'clearPending' },
     'append.failed': { actions: 'restoreInbox' },
+    'facts.changed': { actions: 'learnFacts' },
+    'approval.answered': { actions: 'refuseApproval' },
+    'maintenance.start': { actions: 'refuseBusy' },
+    'compaction.start': [{ guard: 'isCompactionOff', actions: 'refuseCompactionOff' }, { actions: 'refuseBusy' }],
   },
   states: {
     resuming: {
-      always: [{ target: 'repairing', guard: 'hasRepairClosers' }, { target: 'idle' }],
+      always: [{ target: '#agent.running.turn.step.toolBatch.dispatch.awaitingApproval', guard: 'hasApprovalWait', actions: 'restoreApprovalWait' }, { target: 'repairing', guard: 'hasRepairClosers' }, { target: 'idle' }],
     },
     repairing: {
       entry: 'appendRepairClosers',
       on: {
         'appends.confirmed': { target: 'idle', guard: 'isAwaited' },
-        'append.failed': { target: 'idle', actions: ['restoreInbox', 'reportRepairFailure'] },
+        'append.failed': { target: 'idle', guard: 'isAwaited', actions: ['restoreInbox', 'reportRepairFailure'] },
       },
     },
     idle: {
@@ -30,7 +34,7 @@ export const agentMachine = createMachine({
         'inbox.send': { target: 'running', guard: and([not('isDuplicate'), 'isWakingSend']), actions: 'insertSent' },
         'agent.cancel': { actions: 'cancelWhileIdle' },
         'maintenance.start': { target: 'maintenance' },
-        'compaction.start': { target: 'compacting', actions: 'beginManualCompaction' },
+        'compaction.start': [{ guard: 'isCompactionOff', actions: 'refuseCompactionOff' }, { target: 'compacting', actions: 'beginManualCompaction' }],
         'agent.dispose': { target: 'disposed' },
       },
       always: [{ target: 'running', guard: 'hasLatchedWork' }, { guard: 'isWakeLatched', actions: 'dropWakeLatch' }],
@@ -41,22 +45,23 @@ export const agentMachine = createMachine({
       on: {
         'agent.cancel': { actions: 'cancelActivity' },
         'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend', 'isCancelled']), actions: ['insertSent', 'latchWake'] },
+        'append.failed': { target: 'idle', guard: 'isRefusedWake', actions: ['restoreInbox', 'undoRefusedWake'] },
       },
       states: {
         starting: {
           entry: 'announceRunning',
           on: {
-            'appends.confirmed': [{ target: '#agent.idle', guard: and(['isAwaited', 'isCancelled']), actions: 'announceIdle' }, { target: 'turn', guard: 'isAwaited' }],
+            'appends.confirmed': [{ target: '#agent.idle', guard: and(['isAwaited', 'isCancelled']), actions: 'announceIdle' }, { target: 'turn', guard: 'isAwaited', actions: 'openTurn' }],
             'append.failed': { target: '#agent.idle', guard: 'isAwaited', actions: 'restoreInbox' },
           },
+          always: { target: '#agent.running.turn.proposing', guard: not('isObserved'), actions: 'openTurn' },
         },
         turn: {
           initial: 'opening',
-          entry: 'openTurn',
           on: {
             'append.failed': [{ target: '.done', guard: 'isTurnStartFailure', actions: ['restoreInbox', 'reportTurnStartFailure'] }, { target: '.closing', guard: 'isActivityFailure', actions: ['restoreInbox', 'failTurn', 'appendOwedStepEnd'] }],
           },
-          onDone: [{ target: 'turn', guard: 'continuesToNextTurn', actions: 'renewSignal', reenter: true }, { target: '#agent.idle', actions: 'announceIdle' }],
+          onDone: [{ target: 'turn', guard: and(['continuesToNextTurn', 'isObserved']), actions: ['renewSignal', 'openTurn'], reenter: true }, { target: '.proposing', guard: 'continuesToNextTurn', actions: ['renewSignal', 'openTurn'], reenter: true }, { target: '#agent.idle', actions: 'announceIdle' }],
           states: {
             opening: {
               entry: 'confirmAppends',
@@ -65,21 +70,22 @@ export const agentMachine = createMachine({
               },
             },
             proposing: {
-              entry: ['claimProposal', 'askPreStep'],
+              entry: 'propose',
               on: {
                 'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
-                'hook.done': [{ target: 'closing', guard: and(['isAwaited', 'isRejected']), actions: 'endBlocked' }, { target: 'closing', guard: and(['isAwaited', 'isEmptyEntry', not('followsToolStep')]), actions: 'endWithStandingReason' }, { target: 'compacting', guard: and(['isAwaited', 'isAutoCompaction']), actions: ['enterProposal', 'beginAutoCompaction'] }, { target: 'step', guard: 'isAwaited', actions: 'enterProposal' }],
+                'hook.done': [{ target: 'closing', guard: and(['isAwaited', 'isRejected']), actions: 'endBlocked' }, { target: 'closing', guard: and(['isAwaited', and(['isEmptyEntry', not('followsToolStep')])]), actions: 'endWithStandingReason' }, { target: 'compacting', guard: and(['isAwaited', 'isAutoCompaction']), actions: ['enterProposal', 'beginAutoCompaction'] }, { target: 'step', guard: 'isAwaited', actions: ['enterProposal', 'openStep'] }],
                 'hook.failed': { target: 'closing', guard: 'isAwaited', actions: 'failProposal' },
               },
+              always: [{ target: 'closing', guard: and([not('asksPreStep'), 'hasEmptyClaim', not('followsToolStep')]), actions: 'endWithStandingReason' }, { target: 'compacting', guard: and([not('asksPreStep'), 'isAutoCompaction']), actions: 'beginAutoCompaction' }, { target: 'step', guard: not('asksPreStep'), actions: 'openStep' }],
             },
             compacting: {
               initial: 'measuring',
-              onDone: [{ target: 'closing', guard: 'isCancelled', actions: 'endAborted' }, { target: 'step' }],
+              onDone: [{ target: 'closing', guard: 'isCancelled', actions: 'endAborted' }, { target: 'step', actions: 'openStep' }],
               states: {
                 measuring: {
                   entry: 'measureHistory',
                   on: {
-                    'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', 'hasCompactionPlan', not('isCancelled')]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+                    'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', and(['hasCompactionPlan', not('isCancelled')])]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
                   },
                 },
                 summarising: {
@@ -103,11 +109,10 @@ export const agentMachine = createMachine({
             },
             step: {
               initial: 'attempt',
-              entry: 'openStep',
               on: {
-                'append.failed': [{ target: '.unopened', guard: 'isStepStartFailure', actions: ['restoreInbox', 'failUnopenedStep'] }, { target: '.closed', guard: 'isActivityFailure', actions: ['restoreInbox', 'failStep'] }],
+                'append.failed': [{ target: '.unopened', guard: 'isStepStartFailure', actions: ['restoreInbox', 'failUnopenedStep'] }, { target: '.closed', guard: and(['isActivityFailure', not('skippedStepStart')]), actions: ['restoreInbox', 'failStep'] }],
               },
-              onDone: [{ target: 'closing', guard: or(['isStepAborted', 'isCancelled']), actions: 'endAborted' }, { target: 'closing', guard: 'isStepFailed' }, { target: 'continuing', guard: or(['stepContinues', 'hasStepInput']) }, { target: 'stopping' }],
+              onDone: [{ target: 'closing', guard: or(['isStepAborted', 'isCancelled']), actions: 'endAborted' }, { target: 'closing', guard: 'isStepFailed' }, { target: 'continuing', guard: and([or(['stepContinues', 'hasStepInput']), 'isObserved']) }, { target: 'closing', guard: and([or(['stepContinues', 'hasStepInput']), 'atStepLimit']), actions: 'endMaxSteps' }, { target: 'proposing', guard: or(['stepContinues', 'hasStepInput']) }, { target: 'closing', guard: not('asksTurnStopping'), actions: 'endWithStandingReason' }, { target: 'stopping' }],
               states: {
                 attempt: {
                   initial: 'building',
@@ -123,7 +128,7 @@ export const agentMachine = createMachine({
                     },
                     streaming: {
                       on: {
-                        'model.settled': [{ target: 'done', guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), actions: 'keepInterruptedPrefix' }, { target: 'compacting', guard: and(['isAwaited', 'isFailedFinish', 'canCompactOnOverflow']), actions: ['recordRequestFailure', 'beginOverflowCompaction'] }, { target: 'recovering', guard: and(['isAwaited', 'isFailedFinish']), actions: 'recordRequestFailure' }, { target: 'done', guard: 'isAwaited', actions: 'appendAnchor' }],
+                        'model.settled': [{ target: 'done', guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), actions: 'keepInterruptedPrefix' }, { target: 'compacting', guard: and(['isAwaited', and(['isFailedFinish', 'canCompactOnOverflow'])]), actions: ['recordRequestFailure', 'beginOverflowCompaction'] }, { target: 'recovering', guard: and(['isAwaited', 'isFailedFinish']), actions: 'recordRequestFailure' }, { target: 'done', guard: 'isAwaited', actions: 'appendAnchor' }],
                         'model.failed': { target: 'done', guard: 'isAwaited', actions: 'failAttempt' },
                       },
                     },
@@ -134,7 +139,7 @@ export const agentMachine = createMachine({
                         measuring: {
                           entry: 'measureHistory',
                           on: {
-                            'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', 'hasCompactionPlan', not('isCancelled')]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+                            'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', and(['hasCompactionPlan', not('isCancelled')])]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
                           },
                         },
                         summarising: {
@@ -160,9 +165,10 @@ export const agentMachine = createMachine({
                       entry: 'askRequestError',
                       on: {
                         'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
-                        'hook.done': [{ target: 'backoff', guard: and(['isAwaited', 'isRetry', 'hasRetryDelay']), actions: 'announceRetry' }, { target: 'building', guard: and(['isAwaited', 'isRetry']) }, { target: 'done', guard: 'isAwaited', actions: 'giveUpRequest' }],
+                        'hook.done': [{ target: 'backoff', guard: and(['isAwaited', and(['isRetry', 'hasRetryDelay'])]), actions: 'announceRetry' }, { target: 'building', guard: and(['isAwaited', 'isRetry']) }, { target: 'done', guard: 'isAwaited', actions: 'giveUpRequest' }],
                         'hook.failed': { target: 'done', guard: 'isAwaited', actions: 'failAttempt' },
                       },
+                      always: { target: 'done', guard: not('asksRequestError'), actions: 'giveUpRequest' },
                     },
                     backoff: {
                       on: {
@@ -176,91 +182,75 @@ export const agentMachine = createMachine({
                   },
                 },
                 toolBatch: {
-                  initial: 'running',
+                  type: 'parallel',
                   on: {
                     'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
+                    'tool.settled': { actions: 'settleToolBody' },
                   },
-                  onDone: { target: 'closed' },
+                  onDone: { target: 'closed', actions: 'finishToolBatch' },
                   states: {
-                    running: {
-                      type: 'parallel',
-                      on: {
-                        'tool.settled': { actions: 'settleToolBody' },
-                      },
-                      onDone: { target: 'draining' },
+                    dispatch: {
+                      initial: 'next',
                       states: {
-                        dispatch: {
-                          initial: 'next',
-                          states: {
-                            next: {
-                              always: [{ target: 'finished', guard: or(['allCallsStarted', 'isHalted']) }, { target: 'classifying', guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom'])]) }],
-                            },
-                            classifying: {
-                              entry: 'classifyNextCall',
-                              on: {
-                                'tool.classified': [{ target: 'finished', guard: and(['isClassification', 'isHalted']) }, { target: 'preExecuting', guard: and(['isClassification', 'isDrained']), actions: 'openGroup' }, { target: 'preExecuting', guard: and(['isClassification', 'isClassifiedParallel', 'hasPoolRoom']) }, { target: 'barrier', guard: 'isClassification', actions: 'closePool' }],
-                              },
-                            },
-                            barrier: {
-                              always: [{ target: 'finished', guard: 'isHalted' }, { target: 'preExecuting', guard: 'isDrained' }],
-                            },
-                            preExecuting: {
-                              entry: 'startCall',
-                              on: {
-                                'hook.done': [{ target: 'next', guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), actions: 'skipBodyAfterFailure' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isCancelled']), actions: 'skipBodyAfterCancel' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isDenied']), actions: 'denyCall' }, { target: 'awaitingApproval', guard: and(['isPreExecuteAnswer', 'isAsk']), actions: 'requestApproval' }, { target: 'next', guard: 'isPreExecuteAnswer', actions: 'startBody' }],
-                                'hook.failed': { target: 'next', guard: 'isPreExecuteAnswer', actions: 'failPreExecute' },
-                              },
-                            },
-                            awaitingApproval: {
-                              on: {
-                                'approval.answered': [{ target: 'next', guard: and(['isAwaitedApproval', 'isApproved']), actions: ['approveCall', 'startBody'] }, { target: 'recordingDenial', guard: 'isAwaitedApproval', actions: 'recordDenial' }],
-                                'agent.cancel': { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
-                              },
-                              always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
-                            },
-                            recordingDenial: {
-                              on: {
-                                'appends.confirmed': { target: 'next', guard: 'isAwaited', actions: 'denyApprovalCall' },
-                              },
-                              always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
-                            },
-                            finished: {
-                              type: 'final',
-                            },
-                          },
+                        next: {
+                          always: [{ target: 'finished', guard: or(['allCallsStarted', 'isHalted']) }, { target: 'classifying', guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom']), 'needsClassification']) }, { target: 'next', guard: and([not('isCommitBusy'), 'mayStartNext', not('asksPreExecute')]), actions: 'startNextCall', reenter: true }, { target: 'preExecuting', guard: and([not('isCommitBusy'), 'mayStartNext']), actions: 'startNextCall' }, { target: 'barrier', guard: and([not('isCommitBusy'), 'hasPoolRoom']), actions: 'closePool' }],
                         },
-                        commit: {
-                          initial: 'waiting',
-                          states: {
-                            waiting: {
-                              always: [{ target: 'finished', guard: 'allCommitted' }, { target: 'finished', guard: 'hasSchedulerFailure' }, { target: 'waiting', guard: 'isSkippable', actions: 'commitSkippedCall', reenter: true }, { target: 'committing', guard: and(['isCommittable', 'skipsPostExecute']) }, { target: 'postExecuting', guard: 'isCommittable' }],
-                            },
-                            postExecuting: {
-                              entry: 'askPostExecute',
-                              on: {
-                                'hook.done': { target: 'committing', guard: 'isPostExecuteAnswer', actions: 'applyPostExecute' },
-                                'hook.failed': [{ target: 'finished', guard: and(['isPostExecuteAnswer', 'hasSchedulerFailure']) }, { target: 'committing', guard: 'isPostExecuteAnswer', actions: 'failPostExecute' }],
-                              },
-                            },
-                            committing: {
-                              entry: 'commitResult',
-                              always: { target: 'waiting' },
-                            },
-                            finished: {
-                              type: 'final',
-                            },
+                        classifying: {
+                          entry: 'classifyNextCall',
+                          on: {
+                            'tool.classified': [{ target: 'finished', guard: and(['isClassification', 'isHalted']) }, { target: 'next', guard: 'isClassification', actions: 'recordMode' }],
                           },
+                          always: { target: 'finished', guard: and(['hasSchedulerFailure', 'hasNoClassification']) },
+                        },
+                        barrier: {
+                          always: [{ target: 'finished', guard: 'isHalted' }, { target: 'next', guard: and(['isDrained', not('asksPreExecute')]), actions: 'startNextCall' }, { target: 'preExecuting', guard: 'isDrained', actions: 'startNextCall' }],
+                        },
+                        preExecuting: {
+                          on: {
+                            'hook.done': [{ target: 'next', guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), actions: 'skipBodyAfterFailure' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isCancelled']), actions: 'skipBodyAfterCancel' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isDenied']), actions: 'denyCall' }, { target: 'awaitingApproval', guard: and(['isPreExecuteAnswer', 'isAsk', 'hasApprover']), actions: 'requestApproval' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isAsk']), actions: 'denyUnanswerable' }, { target: 'next', guard: 'isPreExecuteAnswer', actions: 'startBody' }],
+                            'hook.failed': { target: 'next', guard: 'isPreExecuteAnswer', actions: 'failPreExecute' },
+                          },
+                          always: { target: 'next', guard: and(['hasSchedulerFailure', 'hasNoPreExecute']) },
+                        },
+                        awaitingApproval: {
+                          on: {
+                            'approval.answered': [{ target: 'next', guard: and(['isAwaitedApproval', 'isApproved']), actions: ['approveCall', 'startBody'] }, { target: 'recordingDenial', guard: 'isAwaitedApproval', actions: 'recordDenial' }],
+                            'agent.cancel': { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
+                          },
+                          always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
+                        },
+                        recordingDenial: {
+                          on: {
+                            'appends.confirmed': { target: 'next', guard: 'isAwaited', actions: 'denyApprovalCall' },
+                          },
+                          always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
+                        },
+                        finished: {
+                          type: 'final',
                         },
                       },
                     },
-                    draining: {
-                      on: {
-                        'tool.settled': { actions: 'countDrainedBody' },
+                    commit: {
+                      initial: 'waiting',
+                      states: {
+                        waiting: {
+                          always: [{ target: 'finished', guard: and(['commitsDone', 'noBodiesInFlight']) }, { target: 'draining', guard: 'commitsDone' }, { target: 'waiting', guard: 'isSkippable', actions: 'commitSkippedCall', reenter: true }, { target: 'postExecuting', guard: and(['isCommittable', not('skipsPostExecute'), 'asksPostExecute']) }, { target: 'waiting', guard: 'isCommittable', actions: 'commitResult', reenter: true }],
+                        },
+                        postExecuting: {
+                          entry: 'askPostExecute',
+                          on: {
+                            'hook.done': { target: 'waiting', guard: 'isPostExecuteAnswer', actions: ['applyPostExecute', 'commitResult'] },
+                            'hook.failed': { target: 'waiting', guard: 'isPostExecuteAnswer', actions: ['failPostExecute', 'commitResult'] },
+                          },
+                          always: { target: 'waiting', guard: and(['hasSchedulerFailure', 'hasNoPostExecute']) },
+                        },
+                        draining: {
+                          always: { target: 'finished', guard: 'noBodiesInFlight' },
+                        },
+                        finished: {
+                          type: 'final',
+                        },
                       },
-                      always: { target: 'done', guard: 'noBodiesInFlight', actions: 'finishToolBatch' },
-                    },
-                    done: {
-                      type: 'final',
                     },
                   },
                 },
@@ -283,7 +273,7 @@ export const agentMachine = createMachine({
               entry: 'askTurnStopping',
               on: {
                 'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
-                'hook.done': [{ target: 'closing', guard: and(['isAwaited', 'hasStepInput', 'atStepLimit']), actions: 'endMaxSteps' }, { target: 'proposing', guard: and(['isAwaited', 'hasStepInput']) }, { target: 'closing', guard: 'isAwaited', actions: 'endWithStandingReason' }],
+                'hook.done': [{ target: 'closing', guard: and(['isAwaited', and(['hasStepInput', 'atStepLimit'])]), actions: 'endMaxSteps' }, { target: 'proposing', guard: and(['isAwaited', 'hasStepInput']) }, { target: 'closing', guard: 'isAwaited', actions: 'endWithStandingReason' }],
                 'hook.failed': { target: 'closing', guard: 'isAwaited', actions: 'failTurnStopping' },
               },
             },
@@ -306,6 +296,7 @@ export const agentMachine = createMachine({
       exit: 'clearCancelCause',
       on: {
         'job.settled': { target: 'idle', guard: 'isAwaited' },
+        'append.failed': { target: 'idle', guard: 'isAwaited', actions: 'restoreInbox' },
         'agent.cancel': { actions: 'cancelActivity' },
         'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), actions: ['insertSent', 'latchWake'] },
       },
@@ -322,7 +313,7 @@ export const agentMachine = createMachine({
         measuring: {
           entry: 'measureHistory',
           on: {
-            'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', 'hasCompactionPlan', not('isCancelled')]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+            'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', and(['hasCompactionPlan', not('isCancelled')])]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
           },
         },
         summarising: {

@@ -14,6 +14,7 @@ export const attemptMachine = createMachine({
     'inbox.clear': { actions: 'clearPending' },
     'append.failed': { actions: 'restoreInbox' },
     'agent.cancel': { actions: 'cancelActivity' },
+    'facts.changed': { actions: 'learnFacts' },
   },
   states: {
     building: {
@@ -26,7 +27,7 @@ export const attemptMachine = createMachine({
     },
     streaming: {
       on: {
-        'model.settled': [{ target: 'done', guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), actions: 'keepInterruptedPrefix' }, { target: 'compacting', guard: and(['isAwaited', 'isFailedFinish', 'canCompactOnOverflow']), actions: ['recordRequestFailure', 'beginOverflowCompaction'] }, { target: 'recovering', guard: and(['isAwaited', 'isFailedFinish']), actions: 'recordRequestFailure' }, { target: 'done', guard: 'isAwaited', actions: 'appendAnchor' }],
+        'model.settled': [{ target: 'done', guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), actions: 'keepInterruptedPrefix' }, { target: 'compacting', guard: and(['isAwaited', and(['isFailedFinish', 'canCompactOnOverflow'])]), actions: ['recordRequestFailure', 'beginOverflowCompaction'] }, { target: 'recovering', guard: and(['isAwaited', 'isFailedFinish']), actions: 'recordRequestFailure' }, { target: 'done', guard: 'isAwaited', actions: 'appendAnchor' }],
         'model.failed': { target: 'done', guard: 'isAwaited', actions: 'failAttempt' },
       },
     },
@@ -37,7 +38,7 @@ export const attemptMachine = createMachine({
         measuring: {
           entry: 'measureHistory',
           on: {
-            'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', 'hasCompactionPlan', not('isCancelled')]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+            'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', and(['hasCompactionPlan', not('isCancelled')])]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
           },
         },
         summarising: {
@@ -63,9 +64,10 @@ export const attemptMachine = createMachine({
       entry: 'askRequestError',
       on: {
         'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
-        'hook.done': [{ target: 'backoff', guard: and(['isAwaited', 'isRetry', 'hasRetryDelay']), actions: 'announceRetry' }, { target: 'building', guard: and(['isAwaited', 'isRetry']) }, { target: 'done', guard: 'isAwaited', actions: 'giveUpRequest' }],
+        'hook.done': [{ target: 'backoff', guard: and(['isAwaited', and(['isRetry', 'hasRetryDelay'])]), actions: 'announceRetry' }, { target: 'building', guard: and(['isAwaited', 'isRetry']) }, { target: 'done', guard: 'isAwaited', actions: 'giveUpRequest' }],
         'hook.failed': { target: 'done', guard: 'isAwaited', actions: 'failAttempt' },
       },
+      always: { target: 'done', guard: not('asksRequestError'), actions: 'giveUpRequest' },
     },
     backoff: {
       on: {

@@ -5,7 +5,7 @@ import { and, not, or, createMachine } from 'xstate'
 
 export const toolBatchMachine = createMachine({
   id: 'toolBatch',
-  initial: 'running',
+  type: 'parallel',
   on: {
     'inbox.send': [{ guard: and([not('isDuplicate'), 'isWakingSend', 'isCancelled']), actions: ['insertSent', 'latchWake'] }, { guard: 'isDuplicate', actions: 'rejectDuplicate' }, { actions: 'insertSent' }],
     'inbox.remove': { actions: 'removePending' },
@@ -14,87 +14,72 @@ export const toolBatchMachine = createMachine({
     'inbox.clear': { actions: 'clearPending' },
     'append.failed': [{ guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] }, { actions: 'restoreInbox' }],
     'agent.cancel': { actions: 'cancelActivity' },
+    'facts.changed': { actions: 'learnFacts' },
+    'tool.settled': { actions: 'settleToolBody' },
   },
   states: {
-    running: {
-      type: 'parallel',
-      on: {
-        'tool.settled': { actions: 'settleToolBody' },
-      },
-      onDone: { target: 'draining' },
+    dispatch: {
+      initial: 'next',
       states: {
-        dispatch: {
-          initial: 'next',
-          states: {
-            next: {
-              always: [{ target: 'finished', guard: or(['allCallsStarted', 'isHalted']) }, { target: 'classifying', guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom'])]) }],
-            },
-            classifying: {
-              entry: 'classifyNextCall',
-              on: {
-                'tool.classified': [{ target: 'finished', guard: and(['isClassification', 'isHalted']) }, { target: 'preExecuting', guard: and(['isClassification', 'isDrained']), actions: 'openGroup' }, { target: 'preExecuting', guard: and(['isClassification', 'isClassifiedParallel', 'hasPoolRoom']) }, { target: 'barrier', guard: 'isClassification', actions: 'closePool' }],
-              },
-            },
-            barrier: {
-              always: [{ target: 'finished', guard: 'isHalted' }, { target: 'preExecuting', guard: 'isDrained' }],
-            },
-            preExecuting: {
-              entry: 'startCall',
-              on: {
-                'hook.done': [{ target: 'next', guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), actions: 'skipBodyAfterFailure' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isCancelled']), actions: 'skipBodyAfterCancel' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isDenied']), actions: 'denyCall' }, { target: 'awaitingApproval', guard: and(['isPreExecuteAnswer', 'isAsk']), actions: 'requestApproval' }, { target: 'next', guard: 'isPreExecuteAnswer', actions: 'startBody' }],
-                'hook.failed': { target: 'next', guard: 'isPreExecuteAnswer', actions: 'failPreExecute' },
-              },
-            },
-            awaitingApproval: {
-              on: {
-                'approval.answered': [{ target: 'next', guard: and(['isAwaitedApproval', 'isApproved']), actions: ['approveCall', 'startBody'] }, { target: 'recordingDenial', guard: 'isAwaitedApproval', actions: 'recordDenial' }],
-                'agent.cancel': { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
-              },
-              always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
-            },
-            recordingDenial: {
-              on: {
-                'appends.confirmed': { target: 'next', guard: 'isAwaited', actions: 'denyApprovalCall' },
-              },
-              always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
-            },
-            finished: {
-              type: 'final',
-            },
-          },
+        next: {
+          always: [{ target: 'finished', guard: or(['allCallsStarted', 'isHalted']) }, { target: 'classifying', guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom']), 'needsClassification']) }, { target: 'next', guard: and([not('isCommitBusy'), 'mayStartNext', not('asksPreExecute')]), actions: 'startNextCall', reenter: true }, { target: 'preExecuting', guard: and([not('isCommitBusy'), 'mayStartNext']), actions: 'startNextCall' }, { target: 'barrier', guard: and([not('isCommitBusy'), 'hasPoolRoom']), actions: 'closePool' }],
         },
-        commit: {
-          initial: 'waiting',
-          states: {
-            waiting: {
-              always: [{ target: 'finished', guard: 'allCommitted' }, { target: 'finished', guard: 'hasSchedulerFailure' }, { target: 'waiting', guard: 'isSkippable', actions: 'commitSkippedCall', reenter: true }, { target: 'committing', guard: and(['isCommittable', 'skipsPostExecute']) }, { target: 'postExecuting', guard: 'isCommittable' }],
-            },
-            postExecuting: {
-              entry: 'askPostExecute',
-              on: {
-                'hook.done': { target: 'committing', guard: 'isPostExecuteAnswer', actions: 'applyPostExecute' },
-                'hook.failed': [{ target: 'finished', guard: and(['isPostExecuteAnswer', 'hasSchedulerFailure']) }, { target: 'committing', guard: 'isPostExecuteAnswer', actions: 'failPostExecute' }],
-              },
-            },
-            committing: {
-              entry: 'commitResult',
-              always: { target: 'waiting' },
-            },
-            finished: {
-              type: 'final',
-            },
+        classifying: {
+          entry: 'classifyNextCall',
+          on: {
+            'tool.classified': [{ target: 'finished', guard: and(['isClassification', 'isHalted']) }, { target: 'next', guard: 'isClassification', actions: 'recordMode' }],
           },
+          always: { target: 'finished', guard: and(['hasSchedulerFailure', 'hasNoClassification']) },
+        },
+        barrier: {
+          always: [{ target: 'finished', guard: 'isHalted' }, { target: 'next', guard: and(['isDrained', not('asksPreExecute')]), actions: 'startNextCall' }, { target: 'preExecuting', guard: 'isDrained', actions: 'startNextCall' }],
+        },
+        preExecuting: {
+          on: {
+            'hook.done': [{ target: 'next', guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), actions: 'skipBodyAfterFailure' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isCancelled']), actions: 'skipBodyAfterCancel' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isDenied']), actions: 'denyCall' }, { target: 'awaitingApproval', guard: and(['isPreExecuteAnswer', 'isAsk', 'hasApprover']), actions: 'requestApproval' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isAsk']), actions: 'denyUnanswerable' }, { target: 'next', guard: 'isPreExecuteAnswer', actions: 'startBody' }],
+            'hook.failed': { target: 'next', guard: 'isPreExecuteAnswer', actions: 'failPreExecute' },
+          },
+          always: { target: 'next', guard: and(['hasSchedulerFailure', 'hasNoPreExecute']) },
+        },
+        awaitingApproval: {
+          on: {
+            'approval.answered': [{ target: 'next', guard: and(['isAwaitedApproval', 'isApproved']), actions: ['approveCall', 'startBody'] }, { target: 'recordingDenial', guard: 'isAwaitedApproval', actions: 'recordDenial' }],
+            'agent.cancel': { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
+          },
+          always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
+        },
+        recordingDenial: {
+          on: {
+            'appends.confirmed': { target: 'next', guard: 'isAwaited', actions: 'denyApprovalCall' },
+          },
+          always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
+        },
+        finished: {
+          type: 'final',
         },
       },
     },
-    draining: {
-      on: {
-        'tool.settled': { actions: 'countDrainedBody' },
+    commit: {
+      initial: 'waiting',
+      states: {
+        waiting: {
+          always: [{ target: 'finished', guard: and(['commitsDone', 'noBodiesInFlight']) }, { target: 'draining', guard: 'commitsDone' }, { target: 'waiting', guard: 'isSkippable', actions: 'commitSkippedCall', reenter: true }, { target: 'postExecuting', guard: and(['isCommittable', not('skipsPostExecute'), 'asksPostExecute']) }, { target: 'waiting', guard: 'isCommittable', actions: 'commitResult', reenter: true }],
+        },
+        postExecuting: {
+          entry: 'askPostExecute',
+          on: {
+            'hook.done': { target: 'waiting', guard: 'isPostExecuteAnswer', actions: ['applyPostExecute', 'commitResult'] },
+            'hook.failed': { target: 'waiting', guard: 'isPostExecuteAnswer', actions: ['failPostExecute', 'commitResult'] },
+          },
+          always: { target: 'waiting', guard: and(['hasSchedulerFailure', 'hasNoPostExecute']) },
+        },
+        draining: {
+          always: { target: 'finished', guard: 'noBodiesInFlight' },
+        },
+        finished: {
+          type: 'final',
+        },
       },
-      always: { target: 'done', guard: 'noBodiesInFlight', actions: 'finishToolBatch' },
-    },
-    done: {
-      type: 'final',
     },
   },
 })

@@ -15,6 +15,7 @@ export const turnMachine = createMachine({
     'inbox.clear': { actions: 'clearPending' },
     'append.failed': [{ target: '.done', guard: 'isTurnStartFailure', actions: ['restoreInbox', 'reportTurnStartFailure'] }, { target: '.closing', guard: 'isActivityFailure', actions: ['restoreInbox', 'failTurn', 'appendOwedStepEnd'] }, { actions: 'restoreInbox' }],
     'agent.cancel': { actions: 'cancelActivity' },
+    'facts.changed': { actions: 'learnFacts' },
   },
   states: {
     opening: {
@@ -24,21 +25,22 @@ export const turnMachine = createMachine({
       },
     },
     proposing: {
-      entry: ['claimProposal', 'askPreStep'],
+      entry: 'propose',
       on: {
         'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
-        'hook.done': [{ target: 'closing', guard: and(['isAwaited', 'isRejected']), actions: 'endBlocked' }, { target: 'closing', guard: and(['isAwaited', 'isEmptyEntry', not('followsToolStep')]), actions: 'endWithStandingReason' }, { target: 'compacting', guard: and(['isAwaited', 'isAutoCompaction']), actions: ['enterProposal', 'beginAutoCompaction'] }, { target: 'step', guard: 'isAwaited', actions: 'enterProposal' }],
+        'hook.done': [{ target: 'closing', guard: and(['isAwaited', 'isRejected']), actions: 'endBlocked' }, { target: 'closing', guard: and(['isAwaited', and(['isEmptyEntry', not('followsToolStep')])]), actions: 'endWithStandingReason' }, { target: 'compacting', guard: and(['isAwaited', 'isAutoCompaction']), actions: ['enterProposal', 'beginAutoCompaction'] }, { target: 'step', guard: 'isAwaited', actions: ['enterProposal', 'openStep'] }],
         'hook.failed': { target: 'closing', guard: 'isAwaited', actions: 'failProposal' },
       },
+      always: [{ target: 'closing', guard: and([not('asksPreStep'), 'hasEmptyClaim', not('followsToolStep')]), actions: 'endWithStandingReason' }, { target: 'compacting', guard: and([not('asksPreStep'), 'isAutoCompaction']), actions: 'beginAutoCompaction' }, { target: 'step', guard: not('asksPreStep'), actions: 'openStep' }],
     },
     compacting: {
       initial: 'measuring',
-      onDone: [{ target: 'closing', guard: 'isCancelled', actions: 'endAborted' }, { target: 'step' }],
+      onDone: [{ target: 'closing', guard: 'isCancelled', actions: 'endAborted' }, { target: 'step', actions: 'openStep' }],
       states: {
         measuring: {
           entry: 'measureHistory',
           on: {
-            'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', 'hasCompactionPlan', not('isCancelled')]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+            'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', and(['hasCompactionPlan', not('isCancelled')])]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
           },
         },
         summarising: {
@@ -62,11 +64,10 @@ export const turnMachine = createMachine({
     },
     step: {
       initial: 'attempt',
-      entry: 'openStep',
       on: {
-        'append.failed': [{ target: '.unopened', guard: 'isStepStartFailure', actions: ['restoreInbox', 'failUnopenedStep'] }, { target: '.closed', guard: 'isActivityFailure', actions: ['restoreInbox', 'failStep'] }],
+        'append.failed': [{ target: '.unopened', guard: 'isStepStartFailure', actions: ['restoreInbox', 'failUnopenedStep'] }, { target: '.closed', guard: and(['isActivityFailure', not('skippedStepStart')]), actions: ['restoreInbox', 'failStep'] }],
       },
-      onDone: [{ target: 'closing', guard: or(['isStepAborted', 'isCancelled']), actions: 'endAborted' }, { target: 'closing', guard: 'isStepFailed' }, { target: 'continuing', guard: or(['stepContinues', 'hasStepInput']) }, { target: 'stopping' }],
+      onDone: [{ target: 'closing', guard: or(['isStepAborted', 'isCancelled']), actions: 'endAborted' }, { target: 'closing', guard: 'isStepFailed' }, { target: 'continuing', guard: and([or(['stepContinues', 'hasStepInput']), 'isObserved']) }, { target: 'closing', guard: and([or(['stepContinues', 'hasStepInput']), 'atStepLimit']), actions: 'endMaxSteps' }, { target: 'proposing', guard: or(['stepContinues', 'hasStepInput']) }, { target: 'closing', guard: not('asksTurnStopping'), actions: 'endWithStandingReason' }, { target: 'stopping' }],
       states: {
         attempt: {
           initial: 'building',
@@ -82,7 +83,7 @@ export const turnMachine = createMachine({
             },
             streaming: {
               on: {
-                'model.settled': [{ target: 'done', guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), actions: 'keepInterruptedPrefix' }, { target: 'compacting', guard: and(['isAwaited', 'isFailedFinish', 'canCompactOnOverflow']), actions: ['recordRequestFailure', 'beginOverflowCompaction'] }, { target: 'recovering', guard: and(['isAwaited', 'isFailedFinish']), actions: 'recordRequestFailure' }, { target: 'done', guard: 'isAwaited', actions: 'appendAnchor' }],
+                'model.settled': [{ target: 'done', guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), actions: 'keepInterruptedPrefix' }, { target: 'compacting', guard: and(['isAwaited', and(['isFailedFinish', 'canCompactOnOverflow'])]), actions: ['recordRequestFailure', 'beginOverflowCompaction'] }, { target: 'recovering', guard: and(['isAwaited', 'isFailedFinish']), actions: 'recordRequestFailure' }, { target: 'done', guard: 'isAwaited', actions: 'appendAnchor' }],
                 'model.failed': { target: 'done', guard: 'isAwaited', actions: 'failAttempt' },
               },
             },
@@ -93,7 +94,7 @@ export const turnMachine = createMachine({
                 measuring: {
                   entry: 'measureHistory',
                   on: {
-                    'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', 'hasCompactionPlan', not('isCancelled')]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+                    'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', and(['hasCompactionPlan', not('isCancelled')])]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
                   },
                 },
                 summarising: {
@@ -119,9 +120,10 @@ export const turnMachine = createMachine({
               entry: 'askRequestError',
               on: {
                 'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
-                'hook.done': [{ target: 'backoff', guard: and(['isAwaited', 'isRetry', 'hasRetryDelay']), actions: 'announceRetry' }, { target: 'building', guard: and(['isAwaited', 'isRetry']) }, { target: 'done', guard: 'isAwaited', actions: 'giveUpRequest' }],
+                'hook.done': [{ target: 'backoff', guard: and(['isAwaited', and(['isRetry', 'hasRetryDelay'])]), actions: 'announceRetry' }, { target: 'building', guard: and(['isAwaited', 'isRetry']) }, { target: 'done', guard: 'isAwaited', actions: 'giveUpRequest' }],
                 'hook.failed': { target: 'done', guard: 'isAwaited', actions: 'failAttempt' },
               },
+              always: { target: 'done', guard: not('asksRequestError'), actions: 'giveUpRequest' },
             },
             backoff: {
               on: {
@@ -135,91 +137,75 @@ export const turnMachine = createMachine({
           },
         },
         toolBatch: {
-          initial: 'running',
+          type: 'parallel',
           on: {
             'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
+            'tool.settled': { actions: 'settleToolBody' },
           },
-          onDone: { target: 'closed' },
+          onDone: { target: 'closed', actions: 'finishToolBatch' },
           states: {
-            running: {
-              type: 'parallel',
-              on: {
-                'tool.settled': { actions: 'settleToolBody' },
-              },
-              onDone: { target: 'draining' },
+            dispatch: {
+              initial: 'next',
               states: {
-                dispatch: {
-                  initial: 'next',
-                  states: {
-                    next: {
-                      always: [{ target: 'finished', guard: or(['allCallsStarted', 'isHalted']) }, { target: 'classifying', guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom'])]) }],
-                    },
-                    classifying: {
-                      entry: 'classifyNextCall',
-                      on: {
-                        'tool.classified': [{ target: 'finished', guard: and(['isClassification', 'isHalted']) }, { target: 'preExecuting', guard: and(['isClassification', 'isDrained']), actions: 'openGroup' }, { target: 'preExecuting', guard: and(['isClassification', 'isClassifiedParallel', 'hasPoolRoom']) }, { target: 'barrier', guard: 'isClassification', actions: 'closePool' }],
-                      },
-                    },
-                    barrier: {
-                      always: [{ target: 'finished', guard: 'isHalted' }, { target: 'preExecuting', guard: 'isDrained' }],
-                    },
-                    preExecuting: {
-                      entry: 'startCall',
-                      on: {
-                        'hook.done': [{ target: 'next', guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), actions: 'skipBodyAfterFailure' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isCancelled']), actions: 'skipBodyAfterCancel' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isDenied']), actions: 'denyCall' }, { target: 'awaitingApproval', guard: and(['isPreExecuteAnswer', 'isAsk']), actions: 'requestApproval' }, { target: 'next', guard: 'isPreExecuteAnswer', actions: 'startBody' }],
-                        'hook.failed': { target: 'next', guard: 'isPreExecuteAnswer', actions: 'failPreExecute' },
-                      },
-                    },
-                    awaitingApproval: {
-                      on: {
-                        'approval.answered': [{ target: 'next', guard: and(['isAwaitedApproval', 'isApproved']), actions: ['approveCall', 'startBody'] }, { target: 'recordingDenial', guard: 'isAwaitedApproval', actions: 'recordDenial' }],
-                        'agent.cancel': { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
-                      },
-                      always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
-                    },
-                    recordingDenial: {
-                      on: {
-                        'appends.confirmed': { target: 'next', guard: 'isAwaited', actions: 'denyApprovalCall' },
-                      },
-                      always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
-                    },
-                    finished: {
-                      type: 'final',
-                    },
-                  },
+                next: {
+                  always: [{ target: 'finished', guard: or(['allCallsStarted', 'isHalted']) }, { target: 'classifying', guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom']), 'needsClassification']) }, { target: 'next', guard: and([not('isCommitBusy'), 'mayStartNext', not('asksPreExecute')]), actions: 'startNextCall', reenter: true }, { target: 'preExecuting', guard: and([not('isCommitBusy'), 'mayStartNext']), actions: 'startNextCall' }, { target: 'barrier', guard: and([not('isCommitBusy'), 'hasPoolRoom']), actions: 'closePool' }],
                 },
-                commit: {
-                  initial: 'waiting',
-                  states: {
-                    waiting: {
-                      always: [{ target: 'finished', guard: 'allCommitted' }, { target: 'finished', guard: 'hasSchedulerFailure' }, { target: 'waiting', guard: 'isSkippable', actions: 'commitSkippedCall', reenter: true }, { target: 'committing', guard: and(['isCommittable', 'skipsPostExecute']) }, { target: 'postExecuting', guard: 'isCommittable' }],
-                    },
-                    postExecuting: {
-                      entry: 'askPostExecute',
-                      on: {
-                        'hook.done': { target: 'committing', guard: 'isPostExecuteAnswer', actions: 'applyPostExecute' },
-                        'hook.failed': [{ target: 'finished', guard: and(['isPostExecuteAnswer', 'hasSchedulerFailure']) }, { target: 'committing', guard: 'isPostExecuteAnswer', actions: 'failPostExecute' }],
-                      },
-                    },
-                    committing: {
-                      entry: 'commitResult',
-                      always: { target: 'waiting' },
-                    },
-                    finished: {
-                      type: 'final',
-                    },
+                classifying: {
+                  entry: 'classifyNextCall',
+                  on: {
+                    'tool.classified': [{ target: 'finished', guard: and(['isClassification', 'isHalted']) }, { target: 'next', guard: 'isClassification', actions: 'recordMode' }],
                   },
+                  always: { target: 'finished', guard: and(['hasSchedulerFailure', 'hasNoClassification']) },
+                },
+                barrier: {
+                  always: [{ target: 'finished', guard: 'isHalted' }, { target: 'next', guard: and(['isDrained', not('asksPreExecute')]), actions: 'startNextCall' }, { target: 'preExecuting', guard: 'isDrained', actions: 'startNextCall' }],
+                },
+                preExecuting: {
+                  on: {
+                    'hook.done': [{ target: 'next', guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), actions: 'skipBodyAfterFailure' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isCancelled']), actions: 'skipBodyAfterCancel' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isDenied']), actions: 'denyCall' }, { target: 'awaitingApproval', guard: and(['isPreExecuteAnswer', 'isAsk', 'hasApprover']), actions: 'requestApproval' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isAsk']), actions: 'denyUnanswerable' }, { target: 'next', guard: 'isPreExecuteAnswer', actions: 'startBody' }],
+                    'hook.failed': { target: 'next', guard: 'isPreExecuteAnswer', actions: 'failPreExecute' },
+                  },
+                  always: { target: 'next', guard: and(['hasSchedulerFailure', 'hasNoPreExecute']) },
+                },
+                awaitingApproval: {
+                  on: {
+                    'approval.answered': [{ target: 'next', guard: and(['isAwaitedApproval', 'isApproved']), actions: ['approveCall', 'startBody'] }, { target: 'recordingDenial', guard: 'isAwaitedApproval', actions: 'recordDenial' }],
+                    'agent.cancel': { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
+                  },
+                  always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
+                },
+                recordingDenial: {
+                  on: {
+                    'appends.confirmed': { target: 'next', guard: 'isAwaited', actions: 'denyApprovalCall' },
+                  },
+                  always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
+                },
+                finished: {
+                  type: 'final',
                 },
               },
             },
-            draining: {
-              on: {
-                'tool.settled': { actions: 'countDrainedBody' },
+            commit: {
+              initial: 'waiting',
+              states: {
+                waiting: {
+                  always: [{ target: 'finished', guard: and(['commitsDone', 'noBodiesInFlight']) }, { target: 'draining', guard: 'commitsDone' }, { target: 'waiting', guard: 'isSkippable', actions: 'commitSkippedCall', reenter: true }, { target: 'postExecuting', guard: and(['isCommittable', not('skipsPostExecute'), 'asksPostExecute']) }, { target: 'waiting', guard: 'isCommittable', actions: 'commitResult', reenter: true }],
+                },
+                postExecuting: {
+                  entry: 'askPostExecute',
+                  on: {
+                    'hook.done': { target: 'waiting', guard: 'isPostExecuteAnswer', actions: ['applyPostExecute', 'commitResult'] },
+                    'hook.failed': { target: 'waiting', guard: 'isPostExecuteAnswer', actions: ['failPostExecute', 'commitResult'] },
+                  },
+                  always: { target: 'waiting', guard: and(['hasSchedulerFailure', 'hasNoPostExecute']) },
+                },
+                draining: {
+                  always: { target: 'finished', guard: 'noBodiesInFlight' },
+                },
+                finished: {
+                  type: 'final',
+                },
               },
-              always: { target: 'done', guard: 'noBodiesInFlight', actions: 'finishToolBatch' },
-            },
-            done: {
-              type: 'final',
             },
           },
         },
@@ -242,7 +228,7 @@ export const turnMachine = createMachine({
       entry: 'askTurnStopping',
       on: {
         'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
-        'hook.done': [{ target: 'closing', guard: and(['isAwaited', 'hasStepInput', 'atStepLimit']), actions: 'endMaxSteps' }, { target: 'proposing', guard: and(['isAwaited', 'hasStepInput']) }, { target: 'closing', guard: 'isAwaited', actions: 'endWithStandingReason' }],
+        'hook.done': [{ target: 'closing', guard: and(['isAwaited', and(['hasStepInput', 'atStepLimit'])]), actions: 'endMaxSteps' }, { target: 'proposing', guard: and(['isAwaited', 'hasStepInput']) }, { target: 'closing', guard: 'isAwaited', actions: 'endWithStandingReason' }],
         'hook.failed': { target: 'closing', guard: 'isAwaited', actions: 'failTurnStopping' },
       },
     },

@@ -209,7 +209,7 @@ export type AdmittedChunk = { readonly ok: true; readonly chunk: StreamChunk; re
  * Checks one chunk an adapter yielded against the schema the log uses (StreamChunkSchema), in full.
  * Why: a chunk is logged as it arrives and then assembled into the anchor, so a malformed one would
  * break the log's shape and the assembly; it ends the attempt with a MALFORMED_RESPONSE failure
- * instead (issue #8). A failure a `finish{error|aborted}` carries is normalised like a thrown one
+ * instead. A failure a `finish{error|aborted}` carries is normalised like a thrown one
  * (placeholders for an empty message or code, bad optional facts dropped, secrets redacted), so
  * the `turn/end` that may carry it is always appendable. Never throws, whatever the value.
  */
@@ -236,7 +236,7 @@ export function admitChunk(raw: unknown): AdmittedChunk {
 // built again in its key order, deep-frozen; anything else or unusual (a proxy, an array, another key, a bad or
 // undefined value, an image block, a failure, a replay envelope) is left to zod, which decides it with its own
 // words. Each value is read once, in the schema's key order. Why: zod on every streamed chunk, then the session's
-// lossless copy of what zod returned, were the largest per-chunk costs of a turn (issue #13).
+// lossless copy of what zod returned, were the largest per-chunk costs of a turn.
 
 const BLOCK_TYPES: ReadonlySet<unknown> = new Set(['text', 'reasoning', 'image', 'tool-call'])
 const SIMPLE_FINISH: ReadonlySet<unknown> = new Set(['stop', 'tool-calls', 'max-tokens'])

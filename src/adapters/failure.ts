@@ -46,7 +46,7 @@ const SECRETS: ReadonlyArray<[RegExp, string]> = [
  * `sk-…` keys, key headers, `api_key=` style query values and the password (or lone token) of a
  * URL's user-info.
  * Why: providers echo the request's credentials in some error bodies, and a failure's message is
- * logged, shown and sent to listeners; secrets must not reach any of them (issue #8).
+ * logged, shown and sent to listeners; secrets must not reach any of them.
  */
 export function redactSecrets(text: string): string {
   let out = text

@@ -1,10 +1,12 @@
 // What every live activity shares: waiting for the one effect it asked for,
-// being cancelled (CX-1..CX-4), and latching waking sends it cannot deliver.
+// being cancelled (CX-1..CX-4), latching waking sends it cannot deliver, and
+// the facts that say whether a decision point needs a round trip at all.
 // The turn, step, attempt and tool batch machines run inside an activity,
 // so they are built on this layer.
 import { and, not } from 'xstate'
-import { actionOn, guard, guardOn, named, labelGuards } from './draft.js'
+import { actionOn, guard, guardOn, named, labelGuards } from './setup.js'
 import { clearInbox, inboxOn, inboxSetup } from './inbox.js'
+import type { AgentContext, HookName } from './types.js'
 
 /** Every event that answers an effect the machine waits for, by id. */
 const ANSWERS = [
@@ -23,6 +25,10 @@ const ANSWERS = [
   'append.failed',
   'backoff.elapsed',
 ] as const
+const ANSWER_TYPES: ReadonlySet<string> = new Set(ANSWERS)
+
+/** A decision point waits for a hook's answer when someone listens there, or when someone watches (see Facts.observed). */
+export const asks = (context: AgentContext, hook: HookName): boolean => context.facts.observed || context.facts.listened.includes(hook)
 
 export const activityImplementations = named({
   actions: {
@@ -35,16 +41,36 @@ export const activityImplementations = named({
       if (e.cause.kind === 'disposed') d.set({ disposing: true })
       if (!e.keepInbox) clearInbox(d)
     }),
+    /** What the runtime reports of listeners, observers and tools replaces what the machine knew. */
+    learnFacts: actionOn(['facts.changed'], (d, e) => d.set({ facts: { ...d.get('facts'), ...e.facts } })),
   },
   guards: {
     /** The answer the machine waits for; anything older is a late answer to drop. */
-    isAwaited: guardOn(ANSWERS, (context, e) => e.id === context.ids.waiting),
+    isAwaited: guardOn(ANSWERS, (context, e) => (e.type === 'append.failed' ? e.unstarted.includes(context.ids.waiting) : e.id === context.ids.waiting)),
     /** The live activity has been cancelled. */
     isCancelled: guard((context) => context.cancelCause !== null),
+    /** Someone may act synchronously on what the machine does: a boundary waits one round trip so it is heard first. */
+    isObserved: guard((context) => context.facts.observed),
   },
 })
 
 export const activitySetup = inboxSetup.extend(activityImplementations)
+
+type Transition = { guard?: unknown }
+
+/**
+ * The transitions of a state that waits for one answer: every answer event's transitions also check `isAwaited`,
+ * so a late answer to an effect the machine stopped waiting for is dropped. Other events pass as written.
+ */
+export function awaiting<const T extends Record<string, unknown>>(on: T): T {
+  const wrap = (t: Transition): Transition => ({ ...t, guard: t.guard === undefined ? 'isAwaited' : and(['isAwaited', t.guard as never]) })
+  const out: Record<string, unknown> = {}
+  for (const [event, transitions] of Object.entries(on)) {
+    if (!ANSWER_TYPES.has(event)) out[event] = transitions
+    else out[event] = Array.isArray(transitions) ? transitions.map((t: Transition) => wrap(t)) : wrap(transitions as Transition)
+  }
+  return out as T
+}
 
 /**
  * Transitions of a live activity: cancel, and a waking send it cannot deliver, which is latched for its
@@ -65,6 +91,7 @@ export const activityOn = activitySetup.createStateConfig({
     ...inboxOn,
     ...runningOn,
     'inbox.send': [runningOn['inbox.send'], ...inboxOn['inbox.send']],
+    'facts.changed': { actions: 'learnFacts' },
   },
 }).on
 

@@ -2,10 +2,10 @@
 // the inbox, the wake latch and the cancellation cause; runs one `turn` at a
 // time and goes straight on to the next while work is pending (PH-4).
 import { and, not } from 'xstate'
-import { runningOn } from './activity.js'
+import { awaiting, runningOn } from './activity.js'
 import { attached } from './attachment.js'
 import { initialContext } from './context.js'
-import { action, actionOn, guard, named, labelGuards } from './draft.js'
+import { action, actionOn, guard, guardOn, named, labelGuards } from './setup.js'
 import { clearInbox, hasPending, inboxOn } from './inbox.js'
 import { compactionState } from './compaction.js'
 import { turnSetup, turnState, type TurnImplementations } from './turn.js'
@@ -22,13 +22,15 @@ export const agentImplementations = named({
       d.confirm()
     }),
     reportRepairFailure: actionOn(['append.failed'], (d, e) => d.notify('agent/error', { turn: d.get('turn'), step: 0, failure: e.failure })),
-    /** PH-2: a fresh signal and status running, confirmed before turn/start so a cancel from that listener opens no turn (TU-3). */
+    /** PH-2: a fresh signal and status running; when watched, confirmed before turn/start so a cancel from that listener opens no turn (TU-3). */
     announceRunning: action((d) => {
       d.set({ cancelCause: null, wakeLatched: false })
       d.emit({ type: 'fx.signal' })
       d.notify('agent/status', { status: 'running' })
-      d.confirm()
+      if (d.get('facts').observed) d.confirm()
     }),
+    /** IN-7: the waking send that started this activity was refused: the turn it began never happened. */
+    undoRefusedWake: actionOn(['append.failed'], (d) => d.set({ turn: d.get('turn') - 1, endReason: null })),
     announceIdle: action((d) => d.notify('agent/status', { status: 'idle' })),
     /** PH-4: the next turn gets a fresh signal and a cleared wake latch. */
     renewSignal: action((d) => {
@@ -44,6 +46,30 @@ export const agentImplementations = named({
     }),
     /** A refused summary of agent.compact() goes to agent/error; no turn is involved. */
     reportCompactionStoreFailure: actionOn(['append.failed'], (d, e) => d.notify('agent/error', { turn: d.get('turn'), step: 0, failure: e.failure })),
+    /** TL-18: an answer for a call that does not wait now is refused, naming why. */
+    refuseApproval: actionOn(['approval.answered'], (d, e) => {
+      const answered = e.logged === true || d.get('toolBatch').asked.includes(e.callId)
+      d.emit(
+        answered
+          ? {
+              type: 'fx.reject',
+              code: 'APPROVAL_ALREADY_ANSWERED',
+              message: `the approval of call ${e.callId} was already answered or closed`,
+              callId: e.callId,
+            }
+          : { type: 'fx.reject', code: 'APPROVAL_UNKNOWN', message: `no call waits for approval under id ${JSON.stringify(e.callId)}`, callId: e.callId },
+      )
+    }),
+    /** MT-1: a job is accepted only from idle. */
+    refuseBusy: action((d) => d.emit({ type: 'fx.reject', code: 'AGENT_BUSY', message: 'accepted only while the agent is idle with no job running' })),
+    /** CP-4: agent.compact() needs compaction on. */
+    refuseCompactionOff: action((d) =>
+      d.emit({
+        type: 'fx.reject',
+        code: 'COMPACTION_OFF',
+        message: 'compaction is off: give createAgent a compaction option (and a context window) to use agent.compact()',
+      }),
+    ),
     /** MT-1: the job the API registered starts now, with its own signal. */
     startJob: action((d) => {
       d.set({ cancelCause: null })
@@ -51,6 +77,9 @@ export const agentImplementations = named({
     }),
   },
   guards: {
+    isCompactionOff: guard((context) => context.instance.compaction === 'off'),
+    /** The refused append was the caller's waking send, and the turn it started came after it: nothing of the turn happened. */
+    isRefusedWake: guardOn(['append.failed'], (_context, e) => e.caller !== undefined && e.skipped.includes('turn/start')),
     hasRepairClosers: guard((context) => context.instance.repair.length > 0),
     isWakeLatched: guard((context) => context.wakeLatched),
     /** CX-13 / MT-3: a latched wake replays at convergence if work is still pending (never while disposing). */
@@ -75,17 +104,30 @@ const agentConfig = labelGuards(
   attached<AgentImplementations>()(
     agentSetup.createStateConfig({
       initial: 'resuming',
-      on: inboxOn,
+      on: {
+        ...inboxOn,
+        'facts.changed': { actions: 'learnFacts' },
+        // TL-18: an answer for a call that waits is taken where it waits; any other is refused here
+        'approval.answered': { actions: 'refuseApproval' },
+        // MT-1, CP-4: a job or a compaction is accepted only from idle (which takes them first)
+        'maintenance.start': { actions: 'refuseBusy' },
+        'compaction.start': [{ guard: 'isCompactionOff', actions: 'refuseCompactionOff' }, { actions: 'refuseBusy' }],
+      },
       states: {
         resuming: {
-          always: [{ guard: 'hasRepairClosers', target: 'repairing' }, { target: 'idle' }],
+          always: [
+            // TL-18: the log stops while a call waits for approval: this instance goes on waiting there
+            { guard: 'hasApprovalWait', target: '#agent.running.turn.step.toolBatch.dispatch.awaitingApproval', actions: 'restoreApprovalWait' },
+            { guard: 'hasRepairClosers', target: 'repairing' },
+            { target: 'idle' },
+          ],
         },
         repairing: {
           entry: 'appendRepairClosers',
-          on: {
-            'appends.confirmed': { guard: 'isAwaited', target: 'idle' },
+          on: awaiting({
+            'appends.confirmed': { target: 'idle' },
             'append.failed': { target: 'idle', actions: ['restoreInbox', 'reportRepairFailure'] },
-          },
+          }),
         },
         idle: {
           always: [
@@ -98,31 +140,41 @@ const agentConfig = labelGuards(
             'agent.cancel': { actions: 'cancelWhileIdle' },
             'maintenance.start': { target: 'maintenance' },
             // CP-4: agent.compact() compacts from idle, like a maintenance job
-            'compaction.start': { target: 'compacting', actions: 'beginManualCompaction' },
+            'compaction.start': [
+              { guard: 'isCompactionOff', actions: 'refuseCompactionOff' },
+              { target: 'compacting', actions: 'beginManualCompaction' },
+            ],
             'agent.dispose': { target: 'disposed' },
           },
         },
         running: {
           initial: 'starting',
-          on: runningOn,
+          on: {
+            ...runningOn,
+            // IN-7, unwatched: the waking send's splice was refused after the turn went on in the same macrostep
+            'append.failed': { guard: 'isRefusedWake', target: '#agent.idle', actions: ['restoreInbox', 'undoRefusedWake'] },
+          },
           exit: 'clearCancelCause',
           states: {
             starting: {
               entry: 'announceRunning',
-              on: {
+              // nobody watches: nothing can cancel between the status, turn/start and the claim
+              always: { guard: not('isObserved'), target: 'turn.proposing', actions: 'openTurn' },
+              on: awaiting({
                 'appends.confirmed': [
                   // TU-3: cancelled from the running-status listener: no turn/start
-                  { guard: and(['isAwaited', 'isCancelled']), target: '#agent.idle', actions: 'announceIdle' },
-                  { guard: 'isAwaited', target: 'turn' },
+                  { guard: 'isCancelled', target: '#agent.idle', actions: 'announceIdle' },
+                  { target: 'turn', actions: 'openTurn' },
                 ],
                 // IN-7: the waking send's splice was refused: back to idle as if it never came (no status change)
-                'append.failed': { guard: 'isAwaited', target: '#agent.idle', actions: 'restoreInbox' },
-              },
+                'append.failed': { target: '#agent.idle', actions: 'restoreInbox' },
+              }),
             },
             turn: {
               ...turnState,
               onDone: [
-                { guard: 'continuesToNextTurn', target: 'turn', reenter: true, actions: 'renewSignal' },
+                { guard: and(['continuesToNextTurn', 'isObserved']), target: 'turn', reenter: true, actions: ['renewSignal', 'openTurn'] },
+                { guard: 'continuesToNextTurn', target: 'turn.proposing', reenter: true, actions: ['renewSignal', 'openTurn'] },
                 { target: '#agent.idle', actions: 'announceIdle' },
               ],
             },
@@ -132,7 +184,11 @@ const agentConfig = labelGuards(
           entry: 'startJob',
           exit: 'clearCancelCause',
           on: {
-            'job.settled': { guard: 'isAwaited', target: 'idle' },
+            ...awaiting({
+              'job.settled': { target: 'idle' },
+              // the job never started: the store failed before it (MT-2: runMaintenance's promise rejects with that)
+              'append.failed': { target: 'idle', actions: 'restoreInbox' },
+            }),
             // MT-5: abort the job; later wakes are forced into next-turn and latch
             'agent.cancel': { actions: 'cancelActivity' },
             // MT-3: a waking send during maintenance latches
@@ -155,13 +211,6 @@ const agentConfig = labelGuards(
     }),
   ),
 )
-
-/**
- * Where an instance resumes a call that waits for approval (TL-18): inside the open turn's step, its tool batch
- * dispatch waiting for the answer and the commit lane ready to write what it owes. The runtime restores this
- * state with `machine.resolveState({ value, context })` and then sends `agent.resumed`.
- */
-export const AWAITING_APPROVAL = { running: { turn: { step: { toolBatch: { running: { dispatch: 'awaitingApproval', commit: 'waiting' } } } } } } as const
 
 /** The agent: idle, running (one turn at a time), maintenance, disposed. */
 export const agentMachine = agentSetup.createMachine({

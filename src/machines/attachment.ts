@@ -3,7 +3,7 @@
 // phantom type). Entry, exit, eventless and done transitions may carry only
 // implementations that read no event. A misattached name fails to compile
 // with a message that names it, e.g. `misattached: action acceptDecision on hook.failed`.
-import type { WrittenFor } from './draft.js'
+import type { WrittenFor } from './setup.js'
 
 /** The named implementations of one setup, as written (their types carry the events they are for). */
 export interface Implementations {

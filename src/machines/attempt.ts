@@ -3,25 +3,16 @@
 // model called) -> done, or recovering (agent/request-error) -> a retry
 // builds again: a new attempt of the same step (RQ-10), after a cancellable
 // backoff when the decision names a delay (llm/retry ... llm/retry-started, RQ-14).
-import { and, or } from 'xstate'
+import { and, not, or } from 'xstate'
 import type { ContentBlock, ReasoningBlock, TextBlock } from '../session/schemas.js'
-import { activityOn } from './activity.js'
+import { parseArguments } from '../session/vocabulary.js'
+import { activityOn, asks, awaiting } from './activity.js'
 import { inboxOn } from './inbox.js'
 import { attached } from './attachment.js'
 import { initialContext, newToolBatch } from './context.js'
-import { action, actionOn, guardOn, type Draft, named, labelGuards } from './draft.js'
+import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './setup.js'
 import { compactionSetup, compactionState, type CompactionImplementations } from './compaction.js'
 import type { PlannedCall, TurnFailure } from './types.js'
-
-/** TL-1: an empty string is `{}`, valid JSON its value, anything else stays the raw text. */
-export function parseArguments(raw: string): unknown {
-  if (raw.trim() === '') return {}
-  try {
-    return JSON.parse(raw) as unknown
-  } catch {
-    return raw
-  }
-}
 
 /** CX-7: the non-empty text and reasoning blocks of a cancelled stream, or null when none shows non-whitespace text. */
 export function visiblePrefix(content: readonly ContentBlock[]): (TextBlock | ReasoningBlock)[] | null {
@@ -51,7 +42,7 @@ export const attemptImplementations = named({
     buildRequest: action((d) => {
       const request = d.get('request')
       d.setRequest({ attempt: request.attempt + 1, config: null })
-      d.emit({ type: 'fx.prepare', id: d.await(), turn: d.get('turn'), step: d.get('step'), seed: request.seedConfig })
+      d.emit({ type: 'fx.prepare', id: d.await(), turn: d.get('turn'), step: d.get('step'), seed: request.seedConfig, abandonOnCancel: true })
     }),
     /** RQ-3: no route, no request. */
     failWithoutRoute: action((d) => endAttempt(d, 'error', { failure: { message: NO_ROUTE, code: 'NO_ADAPTER' } })),
@@ -108,7 +99,11 @@ export const attemptImplementations = named({
       const finish = e.response.finish as Extract<typeof e.response.finish, { failure: unknown }>
       d.setRequest({ failure: { failure: finish.failure, step: d.get('step') } })
     }),
+    /** RQ-9: agent/request-error decides about the failure, when anyone listens (the retry policy counts) or watches. */
     askRequestError: action((d) => {
+      const asked = asks(d.context, 'agent/request-error')
+      d.setRequest({ recoveryAsked: asked })
+      if (!asked) return
       const { failure, config, attempt } = d.get('request')
       const payload = { turn: d.get('turn'), step: d.get('step'), ...(config ? { provider: config.provider } : {}), failure: failure!.failure, attempt }
       d.hook('agent/request-error', payload, { abandonOnCancel: true })
@@ -122,7 +117,7 @@ export const attemptImplementations = named({
       const step = d.get('step')
       d.append('llm/retry', { turn, step, retryId, provider: config!.provider, retry: attempt, delayMs, failure: failure!.failure })
       d.setRequest({ retry: { retryId, retry: attempt } })
-      d.emit({ type: 'fx.wait', id: d.await(), ms: delayMs })
+      d.emit({ type: 'fx.wait', id: d.await(), ms: delayMs, abandonOnCancel: true })
     }),
     /** RQ-14: the backoff is over: the retry starts (a new attempt follows). */
     startRetry: action((d) => {
@@ -142,6 +137,7 @@ export const attemptImplementations = named({
     isCancelledStream: guardOn(['model.settled'], (_context, e) => e.cancelled),
     /** Only a terminal error or aborted finish is a request failure (RQ-7). */
     isFailedFinish: guardOn(['model.settled'], (_context, e) => e.response.finish.kind === 'error' || e.response.finish.kind === 'aborted'),
+    asksRequestError: guard((context) => context.request.recoveryAsked),
     isRetry: guardOn(['hook.done'], (_context, e) => (e.value as { kind?: unknown } | undefined)?.kind === 'retry'),
     /** A retry that names its delay waits in `backoff` first (a plain retry starts at once). */
     hasRetryDelay: guardOn(['hook.done'], (_context, e) => typeof (e.value as { delayMs?: unknown } | undefined)?.delayMs === 'number'),
@@ -161,28 +157,26 @@ export const attemptState = labelGuards(
           on: {
             // a cancel wins over the pending agent/request; its late answer is dropped by its id
             'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
-            'request.prepared': [
-              { guard: and(['isAwaited', 'lacksRoute']), target: 'done', actions: 'failWithoutRoute' },
-              { guard: 'isAwaited', target: 'streaming', actions: 'dispatchRequest' },
-            ],
-            'hook.failed': { guard: 'isAwaited', target: 'done', actions: 'failAttempt' },
+            ...awaiting({
+              'request.prepared': [
+                { guard: 'lacksRoute', target: 'done', actions: 'failWithoutRoute' },
+                { target: 'streaming', actions: 'dispatchRequest' },
+              ],
+              'hook.failed': { target: 'done', actions: 'failAttempt' },
+            }),
           },
         },
         streaming: {
-          on: {
+          on: awaiting({
             'model.settled': [
-              { guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), target: 'done', actions: 'keepInterruptedPrefix' },
+              { guard: or(['isCancelled', 'isCancelledStream']), target: 'done', actions: 'keepInterruptedPrefix' },
               // CP-6: a request refused for its size: compact, then a new attempt in the same step
-              {
-                guard: and(['isAwaited', 'isFailedFinish', 'canCompactOnOverflow']),
-                target: 'compacting',
-                actions: ['recordRequestFailure', 'beginOverflowCompaction'],
-              },
-              { guard: and(['isAwaited', 'isFailedFinish']), target: 'recovering', actions: 'recordRequestFailure' },
-              { guard: 'isAwaited', target: 'done', actions: 'appendAnchor' },
+              { guard: and(['isFailedFinish', 'canCompactOnOverflow']), target: 'compacting', actions: ['recordRequestFailure', 'beginOverflowCompaction'] },
+              { guard: 'isFailedFinish', target: 'recovering', actions: 'recordRequestFailure' },
+              { target: 'done', actions: 'appendAnchor' },
             ],
-            'model.failed': { guard: 'isAwaited', target: 'done', actions: 'failAttempt' },
-          },
+            'model.failed': { target: 'done', actions: 'failAttempt' },
+          }),
         },
         compacting: {
           ...compactionState,
@@ -195,24 +189,28 @@ export const attemptState = labelGuards(
         },
         recovering: {
           entry: 'askRequestError',
+          // RQ-9: nobody decides or watches: the failure is terminal at once
+          always: { guard: not('asksRequestError'), target: 'done', actions: 'giveUpRequest' },
           on: {
             // RQ-12 / CX-8: cancellation beats retry, and no interrupted prefix is written
             'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
-            'hook.done': [
-              // RQ-14: a retry with a delay logs llm/retry and waits out its backoff first
-              { guard: and(['isAwaited', 'isRetry', 'hasRetryDelay']), target: 'backoff', actions: 'announceRetry' },
-              // RQ-10: a retry is a new attempt in the same step
-              { guard: and(['isAwaited', 'isRetry']), target: 'building' },
-              { guard: 'isAwaited', target: 'done', actions: 'giveUpRequest' },
-            ],
-            'hook.failed': { guard: 'isAwaited', target: 'done', actions: 'failAttempt' },
+            ...awaiting({
+              'hook.done': [
+                // RQ-14: a retry with a delay logs llm/retry and waits out its backoff first
+                { guard: and(['isRetry', 'hasRetryDelay']), target: 'backoff', actions: 'announceRetry' },
+                // RQ-10: a retry is a new attempt in the same step
+                { guard: 'isRetry', target: 'building' },
+                { target: 'done', actions: 'giveUpRequest' },
+              ],
+              'hook.failed': { target: 'done', actions: 'failAttempt' },
+            }),
           },
         },
         backoff: {
           on: {
             // RQ-12: a cancel ends the backoff at once; no further attempt
             'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
-            'backoff.elapsed': { guard: 'isAwaited', target: 'building', actions: 'startRetry' },
+            ...awaiting({ 'backoff.elapsed': { target: 'building', actions: 'startRetry' } }),
           },
         },
         done: { type: 'final' },

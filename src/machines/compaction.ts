@@ -5,9 +5,10 @@
 // pre-step checkpoint (`auto`), the attempt after CONTEXT_WINDOW_EXCEEDED
 // (`overflow`), and the agent's idle phase for agent.compact() (`manual`).
 import { and, not } from 'xstate'
-import { SUMMARY_SOURCE, summaryText } from './summary.js'
+import { awaiting } from './activity.js'
+import { SUMMARY_SOURCE, summaryText } from '../session/vocabulary.js'
 import { attached } from './attachment.js'
-import { action, actionOn, guard, guardOn, labelGuards, named, type Draft } from './draft.js'
+import { action, actionOn, guard, guardOn, labelGuards, named, type Draft } from './setup.js'
 import { toolBatchSetup, type ToolBatchImplementations } from './tool-batch.js'
 import type { CompactionReason } from './types.js'
 
@@ -40,7 +41,7 @@ export const compactionImplementations = named({
     /** CP-2: the summariser gets the planned range (the model with the request's config, or the user's function). */
     askSummary: action((d) => {
       const { reason, plan } = d.get('compaction')
-      d.emit({ type: 'fx.summarise', id: d.await(), reason: reason ?? 'manual', plan: plan!, config: d.get('request').seedConfig })
+      d.emit({ type: 'fx.summarise', id: d.await(), reason: reason ?? 'manual', plan: plan!, config: d.get('request').seedConfig, abandonOnCancel: true })
     }),
     /** CP-2: the summary replaces the range on the surface, citing every node it shadows, then the record. */
     appendSummary: actionOn(['compaction.summarised'], (d, e) => {
@@ -110,27 +111,29 @@ export const compactionState = labelGuards(
       states: {
         measuring: {
           entry: 'measureHistory',
-          on: {
-            // answered at once (a pure reading of the log), so no cancel can come first; one that did is heard here
+          // answered at once (a pure reading of the log), so no cancel can come first; one that did is heard here
+          on: awaiting({
             'compaction.measured': [
-              { guard: and(['isAwaited', 'hasCompactionPlan', not('isCancelled')]), target: 'summarising', actions: 'acceptPlan' },
+              { guard: and(['hasCompactionPlan', not('isCancelled')]), target: 'summarising', actions: 'acceptPlan' },
               // under the threshold, or nothing left to compact: the host goes on as if nothing happened
-              { guard: 'isAwaited', target: 'done' },
+              { target: 'done' },
             ],
-          },
+          }),
         },
         summarising: {
           entry: 'askSummary',
           on: {
-            'compaction.summarised': { guard: 'isAwaited', target: 'committing', actions: 'appendSummary' },
-            'compaction.failed': { guard: 'isAwaited', target: 'committing', actions: 'appendCompactionFailure' },
+            ...awaiting({
+              'compaction.summarised': { target: 'committing', actions: 'appendSummary' },
+              'compaction.failed': { target: 'committing', actions: 'appendCompactionFailure' },
+            }),
             // CP-5: a cancel ends the wait; nothing is replaced or logged
             'agent.cancel': { target: 'done', actions: 'cancelActivity' },
           },
         },
         committing: {
           entry: 'confirmCompaction',
-          on: { 'appends.confirmed': { guard: 'isAwaited', target: 'done' } },
+          on: awaiting({ 'appends.confirmed': { target: 'done' } }),
         },
         done: { type: 'final' },
       },

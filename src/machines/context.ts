@@ -1,7 +1,20 @@
 // The context a machine starts from, and the empty book-keeping of a tool
 // batch that the attempt (which plans the calls) and the batch (which runs
 // them) both build.
-import type { AgentContext, AgentInput, PlannedCall, ToolBatchContext } from './types.js'
+import type { AgentContext, AgentInput, Facts, HookName, PlannedCall, ToolBatchContext } from './types.js'
+
+/** Every extension point the machines wait on. */
+export const HOOK_NAMES: readonly HookName[] = Object.freeze([
+  'agent/pre-step',
+  'agent/request',
+  'agent/request-error',
+  'agent/turn-stopping',
+  'tools/pre-execute',
+  'tools/post-execute',
+])
+
+/** What a machine assumes with nothing reported: every hook is listened to, everything is watched, someone approves, every call is classified when it starts. */
+export const ASSUMED_FACTS: Facts = Object.freeze({ listened: HOOK_NAMES, observed: true, approver: true, modes: null })
 
 /** The context a fresh agent instance starts from (resume passes what the log says). */
 export function initialContext(input: AgentInput): AgentContext {
@@ -13,7 +26,9 @@ export function initialContext(input: AgentInput): AgentContext {
       repair: input.repair ?? [],
       compaction: input.compaction ?? 'off',
       maxSteps: input.maxSteps ?? null,
+      resume: input.resume ?? null,
     },
+    facts: { ...ASSUMED_FACTS, ...input.facts },
     request: {
       seedConfig: input.seedConfig,
       priorHeader: input.priorHeader ?? false,
@@ -24,6 +39,7 @@ export function initialContext(input: AgentInput): AgentContext {
       config: null,
       failure: null,
       retry: null,
+      recoveryAsked: false,
     },
     nextTurn: input.nextTurn ?? [],
     nextStep: input.nextStep ?? [],
@@ -34,14 +50,12 @@ export function initialContext(input: AgentInput): AgentContext {
     step: 0,
     maxTokensSeen: false,
     lastStep: 'none',
-    proposal: { batch: [], entering: input.entering ?? [] },
+    proposal: { batch: [], entering: input.entering ?? [], asked: false },
     endReason: null,
     failure: null,
     stepOutcome: null,
     ids: { next: 1, waiting: 0 },
     toolBatch: newToolBatch(input.calls ?? [], maxParallelToolCalls),
-    // a resumed approval wait (TL-18) continues the open turn and step with the batch the log describes
-    ...(input.resume ? { turn: input.resume.turn, step: input.resume.step, maxTokensSeen: input.resume.maxTokensSeen, toolBatch: input.resume.toolBatch } : {}),
     compaction: { reason: null, plan: null, compacted: false, overflowAt: null },
   }
 }
@@ -66,5 +80,7 @@ export function newToolBatch(calls: readonly PlannedCall[], cap: number): ToolBa
     failure: null,
     approval: null,
     denial: null,
+    nextMode: null,
+    asked: [],
   }
 }

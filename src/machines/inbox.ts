@@ -3,7 +3,7 @@
 // fold with; the draft steps that claim, insert and discard; and the named
 // implementations of the inbox requests every machine accepts in every phase.
 import type { EventData, InboxTarget, UserMessage } from '../session/schemas.js'
-import { actionOn, baseSetup, guardOn, type Draft, named } from './draft.js'
+import { actionOn, baseSetup, guardOn, type Draft, named } from './setup.js'
 import type { AgentEvent, CallerUndo, InboxLists } from './types.js'
 
 export type SpliceData = EventData<'agent/inbox/spliced'>
@@ -63,6 +63,9 @@ export function duplicatedBy(lists: InboxLists, event: AgentEvent): string | nul
 /** The text of the ALREADY_PENDING refusal. */
 export const alreadyPending = (id: string) => `message ${JSON.stringify(id)} is already pending (IN-6)`
 
+/** The text of the NOT_PENDING refusal (`inbox.remove` and `inbox.replace` answer false with it, IN-5). */
+export const notPending = (id: string) => `message ${JSON.stringify(id)} is not pending`
+
 /** The list a target names. */
 export function listOf(lists: InboxLists, target: InboxTarget): readonly UserMessage[] {
   return target === 'next-turn' ? lists.nextTurn : lists.nextStep
@@ -117,7 +120,7 @@ export function claimInbox(d: Draft, turnBoundary: boolean): void {
   }
   const turn = d.get('turn')
   for (const message of batch) d.notify('agent/inbox/claimed', { message, turn })
-  d.set({ proposal: { batch, entering: [] } })
+  d.set({ proposal: { batch, entering: [], asked: false } })
 }
 
 /** Insert messages at the end of a list as one splice, then announce them (TL-12 tool contexts). */
@@ -172,7 +175,7 @@ export const inboxImplementations = named({
     /** IN-5: remove one pending message as a canceled splice. */
     removePending: actionOn(['inbox.remove'], (d, e) => {
       const found = findPending(d.context, e.id)
-      if (!found) return
+      if (!found) return d.emit({ type: 'fx.reject', code: 'NOT_PENDING', message: notPending(e.id) })
       const key = listKey(found.target)
       const list = d.get(key)
       d.append('agent/inbox/spliced', { target: found.target, start: found.index, removedCount: 1, inserted: [], outcome: 'canceled' }, { caller: undoOf(d) })
@@ -182,7 +185,7 @@ export const inboxImplementations = named({
     /** IN-4: replace in place with one canceled splice, then discarded(old) and inserted(new). */
     replacePending: actionOn(['inbox.replace'], (d, e) => {
       const found = findPending(d.context, e.id)
-      if (!found) return
+      if (!found) return d.emit({ type: 'fx.reject', code: 'NOT_PENDING', message: notPending(e.id) })
       const key = listKey(found.target)
       const list = d.get(key)
       const splice: SpliceData = { target: found.target, start: found.index, removedCount: 1, inserted: [e.message], outcome: 'canceled' }

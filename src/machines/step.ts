@@ -1,12 +1,13 @@
-// step: step/start and each entered user/message, then the model request
-// (`attempt`, with its retries) and the tool calls (`toolBatch`), then
-// step/end as it closes. Every exit after step/start writes step/end (ST-4);
+// step: step/start and each entered user/message (written by the transition
+// that enters the step), then the model request (`attempt`, with its
+// retries) and the tool calls (`toolBatch`), then step/end as it closes. Every exit after step/start writes step/end (ST-4);
 // the outcome tells the turn what comes next.
+import { and, not } from 'xstate'
 import { standaloneOn } from './activity.js'
 import { attached } from './attachment.js'
 import { attemptSetup, attemptState, type AttemptImplementations } from './attempt.js'
 import { initialContext, newToolBatch } from './context.js'
-import { action, actionOn, guard, guardOn, named, labelGuards } from './draft.js'
+import { action, actionOn, guard, guardOn, named, labelGuards } from './setup.js'
 import { toolBatchState } from './tool-batch.js'
 
 export const stepImplementations = named({
@@ -19,7 +20,7 @@ export const stepImplementations = named({
       d.setRequest({ attempt: 0, failure: null })
       d.append('step/start', { turn, step })
       for (const message of d.get('proposal').entering) d.append('user/message', message, { surfaceOp: 'append' })
-      d.set({ proposal: { batch: [], entering: [] } })
+      d.set({ proposal: { batch: [], entering: [], asked: false } })
     }),
     /** step/end; the turn reads what kind of step it was, and max-tokens stays for the turn (TU-12). */
     closeStep: action((d) => {
@@ -44,6 +45,8 @@ export const stepImplementations = named({
     /** The anchor asked for tools (ST-10). */
     hasToolCalls: guard((context) => context.stepOutcome === 'continue'),
     isStepStartFailure: guardOn(['append.failed'], (_context, e) => e.eventType === 'step/start'),
+    /** The refused append came before this step's step/start in the same macrostep: the step never opened, and the turn deals with it. */
+    skippedStepStart: guardOn(['append.failed'], (_context, e) => e.skipped.includes('step/start')),
   },
 })
 
@@ -53,13 +56,12 @@ export const stepSetup = attemptSetup.extend(stepImplementations)
 export const stepState = labelGuards(
   attached<StepImplementations>()(
     stepSetup.createStateConfig({
-      entry: 'openStep',
       initial: 'attempt',
       on: {
         'append.failed': [
           { guard: 'isStepStartFailure', target: '.unopened', actions: ['restoreInbox', 'failUnopenedStep'] },
           // ST-4: anything else of the step's own refused: close it with step/end, the turn ends error
-          { guard: 'isActivityFailure', target: '.closed', actions: ['restoreInbox', 'failStep'] },
+          { guard: and(['isActivityFailure', not('skippedStepStart')]), target: '.closed', actions: ['restoreInbox', 'failStep'] },
         ],
       },
       states: {
@@ -67,7 +69,7 @@ export const stepState = labelGuards(
           ...attemptState,
           onDone: [{ guard: 'hasToolCalls', target: 'toolBatch' }, { target: 'closed' }],
         },
-        toolBatch: { ...toolBatchState, onDone: 'closed' },
+        toolBatch: { ...toolBatchState, onDone: { target: 'closed', actions: 'finishToolBatch' } },
         closed: { type: 'final', entry: 'closeStep' },
         unopened: { type: 'final' },
       },
@@ -79,6 +81,7 @@ export const stepState = labelGuards(
 export const stepMachine = stepSetup.createMachine({
   id: 'step',
   context: ({ input }) => ({ ...initialContext(input), turn: 1 }),
+  entry: 'openStep',
   ...stepState,
   on: standaloneOn(stepState.on),
 })

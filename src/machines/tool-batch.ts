@@ -5,13 +5,14 @@
 // and appends tool/result strictly in model order. Cancellation drains what
 // started and writes synthetic pairs for the rest (TL-14, TL-15).
 import { and, not, or } from 'xstate'
-import { activitySetup, standaloneOn } from './activity.js'
+import { activitySetup, asks, awaiting, standaloneOn } from './activity.js'
 import type { activityImplementations } from './activity.js'
 import { attached } from './attachment.js'
-import { initialContext } from './context.js'
-import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './draft.js'
+import { UNKNOWN_OUTCOME, parseArguments } from '../session/vocabulary.js'
+import { initialContext, newToolBatch } from './context.js'
+import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './setup.js'
 import { insertInbox, type inboxImplementations } from './inbox.js'
-import type { PlannedCall, PostExecuteDecision, ToolBatchContext, ToolOutcome } from './types.js'
+import type { AgentContext, PlannedCall, PostExecuteAnswer, ToolBatchContext, ToolOutcome } from './types.js'
 
 export const ABORTED_BEFORE_DISPATCH: ToolOutcome = {
   isError: true,
@@ -23,6 +24,15 @@ export const ABORTED_WHILE_RUNNING: ToolOutcome = {
   content: 'Error: tool call aborted',
   error: { name: 'AbortError', code: 'ABORTED' },
 }
+
+/** The result a call that was running when the last process stopped gets once its batch resumes (as repair writes it, RS-5). */
+export const OUTCOME_UNKNOWN: ToolOutcome = {
+  isError: true,
+  content: UNKNOWN_OUTCOME,
+  error: { name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' },
+}
+/** A committed call's slot in a resumed batch: the commit lane is past it and never reads it again. */
+const COMMITTED: ToolOutcome = { isError: false, content: '' }
 
 /** An error result of a call, as the model will read it (TL-9). */
 export function errorOutcome(message: string, error?: { name: string; code: string }): ToolOutcome {
@@ -76,16 +86,25 @@ function logResult(d: Draft, call: PlannedCall, outcome: ToolOutcome): void {
 
 /**
  * Apply a post-execute decision: accept (optionally with new content), or block with feedback (TL-10). The runtime
- * hands the machine the decision as plain checked data (PostExecuteDecision): a `value` is already its JSON text.
+ * hands the machine the decision as plain checked data (PostExecuteAnswer): a `value` is already its JSON text.
  */
 function applyPost(outcome: ToolOutcome, decision: unknown): ToolOutcome {
-  const dec = (decision ?? { kind: 'accept' }) as PostExecuteDecision
+  const dec = (decision ?? { kind: 'accept' }) as PostExecuteAnswer
   if (dec.kind === 'block') {
     return { isError: true, content: dec.feedback, ...(dec.additionalContexts?.length ? { additionalContexts: [...dec.additionalContexts] } : {}) }
   }
   const contexts = [...(outcome.additionalContexts ?? []), ...(dec.additionalContexts ?? [])]
   const { additionalContexts: _drop, ...rest } = outcome
   return { ...rest, ...(dec.content !== undefined ? { content: dec.content } : {}), ...(contexts.length > 0 ? { additionalContexts: contexts } : {}) }
+}
+
+/** Run the next call's body; the next call may start while it runs. */
+function startBody(d: Draft): void {
+  const b = batchOf(d)
+  const i = b.nextStart
+  const bodyId = d.id()
+  d.setToolBatch({ bodyIds: setAt(b.bodyIds, i, bodyId), nextStart: i + 1, preId: 0 })
+  d.emit({ type: 'fx.tool', id: bodyId, turn: d.get('turn'), step: d.get('step'), call: b.calls[i] })
 }
 
 /** The call's pre-stage ended without a body: it no longer holds a pool slot. */
@@ -97,6 +116,18 @@ function endWithoutBody(d: Draft, outcome: ToolOutcome, skipPost = false): void 
 
 // ---- guards' reads -------------------------------------------------------------------
 
+/**
+ * The next call's mode as far as it is known: the classifier's answer, else the tool's fixed mode from the facts
+ * (an unknown tool is exclusive, TL-2), else null: its mode depends on its arguments, or nothing is known of it.
+ */
+function modeOfNext(context: AgentContext, b: ToolBatchContext): 'parallel' | 'exclusive' | null {
+  if (b.nextMode !== null) return b.nextMode
+  const modes = context.facts.modes
+  if (modes === null) return null
+  const mode = modes[b.calls[b.nextStart]?.name ?? '']
+  return mode === undefined ? 'exclusive' : mode === 'per-call' ? null : mode
+}
+
 const halted = (context: { cancelCause: unknown; toolBatch: ToolBatchContext }) => context.cancelCause !== null || context.toolBatch.failure !== null
 const drained = (b: ToolBatchContext) => b.nextCommit >= b.nextStart && b.inFlight === 0
 const poolRoom = (b: ToolBatchContext) => b.pool && b.inFlight < b.cap
@@ -106,26 +137,65 @@ const committable = (b: ToolBatchContext) => b.nextCommit < b.calls.length && b.
 
 export const toolBatchImplementations = named({
   actions: {
-    /** Ask whether the next call may join a parallel pool, right before it would start (TL-2, TL-5). */
+    /**
+     * TL-18: the batch as the log leaves it when the instance starts inside an approval wait: earlier calls that
+     * started without a result owe OUTCOME_UNKNOWN (committed first, in model order), the waiting call keeps its slot,
+     * later calls never started.
+     */
+    restoreApprovalWait: action((d) => {
+      const instance = d.get('instance')
+      const wait = instance.resume!
+      const calls: PlannedCall[] = wait.calls.map((c) => ({ ...c, args: parseArguments(c.arguments) }))
+      const waiting = calls.findIndex((c) => c.callId === wait.waiting)
+      const committed = new Set(wait.committed)
+      const owed = calls.findIndex((c, i) => i < waiting && !committed.has(c.callId))
+      d.set({
+        instance: { ...instance, resume: null },
+        turn: wait.turn,
+        step: wait.step,
+        maxTokensSeen: wait.maxTokensSeen,
+        toolBatch: {
+          ...newToolBatch(calls, instance.maxParallelToolCalls),
+          nextStart: waiting,
+          nextCommit: owed < 0 ? waiting : owed,
+          started: calls.map((_, i) => i <= waiting),
+          outcomes: calls.map((c, i) => (i >= waiting ? null : committed.has(c.callId) ? COMMITTED : OUTCOME_UNKNOWN)),
+          skipPost: calls.map((_, i) => i < waiting),
+          inFlight: 1,
+          approval: wait.waiting,
+          asked: [wait.waiting],
+        },
+      })
+    }),
+    /** Ask whether the next call may join a parallel pool, right before it would start (TL-2, TL-5): its mode depends on its arguments. */
     classifyNextCall: action((d) => {
       const b = batchOf(d)
       const classifyId = d.id()
-      d.setToolBatch({ classifyId })
+      d.setToolBatch({ classifyId, nextMode: null })
       d.emit({ type: 'fx.classify', id: classifyId, call: b.calls[b.nextStart] })
     }),
-    /** A new group starts: a pool if the call is parallel-safe, else a barrier; the cap is read now (TL-4). */
-    openGroup: actionOn(['tool.classified'], (d, e) => d.setToolBatch({ pool: e.mode === 'parallel', cap: d.get('instance').maxParallelToolCalls })),
+    /** The classifier's answer for the next call. */
+    recordMode: actionOn(['tool.classified'], (d, e) => d.setToolBatch({ nextMode: e.mode, classifyId: 0 })),
+
     /** No longer parallel-safe: the pool stops filling, drains, and this call is the next barrier (TL-5). */
     closePool: action((d) => d.setToolBatch({ pool: false })),
-    /** Log the call and run its pre-execute; bodies overlap, pre-execute runs one call at a time (TL-6, TL-7). */
-    startCall: action((d) => {
+    /**
+     * The next call starts: after a drained group it opens a new one (a pool if the call is parallel-safe, else a
+     * barrier; the cap is read now, TL-4), it is logged, and it runs its pre-execute when anyone decides or watches
+     * there (one call at a time, TL-7), else its body at once (bodies overlap, TL-6).
+     */
+    startNextCall: action((d) => {
       const b = batchOf(d)
+      if (drained(b)) d.setToolBatch({ pool: modeOfNext(d.context, b) === 'parallel', cap: d.get('instance').maxParallelToolCalls })
       const i = b.nextStart
       const call = b.calls[i]
       logCall(d, call)
-      const preId = d.id()
-      d.setToolBatch({ started: setAt(b.started, i, true), inFlight: b.inFlight + 1, preId })
-      d.emit({ type: 'fx.hook', id: preId, name: 'tools/pre-execute', payload: executionOf(d, call), fallback: { kind: 'allow' } })
+      const asked = asks(d.context, 'tools/pre-execute')
+      const preId = asked ? d.id() : 0
+      d.setToolBatch({ started: setAt(b.started, i, true), inFlight: b.inFlight + 1, preId, nextMode: null })
+      if (asked)
+        d.emit({ type: 'fx.hook', id: preId, name: 'tools/pre-execute', payload: executionOf(d, call), fallback: { kind: 'allow' }, abandonOnCancel: false })
+      else startBody(d)
     }),
     /** TL-17: after a scheduler failure a pending call does not reach its body. */
     skipBodyAfterFailure: action((d) => endWithoutBody(d, ABORTED_BEFORE_DISPATCH, true)),
@@ -137,6 +207,11 @@ export const toolBatchImplementations = named({
       const reason = (e.value as { reason?: string }).reason ?? 'denied'
       endWithoutBody(d, errorOutcome(reason, { name: 'ToolDeniedError', code: 'DENIED' }))
     }),
+    /** TL-18: an ask with nobody to answer it is a denial that says so. */
+    denyUnanswerable: actionOn(['hook.done'], (d, e) => {
+      const question = (e.value as { reason?: string }).reason ?? 'approval required'
+      endWithoutBody(d, errorOutcome(`approval required, and no approver is configured: ${question}`, { name: 'ToolDeniedError', code: 'DENIED' }))
+    }),
     /**
      * TL-18: pre-execute asked for a person's approval: the call keeps its slot and dispatch waits (approvals are
      * asked one at a time, in model order, like pre-execute itself); the question is logged so it survives a restart.
@@ -145,7 +220,7 @@ export const toolBatchImplementations = named({
       const b = batchOf(d)
       const call = b.calls[b.nextStart]
       const reason = (e.value as { reason?: string }).reason ?? 'approval required'
-      d.setToolBatch({ preId: 0, approval: call.callId })
+      d.setToolBatch({ preId: 0, approval: call.callId, asked: [...b.asked, call.callId] })
       d.append('tool/approval-request', { turn: d.get('turn'), step: d.get('step'), callId: call.callId, name: call.name, reason })
       d.notify('tools/approval-requested', { ...executionOf(d, call), reason })
     }),
@@ -183,13 +258,7 @@ export const toolBatchImplementations = named({
     /** A throwing pre-execute is that call's error result and skips post-execute (TL-10, HK-9). */
     failPreExecute: actionOn(['hook.failed'], (d, e) => endWithoutBody(d, errorOutcome(e.failure.message), true)),
     /** Run the body; the next call may start while it runs. */
-    startBody: action((d) => {
-      const b = batchOf(d)
-      const i = b.nextStart
-      const bodyId = d.id()
-      d.setToolBatch({ bodyIds: setAt(b.bodyIds, i, bodyId), nextStart: i + 1, preId: 0 })
-      d.emit({ type: 'fx.tool', id: bodyId, turn: d.get('turn'), step: d.get('step'), call: b.calls[i] })
-    }),
+    startBody: action((d) => startBody(d)),
     /** TL-14: a call that never started and never will gets a synthetic pair. */
     commitSkippedCall: action((d) => {
       const b = batchOf(d)
@@ -209,6 +278,7 @@ export const toolBatchImplementations = named({
         name: 'tools/post-execute',
         payload: { ...executionOf(d, b.calls[i]), outcome: b.outcomes[i] },
         fallback: { kind: 'accept' },
+        abandonOnCancel: false,
       })
     }),
     applyPostExecute: actionOn(['hook.done'], (d, e) => {
@@ -241,14 +311,20 @@ export const toolBatchImplementations = named({
       settle(d, i, outcome)
       d.setToolBatch({ inFlight: batchOf(d).inFlight - 1 })
     }),
-    /** TL-17: a refused append inside the batch is a scheduler failure: nothing new starts, what runs is drained. */
+    /**
+     * TL-17: a refused append inside the batch is a scheduler failure: nothing new starts, what runs is drained.
+     * Work asked for after the refusal never started: a body is not waited for, a pre-execute call ends without
+     * its body, and the commit lane stops.
+     */
     recordSchedulerFailure: actionOn(['append.failed'], (d, e) => {
       if (batchOf(d).failure === null) d.setToolBatch({ failure: { failure: e.failure, step: d.get('step') } })
-    }),
-    /** While draining, a settled body only frees its slot. */
-    countDrainedBody: actionOn(['tool.settled'], (d, e) => {
       const b = batchOf(d)
-      if (b.bodyIds.includes(e.id)) d.setToolBatch({ inFlight: b.inFlight - 1 })
+      const lost = new Set(e.unstarted)
+      const bodies = b.bodyIds.filter((id) => lost.has(id)).length
+      if (bodies > 0) d.setToolBatch({ inFlight: b.inFlight - bodies, bodyIds: b.bodyIds.map((id) => (lost.has(id) ? 0 : id)) })
+      if (lost.has(batchOf(d).preId)) endWithoutBody(d, ABORTED_BEFORE_DISPATCH, true)
+      if (lost.has(batchOf(d).postId)) d.setToolBatch({ postId: 0 })
+      if (lost.has(batchOf(d).classifyId)) d.setToolBatch({ classifyId: 0 })
     }),
     /** The step's outcome once both lanes are done and every started body has settled. */
     finishToolBatch: action((d) => {
@@ -262,10 +338,24 @@ export const toolBatchImplementations = named({
     isPreExecuteAnswer: guardOn(['hook.done', 'hook.failed'], (context, e) => e.id === context.toolBatch.preId),
     isPostExecuteAnswer: guardOn(['hook.done', 'hook.failed'], (context, e) => e.id === context.toolBatch.postId),
     isClassification: guardOn(['tool.classified'], (context, e) => e.id === context.toolBatch.classifyId),
-    isClassifiedParallel: guardOn(['tool.classified'], (_context, e) => e.mode === 'parallel'),
+    /**
+     * TL-2, TL-5: the next call is classified by the runtime right before it starts: its mode depends on its
+     * arguments, or someone watches (the classification is then a decision point a synchronous cancel can reach).
+     */
+    needsClassification: guard((context) => context.toolBatch.nextMode === null && (context.facts.observed || modeOfNext(context, context.toolBatch) === null)),
+    asksPreExecute: guard((context) => asks(context, 'tools/pre-execute')),
+    asksPostExecute: guard((context) => asks(context, 'tools/post-execute')),
+    /** Someone can answer an `ask` (TL-18). */
+    hasApprover: guard((context) => context.facts.approver),
+    /** After a scheduler failure: no pre-execute or post-execute answer is on its way (it never started). */
+    hasNoPreExecute: guard((context) => context.toolBatch.preId === 0),
+    hasNoPostExecute: guard((context) => context.toolBatch.postId === 0),
+    hasNoClassification: guard((context) => context.toolBatch.classifyId === 0),
     isDenied: guardOn(['hook.done'], (_context, e) => (e.value as { kind?: string } | undefined)?.kind === 'deny'),
-    /** TL-18: pre-execute answered `ask{reason}` (the runtime has already turned it into a deny when no approver is configured). */
+    /** TL-18: pre-execute answered `ask{reason}`. */
     isAsk: guardOn(['hook.done'], (_context, e) => (e.value as { kind?: string } | undefined)?.kind === 'ask'),
+    /** The instance starts inside an approval wait its log describes (TL-18). */
+    hasApprovalWait: guard((context) => context.instance.resume !== null),
     /** The answer is for the call that waits now. */
     isAwaitedApproval: guardOn(['approval.answered'], (context, e) => context.toolBatch.approval === e.callId),
     isApproved: guardOn(['approval.answered'], (_context, e) => e.approved),
@@ -277,12 +367,15 @@ export const toolBatchImplementations = named({
     isDrained: guard((context) => drained(context.toolBatch)),
     /** Room for one more parallel call in the open pool (TL-4). */
     hasPoolRoom: guard((context) => poolRoom(context.toolBatch)),
+    /** The next call may start now: a new group may open, or it joins the open pool (TL-3, TL-4). */
+    mayStartNext: guard((context) => drained(context.toolBatch) || (poolRoom(context.toolBatch) && modeOfNext(context, context.toolBatch) === 'parallel')),
+    /** Every call is committed, or the scheduler failed: the commit lane has nothing more to do. */
+    commitsDone: guard((context) => context.toolBatch.nextCommit >= context.toolBatch.calls.length || context.toolBatch.failure !== null),
     /** The commit lane has a settled result to post-execute or commit before anything new starts. */
     isCommitBusy: guard((context) => context.toolBatch.postId !== 0 || committable(context.toolBatch)),
     /** The next call in model order has settled. */
     isCommittable: guard((context) => committable(context.toolBatch)),
     skipsPostExecute: guard((context) => context.toolBatch.skipPost[context.toolBatch.nextCommit]),
-    allCommitted: guard((context) => context.toolBatch.nextCommit >= context.toolBatch.calls.length),
     /** The next call in model order never started and never will (TL-14). */
     isSkippable: guard((context) => {
       const b = context.toolBatch
@@ -295,117 +388,116 @@ export const toolBatchImplementations = named({
 export type ToolBatchImplementations = typeof toolBatchImplementations & typeof activityImplementations & typeof inboxImplementations
 export const toolBatchSetup = activitySetup.extend(toolBatchImplementations)
 
+/**
+ * Two regions over the same calls: `dispatch` starts them, `commit` writes their results in model order and, once
+ * it is done, waits for every started body to settle (no step/end before, TL-15, TL-17). The batch is done when both are.
+ */
 export const toolBatchState = labelGuards(
   attached<ToolBatchImplementations>()(
     toolBatchSetup.createStateConfig({
-      initial: 'running',
+      type: 'parallel',
       on: {
         // TL-17: a refused append inside the batch is a scheduler failure: stop, drain, end the turn error
         'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
+        'tool.settled': { actions: 'settleToolBody' },
       },
       states: {
-        running: {
-          type: 'parallel',
+        dispatch: {
+          initial: 'next',
           states: {
-            dispatch: {
-              initial: 'next',
-              states: {
-                next: {
-                  always: [
-                    { guard: or(['allCallsStarted', 'isHalted']), target: 'finished' },
-                    // wait for room as if the call were parallel-safe, and for settled results to commit first;
-                    // the call is classified right before it would start (TL-5, TL-6)
-                    { guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom'])]), target: 'classifying' },
-                  ],
-                },
-                classifying: {
-                  entry: 'classifyNextCall',
-                  on: {
-                    'tool.classified': [
-                      { guard: and(['isClassification', 'isHalted']), target: 'finished' },
-                      { guard: and(['isClassification', 'isDrained']), target: 'preExecuting', actions: 'openGroup' },
-                      { guard: and(['isClassification', 'isClassifiedParallel', 'hasPoolRoom']), target: 'preExecuting' },
-                      { guard: 'isClassification', target: 'barrier', actions: 'closePool' },
-                    ],
-                  },
-                },
-                barrier: {
-                  always: [
-                    { guard: 'isHalted', target: 'finished' },
-                    { guard: 'isDrained', target: 'preExecuting' },
-                  ],
-                },
-                preExecuting: {
-                  entry: 'startCall',
-                  on: {
-                    'hook.done': [
-                      { guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), target: 'next', actions: 'skipBodyAfterFailure' },
-                      { guard: and(['isPreExecuteAnswer', 'isCancelled']), target: 'next', actions: 'skipBodyAfterCancel' },
-                      { guard: and(['isPreExecuteAnswer', 'isDenied']), target: 'next', actions: 'denyCall' },
-                      { guard: and(['isPreExecuteAnswer', 'isAsk']), target: 'awaitingApproval', actions: 'requestApproval' },
-                      { guard: 'isPreExecuteAnswer', target: 'next', actions: 'startBody' },
-                    ],
-                    'hook.failed': { guard: 'isPreExecuteAnswer', target: 'next', actions: 'failPreExecute' },
-                  },
-                },
-                // TL-18: the call waits for agent.approve / agent.deny; a resumed instance starts here after a restart
-                awaitingApproval: {
-                  always: { guard: 'hasSchedulerFailure', target: 'next', actions: 'abandonApprovalAfterFailure' },
-                  on: {
-                    'approval.answered': [
-                      { guard: and(['isAwaitedApproval', 'isApproved']), target: 'next', actions: ['approveCall', 'startBody'] },
-                      { guard: 'isAwaitedApproval', target: 'recordingDenial', actions: 'recordDenial' },
-                    ],
-                    // cancel ends the wait like any other: the signal aborts, the call is closed as not started
-                    'agent.cancel': { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
-                  },
-                },
-                // TL-18: the denial is logged; it becomes the result once the append is confirmed (a refusal: TL-17)
-                recordingDenial: {
-                  always: { guard: 'hasSchedulerFailure', target: 'next', actions: 'abandonApprovalAfterFailure' },
-                  on: { 'appends.confirmed': { guard: 'isAwaited', target: 'next', actions: 'denyApprovalCall' } },
-                },
-                finished: { type: 'final' },
+            next: {
+              // wait for room as if the call were parallel-safe, and for settled results to commit first;
+              // the call's mode is read right before it would start (TL-5, TL-6)
+              always: [
+                { guard: or(['allCallsStarted', 'isHalted']), target: 'finished' },
+                { guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom']), 'needsClassification']), target: 'classifying' },
+                // TL-10: nobody decides or watches at pre-execute: the call is allowed, its body runs, the next may start
+                { guard: and([not('isCommitBusy'), 'mayStartNext', not('asksPreExecute')]), target: 'next', reenter: true, actions: 'startNextCall' },
+                { guard: and([not('isCommitBusy'), 'mayStartNext']), target: 'preExecuting', actions: 'startNextCall' },
+                { guard: and([not('isCommitBusy'), 'hasPoolRoom']), target: 'barrier', actions: 'closePool' },
+              ],
+            },
+            classifying: {
+              entry: 'classifyNextCall',
+              // TL-17: a classification that never started (an append before it was refused)
+              always: { guard: and(['hasSchedulerFailure', 'hasNoClassification']), target: 'finished' },
+              on: {
+                'tool.classified': [
+                  { guard: and(['isClassification', 'isHalted']), target: 'finished' },
+                  { guard: 'isClassification', target: 'next', actions: 'recordMode' },
+                ],
               },
             },
-            commit: {
-              initial: 'waiting',
-              states: {
-                waiting: {
-                  always: [
-                    { guard: 'allCommitted', target: 'finished' },
-                    // TL-17: after a scheduler failure nothing more is committed; only the drain remains
-                    { guard: 'hasSchedulerFailure', target: 'finished' },
-                    { guard: 'isSkippable', target: 'waiting', reenter: true, actions: 'commitSkippedCall' },
-                    { guard: and(['isCommittable', 'skipsPostExecute']), target: 'committing' },
-                    { guard: 'isCommittable', target: 'postExecuting' },
-                  ],
-                },
-                postExecuting: {
-                  entry: 'askPostExecute',
-                  on: {
-                    'hook.done': { guard: 'isPostExecuteAnswer', target: 'committing', actions: 'applyPostExecute' },
-                    'hook.failed': [
-                      // TL-17: the post-execute never started because an append of its macrostep was refused: nothing more commits
-                      { guard: and(['isPostExecuteAnswer', 'hasSchedulerFailure']), target: 'finished' },
-                      { guard: 'isPostExecuteAnswer', target: 'committing', actions: 'failPostExecute' },
-                    ],
-                  },
-                },
-                committing: { entry: 'commitResult', always: 'waiting' },
-                finished: { type: 'final' },
+            barrier: {
+              always: [
+                { guard: 'isHalted', target: 'finished' },
+                { guard: and(['isDrained', not('asksPreExecute')]), target: 'next', actions: 'startNextCall' },
+                { guard: 'isDrained', target: 'preExecuting', actions: 'startNextCall' },
+              ],
+            },
+            preExecuting: {
+              // TL-17: the pre-execute never started (an append before it was refused); its call ended without a body
+              always: { guard: and(['hasSchedulerFailure', 'hasNoPreExecute']), target: 'next' },
+              on: {
+                'hook.done': [
+                  { guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), target: 'next', actions: 'skipBodyAfterFailure' },
+                  { guard: and(['isPreExecuteAnswer', 'isCancelled']), target: 'next', actions: 'skipBodyAfterCancel' },
+                  { guard: and(['isPreExecuteAnswer', 'isDenied']), target: 'next', actions: 'denyCall' },
+                  { guard: and(['isPreExecuteAnswer', 'isAsk', 'hasApprover']), target: 'awaitingApproval', actions: 'requestApproval' },
+                  { guard: and(['isPreExecuteAnswer', 'isAsk']), target: 'next', actions: 'denyUnanswerable' },
+                  { guard: 'isPreExecuteAnswer', target: 'next', actions: 'startBody' },
+                ],
+                'hook.failed': { guard: 'isPreExecuteAnswer', target: 'next', actions: 'failPreExecute' },
               },
             },
+            // TL-18: the call waits for agent.approve / agent.deny; a resumed instance starts here after a restart
+            awaitingApproval: {
+              always: { guard: 'hasSchedulerFailure', target: 'next', actions: 'abandonApprovalAfterFailure' },
+              on: {
+                'approval.answered': [
+                  { guard: and(['isAwaitedApproval', 'isApproved']), target: 'next', actions: ['approveCall', 'startBody'] },
+                  { guard: 'isAwaitedApproval', target: 'recordingDenial', actions: 'recordDenial' },
+                ],
+                // cancel ends the wait like any other: the signal aborts, the call is closed as not started
+                'agent.cancel': { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
+              },
+            },
+            // TL-18: the denial is logged; it becomes the result once the append is confirmed (a refusal: TL-17)
+            recordingDenial: {
+              always: { guard: 'hasSchedulerFailure', target: 'next', actions: 'abandonApprovalAfterFailure' },
+              on: awaiting({ 'appends.confirmed': { target: 'next', actions: 'denyApprovalCall' } }),
+            },
+            finished: { type: 'final' },
           },
-          on: { 'tool.settled': { actions: 'settleToolBody' } },
-          onDone: 'draining',
         },
-        // no turn/end before every started body has settled (TL-15, TL-17); no pre-execute can be pending here
-        draining: {
-          always: { guard: 'noBodiesInFlight', target: 'done', actions: 'finishToolBatch' },
-          on: { 'tool.settled': { actions: 'countDrainedBody' } },
+        commit: {
+          initial: 'waiting',
+          states: {
+            waiting: {
+              always: [
+                // every result is in (TL-17: after a scheduler failure nothing more is committed), and no body runs
+                { guard: and(['commitsDone', 'noBodiesInFlight']), target: 'finished' },
+                { guard: 'commitsDone', target: 'draining' },
+                { guard: 'isSkippable', target: 'waiting', reenter: true, actions: 'commitSkippedCall' },
+                // TL-10: post-execute runs when anyone decides or watches there (never after a throwing pre-execute)
+                { guard: and(['isCommittable', not('skipsPostExecute'), 'asksPostExecute']), target: 'postExecuting' },
+                { guard: 'isCommittable', target: 'waiting', reenter: true, actions: 'commitResult' },
+              ],
+            },
+            postExecuting: {
+              entry: 'askPostExecute',
+              // TL-17: the post-execute never started (an append before it was refused): nothing more commits
+              always: { guard: and(['hasSchedulerFailure', 'hasNoPostExecute']), target: 'waiting' },
+              on: {
+                'hook.done': { guard: 'isPostExecuteAnswer', target: 'waiting', actions: ['applyPostExecute', 'commitResult'] },
+                'hook.failed': { guard: 'isPostExecuteAnswer', target: 'waiting', actions: ['failPostExecute', 'commitResult'] },
+              },
+            },
+            // no turn/end before every started call has settled (TL-15, TL-17); a call in its pre-execute counts as running
+            draining: { always: { guard: 'noBodiesInFlight', target: 'finished' } },
+            finished: { type: 'final' },
+          },
         },
-        done: { type: 'final' },
       },
     }),
   ),

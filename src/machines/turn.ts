@@ -6,15 +6,16 @@
 // ran the instance's maxSteps steps ends max-steps where it would propose again.
 import { and, not, or } from 'xstate'
 import type { TurnEndReason, UserMessage } from '../session/schemas.js'
-import { standaloneOn } from './activity.js'
+import { asks, awaiting, standaloneOn } from './activity.js'
 import { attached } from './attachment.js'
 import { initialContext } from './context.js'
-import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './draft.js'
+import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './setup.js'
 import { compactionState } from './compaction.js'
 import { claimInbox } from './inbox.js'
 import { stepSetup, stepState, type StepImplementations } from './step.js'
 
-type Decision = { kind: 'reject' } | { kind: 'enter'; messages: readonly UserMessage[] }
+/** What agent/pre-step decided about a claimed batch (the runtime hands over checked data). */
+type PreStepAnswer = { kind: 'reject' } | { kind: 'enter'; messages: readonly UserMessage[] }
 
 /** The reason a turn ends with when nothing went wrong: max-tokens is sticky (TU-12). */
 const standingReason = (d: Draft): TurnEndReason => (d.get('maxTokensSeen') ? { kind: 'max-tokens' } : { kind: 'completed' })
@@ -28,25 +29,30 @@ export const turnImplementations = named({
       d.append('turn/start', { turn })
     }),
     /**
-     * Wait until the appends so far are in the log before claiming: a listener that cancels on turn/start or on
-     * an event of the step that just closed is heard first, so its discards come before the claim (CX-6, IN-10).
-     * Between steps (step > 0) the wait may yield to the event loop (the runtime does when steps have followed each
-     * other without it turning), so a turn whose model and tools never wait for I/O still lets timers run (CX-16).
+     * Watched, wait until the appends so far are in the log before claiming: a listener that cancels on turn/start
+     * or on an event of the step that just closed is heard first, so its discards come before the claim (CX-6, IN-10).
      */
-    confirmAppends: action((d) => d.confirm({ yieldFirst: d.get('step') > 0 })),
+    confirmAppends: action((d) => d.confirm()),
     /** IN-9, IN-10: the claim runs synchronously right after turn/start or the previous step/end. */
     claimProposal: action((d) => claimInbox(d, d.get('step') === 0)),
-    /** ST-2: agent/pre-step decides about the claimed batch (default: enter it). */
-    askPreStep: action((d) => {
+    /**
+     * IN-9 then ST-2: claim, then ask agent/pre-step about the claimed batch when anyone listens or watches; with
+     * nobody to decide, the batch is entered as claimed.
+     */
+    propose: action((d) => {
+      claimInbox(d, d.get('step') === 0)
       const batch = d.get('proposal').batch
+      if (!asks(d.context, 'agent/pre-step')) return d.set({ proposal: { batch, entering: batch, asked: false } })
+      d.set({ proposal: { batch, entering: [], asked: true } })
       const payload = { messages: batch, turn: d.get('turn'), step: d.get('step') + 1 }
       d.hook('agent/pre-step', payload, { fallback: { kind: 'enter', messages: batch }, abandonOnCancel: true })
     }),
     /** ST-3: the enter decision is authoritative (a decision that is not `enter` enters nothing). */
     enterProposal: actionOn(['hook.done'], (d, e) => {
-      const decision = e.value as Decision
-      d.set({ proposal: { batch: d.get('proposal').batch, entering: decision.kind === 'enter' ? decision.messages : [] } })
+      const decision = e.value as PreStepAnswer
+      d.set({ proposal: { batch: d.get('proposal').batch, entering: decision.kind === 'enter' ? decision.messages : [], asked: false } })
     }),
+    /** TU-10: agent/turn-stopping, entered only when anyone listens or watches there. */
     askTurnStopping: action((d) => d.hook('agent/turn-stopping', { turn: d.get('turn') }, { abandonOnCancel: true })),
     endBlocked: action((d) => d.set({ endReason: { kind: 'blocked' } })),
     endWithStandingReason: action((d) => d.set({ endReason: standingReason(d) })),
@@ -61,8 +67,12 @@ export const turnImplementations = named({
     failTurnStopping: actionOn(['hook.failed'], (d, e) => {
       d.set({ failure: { failure: e.failure, step: d.get('step') }, endReason: { kind: 'error', error: e.failure } })
     }),
-    /** A refused append of this turn ends it `error` (TU-14), unless a cancel came first: cancellation never ends in error (CX-5). */
+    /**
+     * A refused append of this turn ends it `error` (TU-14), unless a cancel came first: cancellation never ends in
+     * error (CX-5). A step whose step/start came after the refusal in the same macrostep never opened.
+     */
     failTurn: actionOn(['append.failed'], (d, e) => {
+      if (e.skipped.includes('step/start')) d.set({ step: d.get('step') - 1 })
       if (d.get('cancelCause') !== null) return
       d.set({ failure: { failure: e.failure, step: d.get('step') }, endReason: { kind: 'error', error: e.failure } })
     }),
@@ -91,10 +101,15 @@ export const turnImplementations = named({
     }),
   },
   guards: {
-    isRejected: guardOn(['hook.done'], (_context, e) => (e.value as Decision).kind === 'reject'),
+    isRejected: guardOn(['hook.done'], (_context, e) => (e.value as PreStepAnswer).kind === 'reject'),
+    /** The proposal waits for agent/pre-step's answer (someone decides there, or watches, when it was made). */
+    asksPreStep: guard((context) => context.proposal.asked),
+    asksTurnStopping: guard((context) => asks(context, 'agent/turn-stopping')),
+    /** TU-7, TU-8: the claim took nothing (the batch entered as claimed is empty). */
+    hasEmptyClaim: guard((context) => context.proposal.batch.length === 0),
     /** TU-7, TU-8: the decision entered nothing. */
     isEmptyEntry: guardOn(['hook.done'], (_context, e) => {
-      const decision = e.value as Decision
+      const decision = e.value as PreStepAnswer
       return decision.kind === 'enter' && decision.messages.length === 0
     }),
     /** TU-9: the last step ran tools without concluding, so the next step is entered even with nothing new. */
@@ -115,10 +130,13 @@ export const turnImplementations = named({
 export type TurnImplementations = typeof turnImplementations & StepImplementations
 export const turnSetup = stepSetup.extend(turnImplementations)
 
+/**
+ * The turn's states. turn/start is written by the transition that enters it (`openTurn`), so a restored instance
+ * can enter a turn that its log already opened (TL-18); each transition into `step` opens it the same way.
+ */
 export const turnState = labelGuards(
   attached<TurnImplementations>()(
     turnSetup.createStateConfig({
-      entry: 'openTurn',
       initial: 'opening',
       on: {
         'append.failed': [
@@ -129,77 +147,97 @@ export const turnState = labelGuards(
         ],
       },
       states: {
+        // entered only when watched: the claim waits until a listener of turn/start has been heard (CX-9)
         opening: {
           entry: 'confirmAppends',
-          on: {
+          on: awaiting({
             'appends.confirmed': [
               // CX-9: cancelled from a turn/start observer: the claim still runs, then no pre-step
-              { guard: and(['isAwaited', 'isCancelled']), target: 'closing', actions: ['claimProposal', 'endAborted'] },
-              { guard: 'isAwaited', target: 'proposing' },
+              { guard: 'isCancelled', target: 'closing', actions: ['claimProposal', 'endAborted'] },
+              { target: 'proposing' },
             ],
-          },
+          }),
         },
         proposing: {
-          entry: ['claimProposal', 'askPreStep'],
+          entry: 'propose',
+          // ST-2: nobody decides or watches: the claimed batch is entered as it is, at once
+          always: [
+            // TU-7 (zero steps) and TU-8 (after a terminal step): close with the standing outcome
+            { guard: and([not('asksPreStep'), 'hasEmptyClaim', not('followsToolStep')]), target: 'closing', actions: 'endWithStandingReason' },
+            // CP-1: the compaction policy is checked at the pre-step checkpoint, before the step opens
+            { guard: and([not('asksPreStep'), 'isAutoCompaction']), target: 'compacting', actions: 'beginAutoCompaction' },
+            { guard: not('asksPreStep'), target: 'step', actions: 'openStep' },
+          ],
           on: {
             // CX-16 / ST-4: a cancel wins over the pending decision; a late decision is dropped by its id
             'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
-            'hook.done': [
-              { guard: and(['isAwaited', 'isRejected']), target: 'closing', actions: 'endBlocked' },
-              // TU-7 (zero steps) and TU-8 (after a terminal step): close with the standing outcome
-              { guard: and(['isAwaited', 'isEmptyEntry', not('followsToolStep')]), target: 'closing', actions: 'endWithStandingReason' },
-              // CP-1: the compaction policy is checked at the pre-step checkpoint, before the step opens
-              { guard: and(['isAwaited', 'isAutoCompaction']), target: 'compacting', actions: ['enterProposal', 'beginAutoCompaction'] },
-              { guard: 'isAwaited', target: 'step', actions: 'enterProposal' },
-            ],
-            // HK-4: no step, the claimed batch is lost
-            'hook.failed': { guard: 'isAwaited', target: 'closing', actions: 'failProposal' },
+            ...awaiting({
+              'hook.done': [
+                { guard: 'isRejected', target: 'closing', actions: 'endBlocked' },
+                { guard: and(['isEmptyEntry', not('followsToolStep')]), target: 'closing', actions: 'endWithStandingReason' },
+                { guard: 'isAutoCompaction', target: 'compacting', actions: ['enterProposal', 'beginAutoCompaction'] },
+                { target: 'step', actions: ['enterProposal', 'openStep'] },
+              ],
+              // HK-4: no step, the claimed batch is lost
+              'hook.failed': { target: 'closing', actions: 'failProposal' },
+            }),
           },
         },
         compacting: {
           ...compactionState,
-          onDone: [{ guard: 'isCancelled', target: 'closing', actions: 'endAborted' }, { target: 'step' }],
+          onDone: [
+            { guard: 'isCancelled', target: 'closing', actions: 'endAborted' },
+            { target: 'step', actions: 'openStep' },
+          ],
         },
         step: {
           ...stepState,
           onDone: [
             { guard: or(['isStepAborted', 'isCancelled']), target: 'closing', actions: 'endAborted' },
             { guard: 'isStepFailed', target: 'closing' },
-            // TU-9 / TU-10: tools ran, or input is waiting: another proposal in this turn
-            { guard: or(['stepContinues', 'hasStepInput']), target: 'continuing' },
+            // TU-9 / TU-10: tools ran, or input is waiting: another proposal in this turn (when watched, after a round trip)
+            { guard: and([or(['stepContinues', 'hasStepInput']), 'isObserved']), target: 'continuing' },
+            // TU-16: the step that reached the limit closed with its results; no further proposal
+            { guard: and([or(['stepContinues', 'hasStepInput']), 'atStepLimit']), target: 'closing', actions: 'endMaxSteps' },
+            { guard: or(['stepContinues', 'hasStepInput']), target: 'proposing' },
+            // TU-10: turn-stopping with nobody listening or watching can steer nothing: the turn ends as it stands
+            { guard: not('asksTurnStopping'), target: 'closing', actions: 'endWithStandingReason' },
             { target: 'stopping' },
           ],
         },
+        // entered only when watched: a listener of the step's last events is heard before the next claim
         continuing: {
           entry: 'confirmAppends',
-          on: {
+          on: awaiting({
             'appends.confirmed': [
               // cancelled from an observer of the step's last events: no further proposal
-              { guard: and(['isAwaited', 'isCancelled']), target: 'closing', actions: 'endAborted' },
+              { guard: 'isCancelled', target: 'closing', actions: 'endAborted' },
               // TU-16: the step that reached the limit closed with its results; no further proposal
-              { guard: and(['isAwaited', 'atStepLimit']), target: 'closing', actions: 'endMaxSteps' },
-              { guard: 'isAwaited', target: 'proposing' },
+              { guard: 'atStepLimit', target: 'closing', actions: 'endMaxSteps' },
+              { target: 'proposing' },
             ],
-          },
+          }),
         },
         stopping: {
           entry: 'askTurnStopping',
           on: {
             // CX-6: cancelled during turn-stopping: the turn ends aborted and no further step runs
             'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
-            'hook.done': [
-              // TU-16: input arrived for a next step, but the turn has run its last allowed step
-              { guard: and(['isAwaited', 'hasStepInput', 'atStepLimit']), target: 'closing', actions: 'endMaxSteps' },
-              { guard: and(['isAwaited', 'hasStepInput']), target: 'proposing' },
-              { guard: 'isAwaited', target: 'closing', actions: 'endWithStandingReason' },
-            ],
-            'hook.failed': { guard: 'isAwaited', target: 'closing', actions: 'failTurnStopping' },
+            ...awaiting({
+              'hook.done': [
+                // TU-16: input arrived for a next step, but the turn has run its last allowed step
+                { guard: and(['hasStepInput', 'atStepLimit']), target: 'closing', actions: 'endMaxSteps' },
+                { guard: 'hasStepInput', target: 'proposing' },
+                { target: 'closing', actions: 'endWithStandingReason' },
+              ],
+              'hook.failed': { target: 'closing', actions: 'failTurnStopping' },
+            }),
           },
         },
         closing: {
           entry: 'closeTurn',
           on: {
-            'appends.confirmed': { guard: 'isAwaited', target: 'done' },
+            ...awaiting({ 'appends.confirmed': { target: 'done' } }),
             'append.failed': [
               { guard: and(['isAwaited', 'isTurnEndFailure']), target: 'done', actions: ['restoreInbox', 'reportTurnEndFailure'] },
               // an earlier append of this macrostep was refused (turn/end with it): write them again
@@ -219,6 +257,7 @@ export const turnState = labelGuards(
 export const turnMachine = turnSetup.createMachine({
   id: 'turn',
   context: ({ input }) => ({ ...initialContext(input) }),
+  entry: 'openTurn',
   ...turnState,
   on: standaloneOn(turnState.on),
 })

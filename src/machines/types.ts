@@ -52,10 +52,10 @@ export interface ToolOutcome {
 }
 
 /**
- * A `tools/post-execute` decision as the runtime hands it to the machine (`hook.done.value`): plain checked data,
+ * A `tools/post-execute` answer as the runtime hands it to the machine (`hook.done.value`): plain checked data,
  * a `value` already turned into its JSON text as `content` (TL-10).
  */
-export type PostExecuteDecision =
+export type PostExecuteAnswer =
   | { kind: 'accept'; content?: string; additionalContexts?: readonly UserMessage[] }
   | { kind: 'block'; feedback: string; additionalContexts?: readonly UserMessage[] }
 
@@ -86,6 +86,8 @@ export interface InstanceContext {
   compaction: CompactionMode
   /** The most steps one turn may run (TU-16, Decision 9); null: no limit. */
   maxSteps: number | null
+  /** The approval wait this instance resumes in, until it has (TL-18). */
+  resume: ResumeInput | null
 }
 
 export type CompactionMode = 'off' | 'manual' | 'auto'
@@ -99,6 +101,30 @@ export interface CompactionContext {
   compacted: boolean
   /** The step whose CONTEXT_WINDOW_EXCEEDED failure was already met with a compaction (once per step, CP-6). */
   overflowAt: { turn: number; step: number } | null
+}
+
+/**
+ * What the machines know of the world around them, as the runtime reports it (`facts.changed`): whether anyone
+ * decides at an extension point, and whether anyone could act synchronously on what the machine does. A hook
+ * nobody decides at, with nobody watching, is decided in the chart with no round trip.
+ */
+export interface Facts {
+  /** The extension points with a listener (agent/request-error also when the retry policy is on), in no order. */
+  readonly listened: readonly HookName[]
+  /**
+   * Something runs synchronously as effects are performed and may send to the agent meanwhile (session/event and
+   * notification listeners, session observers, events$ subscribers): each decision point then waits one round trip,
+   * so what it sends is heard first.
+   */
+  readonly observed: boolean
+  /** Someone can answer a tools/pre-execute `ask` (TL-18): the agent was made with `approvals: true` or listens to tools/approval-requested. */
+  readonly approver: boolean
+  /**
+   * Each tool's execution mode: fixed, or `per-call` when it is a function of the arguments (the runtime classifies
+   * such a call right before it starts, TL-2, TL-5); a tool absent here is unknown, so exclusive. Null: nothing is
+   * known, every call is classified when it starts.
+   */
+  readonly modes: Readonly<Record<string, 'parallel' | 'exclusive' | 'per-call'>> | null
 }
 
 /** The request side: seed config, logged header and route, the current attempt. */
@@ -118,6 +144,8 @@ export interface RequestContext {
   failure: TurnFailure | null
   /** The retry waiting in its backoff (RQ-14): logged as llm/retry, started as llm/retry-started. */
   retry: { retryId: string; retry: number } | null
+  /** Recovery waits for agent/request-error's answer (someone decided or watched there when the request failed). */
+  recoveryAsked: boolean
 }
 
 /**
@@ -127,6 +155,7 @@ export interface RequestContext {
  */
 export interface AgentContext {
   instance: InstanceContext
+  facts: Facts
   request: RequestContext
 
   // the inbox projection (IN-*) and the activity's flags
@@ -145,7 +174,7 @@ export interface AgentContext {
   maxTokensSeen: boolean
   lastStep: 'none' | 'terminal' | 'continue'
   /** The claimed batch of the current proposal, and the messages its decision entered. */
-  proposal: { batch: readonly UserMessage[]; entering: readonly UserMessage[] }
+  proposal: { batch: readonly UserMessage[]; entering: readonly UserMessage[]; asked: boolean }
   /** How the turn ends, once known. */
   endReason: TurnEndReason | null
   failure: TurnFailure | null
@@ -187,6 +216,10 @@ export interface ToolBatchContext {
   approval: string | null
   /** The reason of a person's denial, between its logged answer and the result it becomes (TL-18). */
   denial: string | null
+  /** The next call's mode once the classifier answered (null until then, and once it starts). */
+  nextMode: 'parallel' | 'exclusive' | null
+  /** The calls of this batch whose question was asked (an answer to one that no longer waits is refused as already answered). */
+  asked: readonly string[]
 }
 
 /** A repair closer: a session event appended before anything else when the log ends inside a turn (RS-4). */
@@ -219,14 +252,27 @@ export interface AgentInput {
   resume?: ResumeInput
   /** Compaction mode (default `off`: the agent turns it on when a context window is known). */
   compaction?: CompactionMode
+  /** What the runtime knows at start (default: everything is asked and watched, as in a graph walk). */
+  facts?: Partial<Facts>
 }
 
-/** Where a resumed instance picks up an approval wait: the open turn and step, and the batch to restore. */
+/**
+ * What the log says of a call that waits for approval when an instance starts (TL-18): the open turn and step, the
+ * calls the step's anchor planned, which of them were logged as started and which have a result, and the call
+ * that waits. The machine resumes inside that wait (`restoreApprovalWait`).
+ */
 export interface ResumeInput {
   turn: number
   step: number
   maxTokensSeen: boolean
-  toolBatch: ToolBatchContext
+  /** The anchor's calls in model order, as the model sent them. */
+  calls: readonly { callId: string; name: string; arguments: string }[]
+  /** Call ids with a logged `tool/call`. */
+  started: readonly string[]
+  /** Call ids with a logged `tool/result`. */
+  committed: readonly string[]
+  /** The call whose question waits for an answer. */
+  waiting: string
 }
 
 // ---- events in ------------------------------------------------------------
@@ -256,16 +302,18 @@ export type AgentEvent =
   /** Every append emitted before `fx.confirm{id}` is in the log. */
   | { type: 'appends.confirmed'; id: number }
   /**
-   * An append was refused. The runtime performed nothing after it in that macrostep (`skipped` names the
-   * appends it left out) and sends this at the macrostep's end; `id` is the `fx.confirm` it answers instead,
-   * if that macrostep asked for one. `lists` is the inbox as the log now projects it.
+   * An append was refused, or the store failed to commit. The runtime performed nothing after it in that macrostep:
+   * `skipped` names the appends it left out and `unstarted` the ids of the effects it never started (a confirmation
+   * among them), so the machine knows what it still waits for. `eventType` is the refused event (for a failed commit,
+   * the earliest event the store did not take; null when it was not one event). `lists` is the inbox as the log now
+   * projects it.
    */
   | {
       type: 'append.failed'
-      id?: number
-      eventType: SessionEventType
+      eventType: SessionEventType | null
       failure: LlmFailure
       skipped: readonly SessionEventType[]
+      unstarted: readonly number[]
       lists: InboxLists
       /** Set when the refused append was an API caller's inbox request (the caller gets the error). */
       caller?: CallerUndo
@@ -289,14 +337,23 @@ export type AgentEvent =
   /** The backoff of a retry is over (the answer to `fx.wait`). */
   | { type: 'backoff.elapsed'; id: number }
   /** A person answered the approval the call `callId` waits for (TL-18); a denial's reason is what the model reads. */
-  | { type: 'approval.answered'; callId: string; approved: boolean; reason?: string }
-  /**
-   * Sent once by the runtime to an instance restored inside a tool batch (a resumed approval wait): it lets the
-   * commit lane write what it owes at once. Nothing handles it; its macrostep runs the eventless transitions.
-   */
-  | { type: 'agent.resumed' }
+  /** `logged`: the log holds a question for this call (read by the caller), so one that no longer waits was answered or closed. */
+  | { type: 'approval.answered'; callId: string; approved: boolean; reason?: string; logged?: boolean }
+  /** The runtime's facts changed (a listener was added or removed, an observer subscribed). */
+  | { type: 'facts.changed'; facts: Partial<Facts> }
 
 // ---- effects out ----------------------------------------------------------
+
+/** Why the machine refuses a request of the public API. */
+export type RefusalCode =
+  'ALREADY_PENDING' | 'NOT_PENDING' | 'AGENT_BUSY' | 'AGENT_DISPOSED' | 'COMPACTION_OFF' | 'APPROVAL_UNKNOWN' | 'APPROVAL_ALREADY_ANSWERED'
+
+/** What the machines emit: the effects of one action, in order, under the action's name. */
+export interface EffectBatch {
+  type: 'effects'
+  action: string
+  effects: readonly Effect[]
+}
 
 /** Append one session event; `citeKeys` resolve to seqs of earlier appends labelled `key`. */
 export interface AppendEffect {
@@ -324,22 +381,21 @@ export type Effect =
   /** Fire a live notification. For `agent/error` the payload carries `failure`; the runtime hands listeners the error itself. */
   | { type: 'fx.notify'; name: NotificationName; payload: Record<string, unknown> }
   /** Answer `appends.confirmed{id}` once the appends before it are in the log (`append.failed{id}` if one was refused). */
-  /** `yieldFirst`: answer only after the event loop has run once (timers, I/O), between steps (CX-16, issue #8). */
-  | { type: 'fx.confirm'; id: number; yieldFirst?: true }
+  | { type: 'fx.confirm'; id: number }
   /**
    * Run an extension point; answers hook.done / hook.failed. `fallback` is the default decision (absent: undefined).
    * `abandonOnCancel`: the machine stops waiting when the activity is cancelled, so the runtime does not start it
    * once the signal has aborted.
    */
-  | { type: 'fx.hook'; id: number; name: HookName; payload: Record<string, unknown>; fallback?: unknown; abandonOnCancel?: true }
+  | { type: 'fx.hook'; id: number; name: HookName; payload: Record<string, unknown>; fallback?: unknown; abandonOnCancel: boolean }
   /** Run `agent/request` and prepare the request; answers request.prepared / hook.failed. Abandoned on cancel. */
-  | { type: 'fx.prepare'; id: number; turn: number; step: number; seed: LlmCallConfig }
+  | { type: 'fx.prepare'; id: number; turn: number; step: number; seed: LlmCallConfig; abandonOnCancel: true }
   /** Stream the model; answers model.settled (also when cancelled) / model.failed. */
   | { type: 'fx.model'; id: number; turn: number; step: number; config: LlmCallConfig }
   /** Classify a call right before it would start (TL-2, TL-5); answers tool.classified. */
   | { type: 'fx.classify'; id: number; call: PlannedCall }
   /** Wait `ms` before a retry (its cancellable backoff, RQ-14); answers backoff.elapsed. Abandoned on cancel. */
-  | { type: 'fx.wait'; id: number; ms: number }
+  | { type: 'fx.wait'; id: number; ms: number; abandonOnCancel: true }
   /** Run one tool body; answers tool.settled. */
   | { type: 'fx.tool'; id: number; turn: number; step: number; call: PlannedCall }
   /** Abort the live activity's signal with this cause. */
@@ -352,8 +408,8 @@ export type Effect =
    */
   | { type: 'fx.measure'; id: number; reason: CompactionReason; entering: readonly UserMessage[] }
   /** Ask the summariser (the model, or the user's) for a summary of the planned range; answers compaction.summarised / compaction.failed. */
-  | { type: 'fx.summarise'; id: number; reason: CompactionReason; plan: CompactionPlan; config: LlmCallConfig }
+  | { type: 'fx.summarise'; id: number; reason: CompactionReason; plan: CompactionPlan; config: LlmCallConfig; abandonOnCancel: true }
   /** Start the maintenance job registered by the API; answers job.settled. */
   | { type: 'fx.job'; id: number }
-  /** Refuse an inbox request (e.g. duplicate id); the API throws it. */
-  | { type: 'fx.reject'; code: string; message: string }
+  /** Refuse the public API's request being processed (a duplicate id, nothing pending, a busy agent): its caller gets the error. */
+  | { type: 'fx.reject'; code: RefusalCode; message: string; callId?: string }

@@ -1,11 +1,11 @@
 // What listeners of the waterfall hooks return is foreign: it is read here,
-// once, into plain checked data, before the machine sees it (issue #8). A
+// once, into plain checked data, before the machine sees it. A
 // value that cannot be read, or is not a decision, is refused with a TypeError
 // whose message names the hook and the field; the runtime answers the machine
 // with hook.failed, so the call ends as an error result (tools) or the turn
 // ends `error` (agent hooks). Machine guards and actions then read only plain data.
 import { describeThrown, describeValue, fieldsOf, isArrayLike, isRecordLike } from '../foreign.js'
-import type { HookName, PostExecuteDecision } from '../machines/types.js'
+import type { HookName, PostExecuteAnswer } from '../machines/types.js'
 import { checkedMessage, contextsOf } from '../tools/define.js'
 
 /**
@@ -79,7 +79,7 @@ function preExecute(value: unknown): unknown {
   return Object.freeze({ kind: 'deny', reason: reason === undefined || reason === '' ? 'denied' : reason })
 }
 
-function postExecute(value: unknown, tool: string): PostExecuteDecision {
+function postExecute(value: unknown, tool: string): PostExecuteAnswer {
   const shapes = "{kind:'accept', content? | value?} or {kind:'block', feedback}"
   const field = decisionFields(value, 'tools/post-execute', shapes)
   const kind = field('kind')

@@ -13,8 +13,25 @@ export interface HookLogger {
   error(message: string, error: unknown): void
 }
 
+/**
+ * The notifications that run synchronously while the machine's effects are performed: a listener of one may send
+ * to the agent in the middle of a macrostep, so the machine treats the agent as watched (Facts.observed).
+ */
+export const NOTIFICATION_NAMES: readonly string[] = Object.freeze([
+  'agent/status',
+  'agent/inbox/inserted',
+  'agent/inbox/discarded',
+  'agent/inbox/claimed',
+  'agent/error',
+  'tools/result',
+  'tools/approval-requested',
+  'session/event',
+])
+
 export class Hooks {
   readonly #listeners = new Map<string, AnyListener[]>()
+  /** Called after a listener is added or removed (the runtime tells the machine what changed). */
+  onChange: (() => void) | undefined
   constructor(readonly logger: HookLogger) {}
 
   /** Register a listener; the returned disposer removes exactly this registration. */
@@ -24,11 +41,14 @@ export class Hooks {
     const entry: AnyListener = (payload, next) => call(payload, next)
     list.push(entry)
     this.#listeners.set(name, list)
+    this.onChange?.()
     return () => {
       const current = this.#listeners.get(name)
       if (!current) return
       const at = current.indexOf(entry)
-      if (at >= 0) current.splice(at, 1)
+      if (at < 0) return
+      current.splice(at, 1)
+      this.onChange?.()
     }
   }
 
@@ -38,6 +58,7 @@ export class Hooks {
 
   clear(): void {
     this.#listeners.clear()
+    this.onChange?.()
   }
 
   /** Run a waterfall: the first listener's return value is authoritative (HK-1). */

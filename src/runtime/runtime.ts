@@ -1,44 +1,49 @@
 // The runtime interprets the machines' effects with the real world: it
 // appends to the session, runs hooks, the model stream, tool bodies and
 // maintenance jobs, and feeds every outcome back as an event. It decides
-// nothing about what happens next (DESIGN.md rule 1).
+// nothing about what happens next (DESIGN.md rule 1): it reports facts
+// (listeners, observers, tool modes) and outcomes, and the machine decides.
 import { setMaxListeners } from 'node:events'
-import { createActor, type Actor, type InspectionEvent, type Observer } from 'xstate'
-import { StreamAssembler, admitChunk, normalizeStream } from '../adapters/assemble.js'
+import { createActor, transition, type Actor, type InspectionEvent, type Observer } from 'xstate'
 import { LlmError, toLlmFailure } from '../adapters/failure.js'
 import type { ModelAdapter, ModelRequest } from '../adapters/types.js'
 import { canonical } from '../canonical.js'
-import { InboxError } from '../errors.js'
-import { agentMachine, AWAITING_APPROVAL } from '../machines/agent.js'
-import { initialContext } from '../machines/context.js'
-import { alreadyPending, applySplice, duplicatedBy } from '../machines/inbox.js'
-import type { AgentEvent, AgentInput, AppendEffect, CompactionReason, Effect, HookName, InboxLists, ToolOutcome } from '../machines/types.js'
+import { AgentStateError, ApprovalError, InboxError } from '../errors.js'
+import { agentMachine } from '../machines/agent.js'
+import { HOOK_NAMES } from '../machines/context.js'
+import { applySplice } from '../machines/inbox.js'
+import type {
+  AgentEvent,
+  AgentInput,
+  AppendEffect,
+  CompactionReason,
+  Effect,
+  EffectBatch,
+  Facts,
+  HookName,
+  InboxLists,
+  ResumeInput,
+  ToolOutcome,
+} from '../machines/types.js'
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
-import {
-  type LlmCallConfig,
-  type LlmFailure,
-  type Message,
-  type UserMessage,
-  type RequestHeader,
-  type SessionEvent,
-  type StreamChunk,
-  type SessionEventType,
-  type ToolSchema,
-} from '../session/schemas.js'
-import { FROZEN_JSON, MACHINE_BUILT, messageOf, surfaceNodeOf, type BuiltIntent, type Session } from '../session/session.js'
+import type { LlmCallConfig, LlmFailure, Message, RequestHeader, SessionEvent, SessionEventType, ToolSchema, UserMessage } from '../session/schemas.js'
+import { MACHINE_BUILT, messageOf, surfaceNodeOf, type BuiltIntent, type Session } from '../session/session.js'
 import type { Durability } from '../stores/writer.js'
-import { checkArguments, classify, describeInvalidArgs, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
-import { errorOutcome } from '../machines/tool-batch.js'
+import { classify, type ToolDefinition } from '../tools/define.js'
 import { toLoggedConfig, type OutputSchemas } from '../request.js'
 import type { RequestErrorAction, RetryPayload } from '../retry.js'
-import type { CheckResult } from '../schema.js'
 import { hookDecision } from './decisions.js'
-import { Hooks } from './hooks.js'
+import { DurabilityGate, type WorkEffect } from './gate.js'
+import { Hooks, NOTIFICATION_NAMES } from './hooks.js'
+import { Pending } from './pending.js'
+import { streamModel } from './stream.js'
+import { executeCall } from './tools.js'
 import { runSummariser, type ResolvedCompaction } from '../compaction.js'
 import { estimateTextTokens, planCompaction, SUMMARY_SOURCE, summaryText, type CompactionPlan } from '../session/compaction.js'
 
 /** The longest delay setTimeout honours (a longer one fires at once); a longer grace waits this long. */
 export const MAX_TIMER_MS = 2 ** 31 - 1
+
 export interface RuntimeOptions {
   session: Session
   model: ModelAdapter
@@ -63,24 +68,21 @@ export interface RuntimeOptions {
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void)
   /** The agent machine, or a variant of it made with `agentMachine.provide()`; defaults to agentMachine. */
   machine?: typeof agentMachine
-  /** The store writer of a durable session: outside work waits for the commits before it (issue #9). */
+  /** The store writer of a durable session: outside work waits for the commits before it. */
   durability?: Durability
   /** The default decision of agent/request-error (the retry policy, RQ-14); absent: give up. */
   retry?: (payload: RetryPayload) => RequestErrorAction
   /** Waits out a retry's backoff: resolves after `ms`, or early once `signal` aborts. */
   sleep: (ms: number, signal: AbortSignal) => Promise<void>
-  /** `ask` waits for a person even with no `tools/approval-requested` listener (TL-18); otherwise such a listener is the approver. */
+  /** `ask` waits for a person even with no `tools/approval-requested` listener (TL-18). */
   approvals?: boolean
   /** The log stops while a call waits for approval: the instance resumes in that wait (TL-18). */
-  resume?: { input: NonNullable<AgentInput['resume']>; callSeqs: ReadonlyMap<string, number> }
+  resume?: { wait: ResumeInput; callSeqs: ReadonlyMap<string, number> }
   /** Compaction's policy and summariser; absent when it is off (docs/compaction.md). */
   compaction?: ResolvedCompaction
+  /** Sees each event the runtime appended, before the inbox view moves past it (in-house readers, e.g. run tracking). */
+  onAppend?: (event: SessionEvent) => void
 }
-
-/** Effects that start work outside the machine. */
-type WorkEffect = Extract<Effect, { type: 'fx.hook' | 'fx.prepare' | 'fx.model' | 'fx.tool' | 'fx.job' | 'fx.wait' | 'fx.summarise' }>
-
-const ABORT = Symbol('abort')
 
 /** The result of a tool call abandoned while its body ran: the same words and code a repaired log uses. */
 const ABANDONED_TOOL: ToolOutcome = Object.freeze({
@@ -93,76 +95,87 @@ const ABANDONED_TOOL: ToolOutcome = Object.freeze({
 function abandonedFailure(): LlmFailure {
   return Object.freeze({ message: 'abandoned: it did not settle after the cancel', code: 'ABANDONED' })
 }
-/** How many chunks a stream may deliver before the runtime lets the event loop run once. */
-const CHUNKS_PER_YIELD = 256
+
 /** How many steps may follow each other without the event loop turning before a step boundary yields to it. */
 const STEPS_PER_YIELD = 16
 
-/** What one macrostep's effects came to: the first refused append, and what was left out after it. */
-interface Batch {
-  failed: { effect: AppendEffect; error: unknown } | null
-  /** Appends performed nothing for after the failure (the machine may owe some again). */
+/** The first refused append of a macrostep, and what it left out: the appends skipped and the effects never started. */
+interface Refusal {
+  effect: AppendEffect
+  error: unknown
   skipped: SessionEventType[]
-  /** The `fx.confirm` that the failure answers instead of `appends.confirmed`. */
-  confirm: number | undefined
-  /** Async effects never started; each is answered as failed after the failure event. */
-  unstarted: Effect[]
+  unstarted: number[]
 }
 
 /** What `request.prepared` carries beside its id. */
 type PreparedRequest = Omit<Extract<AgentEvent, { type: 'request.prepared' }>, 'type' | 'id'>
 
-const freshBatch = (): Batch => ({ failed: null, skipped: [], confirm: undefined, unstarted: [] })
-
 /** The intent of an append the stock machine built with nothing else to say: its data needs no schema pass (MACHINE_BUILT). */
 const BUILT: BuiltIntent = Object.freeze({ [MACHINE_BUILT]: true as const })
-/** The intent of a chunk event whose data the stream loop built frozen from checked values (FROZEN_JSON). */
-const CHECKED: BuiltIntent = Object.freeze({ [FROZEN_JSON]: true as const })
+
+const sameFacts = (a: Facts, b: Facts) =>
+  a.observed === b.observed && a.approver === b.approver && a.modes === b.modes && a.listened.join() === b.listened.join()
 
 export class Runtime {
   readonly actor: Actor<typeof agentMachine>
   readonly hooks: Hooks
   /** The public inbox projection, updated right after each splice is appended (IN-2). */
   lists: InboxLists
+  readonly #machine: typeof agentMachine
   #controller = new AbortController()
   #jobController: AbortController | null = null
+  /** The job runMaintenance registered, taken when the machine starts it. */
   pendingJob: ((signal: AbortSignal) => Promise<unknown>) | null = null
+  /** The job's own promise, once the machine has asked for it (runMaintenance returns it). */
   jobPromise: Promise<unknown> | null = null
+  #heldJob: { resolve: (promise: Promise<unknown>) => void; reject: (error: unknown) => void } | null = null
   readonly #keys = new Map<string, number>()
-  #batch: Batch = freshBatch()
+  #refusal: Refusal | null = null
   /** The thrown value behind each failure the machine holds as facts, so listeners get the error itself (PH-8). */
   readonly #thrown = new WeakMap<LlmFailure, unknown>()
   #depth = 0
+  /** What the machine refused of the request the public API is dispatching now. */
   #rejection: Error | null = null
   /** True while the macrostep of the caller's own `dispatch` event runs: only its refusals are the caller's to throw. */
   #own = false
   #idleWaiters: Array<() => void> = []
-  /** Steps begun since the event loop last turned, and whether a check of that is scheduled (`#mustYield`). */
   #stepsWithoutYield = 0
   #loopWatch = false
-  /**
-   * Work started outside the machine and not yet answered, by effect id, each with the answer it gets if it is
-   * abandoned (`abandonRunning`); an answer that arrives after that is dropped by id (issue #8).
-   */
-  readonly #running = new Map<number, AgentEvent>()
-  /** Grace periods of cancels (`cancel({ graceMs })`) still counting; cleared when the machine rests, so none outlives its activity. */
+  readonly #pending: Pending
+  /** Grace periods of cancels (`cancel({ graceMs })`) still counting; cleared when the machine rests. */
   readonly #graces = new Set<ReturnType<typeof setTimeout>>()
-  /** Outside work waiting for the store, each with the log length it must see committed; started in order. */
-  #held: Array<{ effect: WorkEffect; through: number }> = []
-  #gate: 'open' | 'draining' | 'waiting' = 'open'
-  /** runMaintenance's promise while its job waits for the store. */
-  #heldJob: { resolve: (promise: Promise<unknown>) => void; reject: (error: unknown) => void } | null = null
+  readonly #gate: DurabilityGate | null
   /** The records of the last request prepared, reused while its frozen config comes back unchanged. */
   #prepared: PreparedRequest | null = null
   /** The stock machine builds only valid events, so their schema pass is skipped; a `.provide()` variant's are checked. */
   readonly #built: boolean
+  #facts: Facts
 
   constructor(readonly options: RuntimeOptions) {
     this.hooks = options.hooks
     this.lists = options.inbox
     deepFreeze(options.toolSchemas) // they travel in every request (RQ-6)
     const machine = options.machine ?? agentMachine
+    this.#machine = machine
     this.#built = machine === agentMachine
+    this.#pending = new Pending((event) => this.#send(event))
+    const { durability } = options
+    this.#gate = durability
+      ? new DurabilityGate({
+          durability,
+          logLength: () => options.session.length,
+          // a hook nobody listens to decides in-process; a backoff timer stays in-process (it waits only behind held work)
+          reachesOut: (effect) =>
+            effect.type === 'fx.hook'
+              ? this.hooks.count(effect.name) > 0
+              : effect.type === 'fx.prepare'
+                ? this.hooks.count('agent/request') > 0
+                : effect.type !== 'fx.wait',
+          start: (effect) => this.#start(effect),
+          failed: (error, eventType, held) => this.#storeFailed(error, eventType, held),
+        })
+      : null
+    this.#facts = this.#currentFacts()
     const input: AgentInput = {
       seedConfig: options.seedConfig,
       priorHeader: options.priorHeader,
@@ -174,24 +187,18 @@ export class Runtime {
       nextTurn: options.inbox.nextTurn,
       nextStep: options.inbox.nextStep,
       instance: Math.random().toString(36).slice(2, 10),
-      ...(options.resume ? { resume: options.resume.input } : {}),
+      ...(options.resume ? { resume: options.resume.wait } : {}),
       compaction: options.compaction?.mode ?? 'off',
+      facts: this.#facts,
     }
-    // TL-18: a call that waited for approval when the last process stopped still waits; its calls' seqs are cited
-    const resumed = options.resume ? machine.resolveState({ value: AWAITING_APPROVAL, context: initialContext(input) }) : undefined
+    // TL-18: the calls a resumed approval wait cites were logged by the last process
     for (const [callId, seq] of options.resume?.callSeqs ?? []) this.#keys.set(`call:${callId}`, seq)
-    this.actor = createActor(machine, { input, ...(resumed ? { snapshot: resumed } : {}), inspect: options.inspect })
-    this.actor.on('*', (effect) => {
-      try {
-        this.#perform(effect)
-      } catch (error) {
-        this.hooks.logger.error('agentchart runtime failed to perform an effect', error)
-      }
-    })
+    this.actor = createActor(machine, { input, inspect: options.inspect })
+    this.actor.on('effects', (batch) => this.#performBatch(batch))
     this.actor.subscribe({
       next: (snapshot) => {
         // the end of a macrostep: a refused append is reported now, with everything it left out
-        if (this.#batch.failed) this.#reportFailure()
+        if (this.#refusal) this.#reportRefusal()
         // events queued by listeners come after this: their refusals are not the dispatching caller's
         this.#own = false
         if (snapshot.value === 'idle' || snapshot.status !== 'active') {
@@ -201,18 +208,38 @@ export class Runtime {
       },
       error: (error) => this.hooks.logger.error('agentchart machine stopped on an error', error),
     })
+    this.hooks.onChange = () => this.refreshFacts()
     this.actor.start()
-    // the restored batch commits what it owes (results of calls the stop interrupted) before anything else
-    if (resumed) this.#send({ type: 'agent.resumed' })
   }
 
-  /** Send an event from the public API; at top level, throw what the machine refused while processing it (IN-6, IN-7). */
+  // ---- facts --------------------------------------------------------------------
+
+  /** What the machine should know now of listeners, observers and tools. */
+  #currentFacts(): Facts {
+    const { hooks, options } = this
+    const listened = HOOK_NAMES.filter((name) => hooks.count(name) > 0 || (name === 'agent/request-error' && options.retry !== undefined))
+    const observed = options.session.observers > 0 || NOTIFICATION_NAMES.some((name) => hooks.count(name) > 0)
+    const approver = options.approvals === true || hooks.count('tools/approval-requested') > 0
+    const modes = this.#facts?.modes ?? modesOf(options.tools)
+    return { listened, observed, approver, modes }
+  }
+
+  /** Tells the machine what changed of listeners and observers (a listener was added or removed, someone subscribed). */
+  refreshFacts(): void {
+    const facts = this.#currentFacts()
+    if (sameFacts(facts, this.#facts)) return
+    this.#facts = facts
+    if (this.actor.getSnapshot().status === 'active') this.#send({ type: 'facts.changed', facts })
+  }
+
+  // ---- the public API's requests -------------------------------------------------------
+
+  /** Send an event from the public API; throw what the machine refused while processing it (IN-6, IN-7). */
   dispatch(event: AgentEvent): void {
     if (this.#depth > 0) {
-      // queued behind the running macrostep, where the machine's refusal cannot reach this caller:
-      // refuse a duplicate of what is pending now, as the machine would (IN-6)
-      const twice = duplicatedBy(this.lists, event)
-      if (twice !== null) throw new InboxError('ALREADY_PENDING', alreadyPending(twice))
+      // queued behind the running macrostep, where the refusal cannot reach this caller: ask the machine now
+      const refusal = this.#refusalOf(event)
+      if (refusal) throw refusal
       return this.actor.send(event)
     }
     this.#rejection = null
@@ -227,6 +254,24 @@ export class Runtime {
     if (error) throw error
   }
 
+  /**
+   * What the machine would refuse of an inbox request queued behind the running macrostep, by XState's pure
+   * `transition` over the snapshot with the inbox the log projects now (the committed snapshot's may lag it).
+   * Other requests wait their turn, and a refusal then is logged.
+   */
+  #refusalOf(event: AgentEvent): Error | null {
+    if (!event.type.startsWith('inbox.')) return null
+    const { value, context } = this.actor.getSnapshot()
+    const view = this.#machine.resolveState({ value, context: { ...context, nextTurn: this.lists.nextTurn, nextStep: this.lists.nextStep } })
+    const [, actions] = transition(this.#machine, view, event)
+    for (const action of actions) {
+      const batch = (action.params as { event?: EffectBatch } | undefined)?.event
+      const refused = batch?.type === 'effects' ? batch.effects.find((e) => e.type === 'fx.reject') : undefined
+      if (refused?.type === 'fx.reject') return refusalError(refused)
+    }
+    return null
+  }
+
   #process(event: AgentEvent): void {
     this.#depth++
     try {
@@ -236,13 +281,26 @@ export class Runtime {
     }
   }
 
+  /** Feed an outcome back. */
+  #send(event: AgentEvent): void {
+    if (this.#depth > 0) return this.actor.send(event)
+    this.#process(event)
+  }
+
+  /** A refused request: thrown by the dispatching caller when it is theirs, else logged. */
+  #refuse(refusal: Error): void {
+    if (this.#own) this.#rejection = refusal
+    else this.hooks.logger.error('agentchart refused a queued request', refusal)
+  }
+
+  // ---- rest ------------------------------------------------------------------------
+
   /**
    * Resolves once the machine rests in idle (PH-7) and stays there: after it reaches idle, the work listeners
    * queued on the way (a followup from a `turn/end` or `agent/status` listener, in a microtask or at once) runs
    * first, and a turn it opened is waited for too.
    */
   whenIdle(): Promise<void> {
-    // resting now: at once (PH-7)
     return this.#resting() ? Promise.resolve() : this.#nextRest()
   }
 
@@ -255,9 +313,20 @@ export class Runtime {
     }
   }
 
+  #resting(): boolean {
+    const snapshot = this.actor.getSnapshot()
+    return snapshot.value === 'idle' || snapshot.status !== 'active'
+  }
+
+  #releaseIdle(): void {
+    const waiters = this.#idleWaiters
+    this.#idleWaiters = []
+    for (const resolve of waiters) resolve()
+  }
+
   /**
-   * At a step boundary the machine asked to yield at (CX-16): true once STEPS_PER_YIELD steps ran with no turn of
-   * the event loop between them. Why: a model and tools that never wait for I/O would starve timers (a cancel from
+   * Before a model request (CX-16): true once STEPS_PER_YIELD requests started with no turn of the event loop
+   * between them. Why: a model and tools that never wait for I/O would starve timers (a cancel from
    * a setTimeout); a turn whose steps wait for I/O anyway keeps its exact ordering.
    */
   #mustYield(): boolean {
@@ -273,21 +342,13 @@ export class Runtime {
     return true
   }
 
-  #resting(): boolean {
-    const snapshot = this.actor.getSnapshot()
-    return snapshot.value === 'idle' || snapshot.status !== 'active'
-  }
-
   /**
    * Answers every piece of outside work still running as abandoned: a tool body as a TOOL_OUTCOME_UNKNOWN error
    * result, a hook or request preparation as failed; their late answers are dropped. Why: a body or listener that
-   * never settles must not keep a cancelled turn open forever (`dispose({ force: true })`, issue #8).
+   * never settles must not keep a cancelled turn open forever (`dispose({ force: true })`).
    */
   abandonRunning(): number {
-    const answers = [...this.#running.values()]
-    this.#running.clear()
-    for (const answer of answers) this.#send(answer)
-    return answers.length
+    return this.#pending.abandonAll()
   }
 
   /**
@@ -297,7 +358,6 @@ export class Runtime {
    */
   abandonAfter(graceMs: number): void {
     if (this.#resting() || graceMs === Infinity) return
-    // a rest before it fires clears it (#endGraces), so it only ever abandons the activity it was set for
     const timer = setTimeout(
       () => {
         this.#graces.delete(timer)
@@ -314,82 +374,30 @@ export class Runtime {
     this.#graces.clear()
   }
 
-  /** Records outside work as running; the returned function answers the machine once, unless it was abandoned. */
-  #track(id: number, abandoned: AgentEvent): (event: AgentEvent) => void {
-    this.#running.set(id, abandoned)
-    return (event) => {
-      if (this.#running.get(id) !== abandoned) return // abandoned: its answer was given already
-      this.#running.delete(id)
-      this.#send(event)
+  // ---- effects ------------------------------------------------------------------------
+
+  #performBatch(batch: EffectBatch): void {
+    for (const effect of batch.effects) {
+      try {
+        this.#perform(effect)
+      } catch (error) {
+        this.hooks.logger.error('agentchart runtime failed to perform an effect', error)
+      }
     }
   }
 
-  #releaseIdle(): void {
-    const waiters = this.#idleWaiters
-    this.#idleWaiters = []
-    for (const resolve of waiters) resolve()
-  }
-
-  /** Feed an outcome back. */
-  #send(event: AgentEvent): void {
-    if (this.#depth > 0) return this.actor.send(event)
-    this.#process(event)
-  }
-
-  /** A refused inbox request: thrown by the dispatching caller when it is theirs, else logged. */
-  #refuse(error: Error): void {
-    if (this.#own) this.#rejection = error
-    else this.hooks.logger.error('agentchart refused a queued inbox request', error)
-  }
-
-  /** The facts of a thrown value, remembered with it so the edge can hand listeners the value itself. */
-  #failureOf(error: unknown): LlmFailure {
-    const failure = toLlmFailure(error)
-    this.#thrown.set(failure, error)
-    return failure
-  }
-
-  /** The error a listener gets for a failure: what was thrown, or an LlmError carrying the facts (RQ-9). */
-  #errorOf(failure: LlmFailure): unknown {
-    return this.#thrown.has(failure) ? this.#thrown.get(failure) : new LlmError(failure)
-  }
-
-  /** One `append.failed` for the macrostep, then a failed answer for each async effect it left unstarted. */
-  #reportFailure(): void {
-    const { failed, skipped, confirm, unstarted } = this.#batch
-    this.#batch = freshBatch()
-    const { effect, error } = failed!
-    const failure = this.#failureOf(error)
-    if (effect.caller) this.#refuse(error instanceof Error ? error : new Error(String(error)))
-    this.#send({
-      type: 'append.failed',
-      ...(confirm !== undefined ? { id: confirm } : {}),
-      eventType: effect.eventType,
-      failure,
-      skipped,
-      lists: this.lists,
-      ...(effect.caller ? { caller: effect.caller } : {}),
-    })
-    for (const unstartedEffect of unstarted) this.#send(this.#unstartedAnswer(unstartedEffect, failure))
-  }
-
   #perform(effect: Effect): void {
-    const batch = this.#batch
+    const refusal = this.#refusal
     switch (effect.type) {
       case 'fx.append':
-        if (batch.failed) batch.skipped.push(effect.eventType)
+        if (refusal) refusal.skipped.push(effect.eventType)
         else this.#append(effect)
         return
       case 'fx.notify':
-        if (!batch.failed) this.#notify(effect.name, effect.payload)
-        return
-      case 'fx.confirm':
-        if (batch.failed) batch.confirm = effect.id
-        else if (effect.yieldFirst && this.#mustYield()) setImmediate(() => this.#send({ type: 'appends.confirmed', id: effect.id }))
-        else this.#send({ type: 'appends.confirmed', id: effect.id })
+        if (!refusal) this.#notify(effect.name, effect.payload)
         return
       case 'fx.reject':
-        this.#refuse(new InboxError(effect.code, effect.message))
+        this.#refuse(refusalError(effect))
         return
       case 'fx.abort':
         if (!this.#controller.signal.aborted) this.#controller.abort(effect.cause)
@@ -401,125 +409,75 @@ export class Runtime {
         setMaxListeners(0, this.#controller.signal)
         this.#keys.clear()
         return
-      case 'fx.job':
-        // MT-1: the job starts synchronously (over a store: once the log before it is committed)
-        if (this.#holds(effect)) return
-        return this.#startJob(effect.id)
     }
-    // everything below reaches outside: never after a refused append of the same macrostep
-    if (batch.failed) {
-      batch.unstarted.push(effect)
+    // everything below answers the machine: never after a refused append of the same macrostep
+    if (refusal) {
+      refusal.unstarted.push(effect.id)
       return
     }
-    if (effect.type === 'fx.classify') {
-      // a pure decision of the tool's classifier, answered at once (TL-2)
-      const call = effect.call
-      return this.#send({ type: 'tool.classified', id: effect.id, mode: classify(this.#tool(call.name), deepFreeze(call.args)) })
+    switch (effect.type) {
+      case 'fx.confirm':
+        return this.#send({ type: 'appends.confirmed', id: effect.id })
+      case 'fx.classify':
+        // a pure decision of the tool's classifier, answered at once (TL-2)
+        return this.#send({ type: 'tool.classified', id: effect.id, mode: classify(this.#tool(effect.call.name), deepFreeze(effect.call.args)) })
+      case 'fx.measure':
+        // a pure reading of the log, answered at once like a classification (CP-1)
+        return this.#send({ type: 'compaction.measured', id: effect.id, plan: this.#measure(effect.reason, effect.entering) })
+      case 'fx.job':
+        // MT-1: the job starts synchronously (over a store: once the log before it is committed); runMaintenance
+        // returns a promise of it at once, which is the job's own when it starts now
+        this.#jobs.set(effect.id, this.pendingJob)
+        this.pendingJob = null
+        this.jobPromise = new Promise<Promise<unknown>>((resolve, reject) => (this.#heldJob = { resolve, reject })).then((promise) => promise)
+        if (this.#gate?.holds(effect)) return
+        this.#heldJob = null
+        return this.#startJob(effect.id)
     }
-    // a pure reading of the log, answered at once like a classification (CP-1)
-    if (effect.type === 'fx.measure') return this.#send({ type: 'compaction.measured', id: effect.id, plan: this.#measure(effect.reason, effect.entering) })
-    if (this.#holds(effect)) return
+    if (this.#gate?.holds(effect)) return
     this.#start(effect)
   }
 
-  // ---- durability gate (issue #9) -------------------------------------------
-  // With a store, work that leaves the process (a listened hook, the model
-  // request, a tool body, a maintenance job) starts only once every event
-  // appended before it is committed, so nothing outside ever acts on a log the
-  // store could lose. Hooks nobody listens to decide in-process and pass.
-  // A failed commit is the machine's append failure of the earliest
-  // uncommitted event; the session is halted by then, so whatever the machine
-  // appends next is refused too and the stored log stays a repairable prefix.
-
-  /** Holds `effect` until the store has caught up; false when it may start now. */
-  #holds(effect: WorkEffect): boolean {
-    const durability = this.options.durability
-    if (durability === undefined) return false
-    if (durability.fault !== null) {
-      // the store failed earlier: nothing more leaves the process
-      if (effect.type === 'fx.job') this.jobPromise = Promise.reject(durability.fault)
-      this.#send(this.#unstartedAnswer(effect, this.#failureOf(durability.fault)))
-      return true
-    }
-    if (this.#held.length === 0 && (!durability.pending || !this.#reachesOut(effect))) return false
-    if (effect.type === 'fx.job') {
-      // runMaintenance returns the job's own promise, which exists only once the job starts
-      const started = new Promise<Promise<unknown>>((resolve, reject) => (this.#heldJob = { resolve, reject }))
-      this.jobPromise = started.then((promise) => promise)
-    }
-    this.#held.push({ effect, through: this.options.session.length })
-    if (this.#gate === 'open') this.#drain()
-    return true
+  /** A refused append, reported at the end of its macrostep with what it left out. */
+  #reportRefusal(): void {
+    const { effect, error, skipped, unstarted } = this.#refusal!
+    this.#refusal = null
+    const failure = this.#failureOf(error)
+    if (effect.caller) this.#refuse(error instanceof Error ? error : new Error(String(error)))
+    this.#send({
+      type: 'append.failed',
+      eventType: effect.eventType,
+      failure,
+      skipped,
+      unstarted,
+      lists: this.lists,
+      ...(effect.caller ? { caller: effect.caller } : {}),
+    })
   }
 
-  #reachesOut(effect: WorkEffect): boolean {
-    if (effect.type === 'fx.hook') return this.hooks.count(effect.name) > 0
-    if (effect.type === 'fx.prepare') return this.hooks.count('agent/request') > 0
-    // a backoff timer stays in-process: it waits only behind held work, to keep the order
-    if (effect.type === 'fx.wait') return false
-    return true
-  }
-
-  /** Starts held work in order as the commits it waits for complete. */
-  #drain(): void {
-    const durability = this.options.durability!
-    this.#gate = 'draining'
-    while (this.#held.length > 0) {
-      const { effect, through } = this.#held[0]
-      let waiting: Promise<void> | undefined
-      try {
-        waiting = durability.commitThrough(through)
-      } catch (error) {
-        return this.#storeFailed(error)
-      }
-      if (waiting !== undefined) {
-        this.#gate = 'waiting'
-        waiting.then(
-          () => this.#drain(),
-          (error: unknown) => this.#storeFailed(error),
-        )
-        return
-      }
-      this.#held.shift()
-      if (effect.type === 'fx.job') {
-        const held = this.#heldJob!
-        this.#heldJob = null
-        this.#startJob(effect.id)
-        held.resolve(this.jobPromise!)
-      } else this.#start(effect)
-    }
-    this.#gate = 'open'
-  }
-
-  /** The machine hears a failed append of the earliest uncommitted event, then each held effect's failure. */
-  #storeFailed(error: unknown): void {
-    const held = this.#held
-    this.#held = []
-    this.#gate = 'open'
-    if (this.#heldJob !== null) {
+  /** The store failed: the machine hears it as a refused append, with the work the gate held as never started. */
+  #storeFailed(error: unknown, eventType: SessionEventType | null, held: readonly WorkEffect[]): void {
+    for (const effect of held) if (effect.type === 'fx.job') this.#jobs.delete(effect.id)
+    if (held.some((e) => e.type === 'fx.job') && this.#heldJob) {
       this.#heldJob.reject(error)
       this.#heldJob = null
     }
     const failure = this.#failureOf(error)
-    const eventType = this.options.durability?.failedType ?? 'turn/start'
-    this.#send({ type: 'append.failed', eventType, failure, skipped: [], lists: this.lists })
-    for (const { effect } of held) this.#send(this.#unstartedAnswer(effect, failure))
+    this.#send({ type: 'append.failed', eventType, failure, skipped: [], unstarted: held.map((e) => e.id), lists: this.lists })
   }
 
   /**
-   * The one place external work starts: hooks, the request, the model, tool bodies. Always a microtask
-   * after the macrostep that asked, so listener cancels queued behind it are seen first (PH-2, CX-6);
+   * The one place outside work starts: hooks, the request, the model, tool bodies, backoffs, summaries, jobs. A
+   * microtask after the macrostep that asked, so listener cancels queued behind it are seen first (PH-2, CX-6);
    * work the machine abandons on cancel does not start once the turn's signal has aborted.
    */
-  #start(effect: Exclude<WorkEffect, { type: 'fx.job' }>): void {
+  #start(effect: WorkEffect): void {
+    if (effect.type === 'fx.job') return this.#startJob(effect.id)
     const signal = this.#controller.signal
-    queueMicrotask(() => {
-      const abandoned =
-        effect.type === 'fx.prepare' ||
-        effect.type === 'fx.wait' ||
-        effect.type === 'fx.summarise' ||
-        (effect.type === 'fx.hook' && effect.abandonOnCancel === true)
-      if (abandoned && signal.aborted) return
+    // a model request after many steps that never waited for I/O first lets the event loop run (CX-16)
+    const later = effect.type === 'fx.model' && this.#mustYield() ? setImmediate : queueMicrotask
+    later(() => {
+      if ('abandonOnCancel' in effect && effect.abandonOnCancel && signal.aborted) return
       switch (effect.type) {
         case 'fx.hook':
           return this.#runHook(signal, effect.id, effect.name, effect.payload, effect.fallback)
@@ -527,8 +485,13 @@ export class Runtime {
           return this.#prepare(signal, effect.id, effect.turn, effect.step, effect.seed)
         case 'fx.model':
           return void this.#stream(signal, effect.id, effect.turn, effect.step, effect.config)
-        case 'fx.tool':
-          return void this.#runTool(signal, effect.id, effect.call.callId, effect.call.name, effect.call.args)
+        case 'fx.tool': {
+          const answer = this.#pending.track(effect.id, { type: 'tool.settled', id: effect.id, outcome: ABANDONED_TOOL })
+          void executeCall(this.#tool(effect.call.name), effect.call, signal, this.options.agent).then((outcome) =>
+            answer({ type: 'tool.settled', id: effect.id, outcome }),
+          )
+          return
+        }
         case 'fx.wait':
           return this.#backoff(signal, effect.id, effect.ms)
         case 'fx.summarise':
@@ -537,96 +500,9 @@ export class Runtime {
     })
   }
 
-  /**
-   * A retry's backoff (RQ-14): the machine hears backoff.elapsed, unless the turn was cancelled meanwhile
-   * (the machine left the backoff at once then). A `sleep` that throws is logged and the retry starts
-   * without its wait: a broken clock must not leave the turn waiting forever.
-   */
-  #backoff(signal: AbortSignal, id: number, ms: number): void {
-    const elapsed = () => {
-      if (!signal.aborted) this.#send({ type: 'backoff.elapsed', id })
-    }
-    new Promise<void>((resolve) => resolve(this.options.sleep(ms, signal))).then(elapsed, (error: unknown) => {
-      this.hooks.logger.error('agentchart: the sleep of a retry backoff failed; the retry starts now', error)
-      elapsed()
-    })
-  }
-
-  /** How an async effect that never started is answered, so the machine's book-keeping closes. */
-  #unstartedAnswer(effect: Effect, failure: LlmFailure): AgentEvent {
-    switch (effect.type) {
-      case 'fx.job':
-        return { type: 'job.settled', id: effect.id }
-      case 'fx.tool':
-        return { type: 'tool.settled', id: effect.id, outcome: errorOutcome(failure.message) }
-      case 'fx.model':
-        return { type: 'model.failed', id: effect.id, failure }
-      case 'fx.classify':
-        return { type: 'tool.classified', id: effect.id, mode: 'exclusive' }
-      case 'fx.wait':
-        return { type: 'backoff.elapsed', id: effect.id }
-      case 'fx.measure':
-        return { type: 'compaction.measured', id: effect.id, plan: null }
-      case 'fx.summarise':
-        return { type: 'compaction.failed', id: effect.id, failure }
-      default:
-        return { type: 'hook.failed', id: (effect as { id: number }).id, failure }
-    }
-  }
-
-  /** A live notification; for agent/error the machine's facts become the error itself at this edge. */
-  #notify(name: string, payload: Record<string, unknown>): void {
-    if (this.hooks.count(name) === 0) return
-    const { agent } = this.options
-    if (name === 'agent/error') {
-      const { failure, ...rest } = payload as { failure: LlmFailure }
-      return this.hooks.emit(name, { ...deepFreeze(rest), error: this.#errorOf(failure), agent })
-    }
-    // listeners get the machine's data frozen: what they do to it cannot reach the machine's context
-    this.hooks.emit(name, { ...deepFreeze(payload), agent })
-  }
-
-  #tool(name: string): ToolDefinition | undefined {
-    return this.options.tools.find((t) => t.name === name)
-  }
-
-  #append(effect: AppendEffect): void {
-    const { session } = this.options
-    try {
-      const { surfaceOp, citeKeys, time } = effect
-      const sources = citeKeys ? this.#cited(citeKeys) : effect.sourceEventSeqs
-      let intent: BuiltIntent | undefined = this.#built ? BUILT : undefined
-      if (surfaceOp || sources || time !== undefined) {
-        // built field by field: the spreads it replaces were a measurable part of every surface append
-        const full: { -readonly [K in keyof BuiltIntent]: BuiltIntent[K] } = {}
-        if (surfaceOp) full.surfaceOp = surfaceOp
-        if (sources) full.sourceEventSeqs = sources
-        if (time !== undefined) full.time = time
-        if (this.#built) full[MACHINE_BUILT] = true
-        intent = full
-      }
-      // through the session object, so a wrapped or failing store is honoured
-      const event = session.append(effect.eventType, effect.data as never, intent) as SessionEvent
-      if (effect.key) this.#keys.set(effect.key, event.seq)
-      if (event.type === 'agent/inbox/spliced') this.lists = applySplice(this.lists, event.data)
-    } catch (error) {
-      this.#batch.failed = { effect, error }
-    }
-  }
-
-  /** The seqs the keys of an append's citations name, in order; keys never logged are left out. */
-  #cited(keys: readonly string[]): number[] {
-    const seqs: number[] = []
-    for (const key of keys) {
-      const seq = this.#keys.get(key)
-      if (seq !== undefined) seqs.push(seq)
-    }
-    return seqs
-  }
-
   /** Run work that answers with one event; a throw is answered as hook.failed. */
   #settle(id: number, work: () => Promise<AgentEvent>): void {
-    const answer = this.#track(id, { type: 'hook.failed', id, failure: abandonedFailure() })
+    const answer = this.#pending.track(id, { type: 'hook.failed', id, failure: abandonedFailure() })
     work().then(answer, (error) => answer({ type: 'hook.failed', id, failure: this.#failureOf(error) }))
   }
 
@@ -638,17 +514,9 @@ export class Runtime {
     const decideByDefault = name === 'agent/request-error' && retry ? () => retry(full as unknown as RetryPayload) : () => fallback
     this.#settle(id, async () => {
       const value = name === 'agent/turn-stopping' ? await this.hooks.serial(name, full) : await this.hooks.waterfall(name, full, decideByDefault)
-      // the machine's own default needs no check; what a listener or the policy returned is read here into plain data (issue #8)
-      const decided = value === fallback ? value : hookDecision(name, value, payload)
-      return { type: 'hook.done', id, value: name === 'tools/pre-execute' ? this.#withoutApprover(decided) : decided }
+      // the machine's own default needs no check; what a listener or the policy returned is read here into plain data
+      return { type: 'hook.done', id, value: value === fallback ? value : hookDecision(name, value, payload) }
     })
-  }
-
-  /** TL-18: with nobody to answer, `ask` behaves as deny (the question becomes the model's error result). */
-  #withoutApprover(decision: unknown): unknown {
-    const ask = decision as { kind?: string; reason?: string } | undefined
-    if (ask?.kind !== 'ask' || this.options.approvals === true || this.hooks.count('tools/approval-requested') > 0) return decision
-    return { kind: 'deny', reason: `approval required, and no approver is configured: ${ask.reason}` }
   }
 
   /** agent/request, then the frozen config, header and route record of the request (RQ-1, RQ-2). */
@@ -681,144 +549,61 @@ export class Runtime {
     return this.#prepared
   }
 
-  /**
-   * The hot path: each chunk is checked at the adapter boundary and appended directly; the machine hears only the
-   * outcome (DESIGN rule 1). A malformed chunk is logged as the failure finish it stands for (MALFORMED_RESPONSE),
-   * and reading stops at the first finish: an adapter whose cleanup never settles cannot hold the attempt open.
-   */
   async #stream(signal: AbortSignal, id: number, turn: number, step: number, config: LlmCallConfig): Promise<void> {
-    const answer = this.#track(id, { type: 'model.failed', id, failure: abandonedFailure() })
+    const answer = this.#pending.track(id, { type: 'model.failed', id, failure: abandonedFailure() })
     const { session, model, systemPrompt, toolSchemas } = this.options
-    const chunkSeqs: number[] = []
-    const assembler = new StreamAssembler()
-    let cancelled = signal.aborted
-    try {
-      const request: ModelRequest = Object.freeze({
-        sessionId: session.id,
-        config,
-        messages: session.deriveMessages(),
-        ...(systemPrompt ? { system: systemPrompt } : {}),
-        ...(toolSchemas.length ? { tools: toolSchemas } : {}),
-        ...(config.maxTokens ? { maxTokens: config.maxTokens } : {}),
-        signal,
-      })
-      if (!cancelled) {
-        // each read races the abort: a cancel ends the wait even when the adapter never answers. One promise per
-        // read that the abort can settle, rather than Promise.race, whose reactions on a shared abort promise
-        // piled up for the whole stream (GC pressure on every chunk, issue #13). The abort answers a microtask
-        // later, as that reaction did, so a cancel lands on the same tick as before.
-        let wake: ((next: typeof ABORT) => void) | undefined
-        const onAbort = () => {
-          const read = wake
-          queueMicrotask(() => read?.(ABORT))
-        }
-        signal.addEventListener('abort', onAbort, { once: true })
-        const iterator = normalizeStream(model, request)[Symbol.asyncIterator]()
-        let done = false
-        try {
-          for (let count = 1; ; count++) {
-            const reading = iterator.next()
-            const next = await new Promise<IteratorResult<StreamChunk> | typeof ABORT>((resolve, reject) => {
-              wake = resolve
-              reading.then(resolve, reject)
-              if (signal.aborted) queueMicrotask(() => resolve(ABORT))
-            })
-            if (next === ABORT || signal.aborted) {
-              cancelled = true
-              break
-            }
-            if (next.done) {
-              done = true
-              break
-            }
-            const admitted = admitChunk(next.value)
-            const chunk: StreamChunk = admitted.ok ? admitted.chunk : { type: 'finish', reason: { kind: 'error', failure: admitted.failure } }
-            // a hand-checked chunk is admitChunk's own deep-frozen build of checked values: the session takes it as is
-            const event =
-              admitted.ok && admitted.frozen
-                ? session.append('assistant/chunk', Object.freeze({ turn, step, chunk }), CHECKED)
-                : session.append('assistant/chunk', { turn, step, chunk })
-            chunkSeqs.push(event.seq)
-            assembler.push(chunk)
-            if (chunk.type === 'finish') break
-            // a stream that never waits for I/O would keep timers (a cancel from a setTimeout) from running
-            if (count % CHUNKS_PER_YIELD === 0) await new Promise((resolve) => setImmediate(resolve))
-          }
-        } finally {
-          signal.removeEventListener('abort', onAbort)
-          // stopped early (cancelled, a finish, a malformed chunk, a refused append): let the adapter close its stream
-          if (!done) void iterator.return?.(undefined).catch(() => {})
-        }
-      }
-    } catch (error) {
-      if (!signal.aborted) {
-        // a refused chunk append (RQ-7) ends the attempt without recovery
-        answer({ type: 'model.failed', id, failure: this.#failureOf(error) })
-        return
-      }
-      cancelled = true
-    }
-    answer({ type: 'model.settled', id, chunkSeqs, response: assembler.result(), cancelled })
-  }
-
-  async #runTool(signal: AbortSignal, id: number, callId: string, name: string, args: unknown): Promise<void> {
-    const answer = this.#track(id, { type: 'tool.settled', id, outcome: ABANDONED_TOOL })
-    const tool = this.#tool(name)
-    let outcome
-    if (!tool) {
-      outcome = errorOutcome(`unknown tool ${JSON.stringify(name)}`, { name: 'UnknownToolError', code: 'UNKNOWN_TOOL' })
-    } else {
-      let parsed: CheckResult<unknown>
-      try {
-        const checked = checkArguments(tool, args)
-        parsed = checked instanceof Promise ? await checked : checked // a promise only from async refinements
-      } catch (error) {
-        parsed = { ok: false, issues: [{ path: '(root)', message: this.#failureOf(error).message }] }
-      }
-      if (!parsed.ok) {
-        outcome = errorOutcome(describeInvalidArgs(name, parsed), { name: 'InvalidArgumentsError', code: 'INVALID_ARGS' })
-      } else {
-        outcome = await this.#execute(tool, parsed.value, callId, signal)
-      }
-    }
-    answer({ type: 'tool.settled', id, outcome })
-  }
-
-  /** One body run, under the tool's `timeoutMs` when it has one: a body still running then gets its signal aborted and its late result dropped. */
-  async #execute(tool: ToolDefinition, args: unknown, callId: string, turnSignal: AbortSignal): Promise<ToolOutcome> {
-    const { name, timeoutMs } = tool
-    const limited = timeoutMs !== undefined && timeoutMs !== Infinity
-    // the body's own signal: aborted by the turn's, or by the timeout
-    const controller = limited ? new AbortController() : null
-    const follow = () => controller?.abort(turnSignal.reason)
-    if (controller) {
-      if (turnSignal.aborted) follow()
-      else turnSignal.addEventListener('abort', follow, { once: true })
-    }
-    const signal = controller ? controller.signal : turnSignal
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const body = (async () => {
-      try {
-        return toOutcome(name, await tool.execute(deepFreeze(args), { callId, name, signal, agent: this.options.agent }))
-      } catch (error) {
-        // TL-9: whatever was thrown, however hostile, becomes the call's error result
-        return thrownOutcome(error)
-      }
-    })()
-    if (!controller) return body
-    const timedOut = new Promise<ToolOutcome>((resolve) => {
-      timer = setTimeout(() => {
-        const message = `tool ${name} did not settle within ${timeoutMs} ms`
-        controller.abort(new Error(message))
-        resolve(errorOutcome(message, { name: 'ToolTimeoutError', code: 'TOOL_TIMEOUT' }))
-      }, timeoutMs)
+    const request: ModelRequest = Object.freeze({
+      sessionId: session.id,
+      config,
+      messages: session.deriveMessages(),
+      ...(systemPrompt ? { system: systemPrompt } : {}),
+      ...(toolSchemas.length ? { tools: toolSchemas } : {}),
+      ...(config.maxTokens ? { maxTokens: config.maxTokens } : {}),
+      signal,
     })
-    try {
-      return await Promise.race([body, timedOut])
-    } finally {
-      clearTimeout(timer)
-      turnSignal.removeEventListener('abort', follow)
+    const outcome = await streamModel(session, model, request, turn, step)
+    if (outcome.ok) answer({ type: 'model.settled', id, chunkSeqs: outcome.chunkSeqs, response: outcome.response, cancelled: outcome.cancelled })
+    else answer({ type: 'model.failed', id, failure: this.#failureOf(outcome.error) })
+  }
+
+  /**
+   * A retry's backoff (RQ-14): the machine hears backoff.elapsed, unless the turn was cancelled meanwhile
+   * (the machine left the backoff at once then). A `sleep` that throws is logged and the retry starts
+   * without its wait: a broken clock must not leave the turn waiting forever.
+   */
+  #backoff(signal: AbortSignal, id: number, ms: number): void {
+    const elapsed = () => {
+      if (!signal.aborted) this.#send({ type: 'backoff.elapsed', id })
     }
+    new Promise<void>((resolve) => resolve(this.options.sleep(ms, signal))).then(elapsed, (error: unknown) => {
+      this.hooks.logger.error('agentchart: the sleep of a retry backoff failed; the retry starts now', error)
+      elapsed()
+    })
+  }
+
+  /** Jobs the machine asked for, by effect id, until they start. */
+  readonly #jobs = new Map<number, ((signal: AbortSignal) => Promise<unknown>) | null>()
+
+  #startJob(id: number): void {
+    const job = this.#jobs.get(id)
+    this.#jobs.delete(id)
+    const controller = new AbortController()
+    this.#jobController = controller
+    let promise: Promise<unknown>
+    try {
+      promise = Promise.resolve(job ? job(controller.signal) : undefined)
+    } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- MT-2: the job's own rejection, whatever it threw
+      promise = Promise.reject(error)
+    }
+    if (this.#heldJob) this.#heldJob.resolve(promise)
+    else this.jobPromise = promise
+    this.#heldJob = null
+    const settled = () => {
+      if (this.#jobController === controller) this.#jobController = null
+      this.#send({ type: 'job.settled', id })
+    }
+    promise.then(settled, settled)
   }
 
   // ---- compaction (docs/compaction.md) ---------------------------------------
@@ -864,23 +649,90 @@ export class Runtime {
     )
   }
 
-  #startJob(id: number): void {
-    const job = this.pendingJob
-    this.pendingJob = null
-    const controller = new AbortController()
-    this.#jobController = controller
-    let promise: Promise<unknown>
-    try {
-      promise = Promise.resolve(job ? job(controller.signal) : undefined)
-    } catch (error) {
-      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- MT-2: the job's own rejection, whatever it threw
-      promise = Promise.reject(error)
-    }
-    this.jobPromise = promise
-    const settled = () => {
-      if (this.#jobController === controller) this.#jobController = null
-      this.#send({ type: 'job.settled', id })
-    }
-    promise.then(settled, settled)
+  // ---- the log and listeners -------------------------------------------------------------
+
+  /** The facts of a thrown value, remembered with it so the edge can hand listeners the value itself. */
+  #failureOf(error: unknown): LlmFailure {
+    const failure = toLlmFailure(error)
+    this.#thrown.set(failure, error)
+    return failure
   }
+
+  /** The error a listener gets for a failure: what was thrown, or an LlmError carrying the facts (RQ-9). */
+  #errorOf(failure: LlmFailure): unknown {
+    return this.#thrown.has(failure) ? this.#thrown.get(failure) : new LlmError(failure)
+  }
+
+  /** A live notification; for agent/error the machine's facts become the error itself at this edge. */
+  #notify(name: string, payload: Record<string, unknown>): void {
+    if (this.hooks.count(name) === 0) return
+    const { agent } = this.options
+    if (name === 'agent/error') {
+      const { failure, ...rest } = payload as { failure: LlmFailure }
+      return this.hooks.emit(name, { ...deepFreeze(rest), error: this.#errorOf(failure), agent })
+    }
+    // listeners get the machine's data frozen: what they do to it cannot reach the machine's context
+    this.hooks.emit(name, { ...deepFreeze(payload), agent })
+  }
+
+  #tool(name: string): ToolDefinition | undefined {
+    return this.options.tools.find((t) => t.name === name)
+  }
+
+  #append(effect: AppendEffect): void {
+    const { session } = this.options
+    try {
+      const { surfaceOp, citeKeys, time } = effect
+      const sources = citeKeys ? this.#cited(citeKeys) : effect.sourceEventSeqs
+      let intent: BuiltIntent | undefined = this.#built ? BUILT : undefined
+      if (surfaceOp || sources || time !== undefined) {
+        const full: { -readonly [K in keyof BuiltIntent]: BuiltIntent[K] } = {}
+        if (surfaceOp) full.surfaceOp = surfaceOp
+        if (sources) full.sourceEventSeqs = sources
+        if (time !== undefined) full.time = time
+        if (this.#built) full[MACHINE_BUILT] = true
+        intent = full
+      }
+      // through the session object, so a wrapped or failing store is honoured
+      const event = session.append(effect.eventType, effect.data as never, intent) as SessionEvent
+      if (effect.key) this.#keys.set(effect.key, event.seq)
+      this.options.onAppend?.(event)
+      if (event.type === 'agent/inbox/spliced') this.lists = applySplice(this.lists, event.data)
+    } catch (error) {
+      this.#refusal = { effect, error, skipped: [], unstarted: [] }
+    }
+  }
+
+  /** The seqs the keys of an append's citations name, in order; keys never logged are left out. */
+  #cited(keys: readonly string[]): number[] {
+    const seqs: number[] = []
+    for (const key of keys) {
+      const seq = this.#keys.get(key)
+      if (seq !== undefined) seqs.push(seq)
+    }
+    return seqs
+  }
+}
+
+/** The error a refused request's caller gets, by the refusal's code. */
+function refusalError(refusal: Extract<Effect, { type: 'fx.reject' }>): Error {
+  const { code, message, callId } = refusal
+  switch (code) {
+    case 'APPROVAL_UNKNOWN':
+    case 'APPROVAL_ALREADY_ANSWERED':
+      return new ApprovalError(code, callId ?? '', message)
+    case 'AGENT_BUSY':
+    case 'AGENT_DISPOSED':
+    case 'COMPACTION_OFF':
+      return new AgentStateError(code, message)
+    default:
+      return new InboxError(code, message)
+  }
+}
+
+/** TL-2: each tool's execution mode as a fact: fixed, or `per-call` when it is a function of the arguments. */
+function modesOf(tools: readonly ToolDefinition[]): Facts['modes'] {
+  const modes: Record<string, 'parallel' | 'exclusive' | 'per-call'> = {}
+  for (const tool of tools) modes[tool.name] = typeof tool.executionMode === 'function' ? 'per-call' : tool.executionMode
+  return Object.freeze(modes)
 }

@@ -1,11 +1,7 @@
-// Approvals in the log (TL-18): which questions are still open, and where a
-// new instance picks up a tool batch whose call waits for a person's answer.
+// Approvals in the log (TL-18): which questions are still open, and what the
+// log says of a tool batch whose call waits for a person's answer.
 // Pure: it reads a log; the machines append everything.
-import { parseArguments } from '../machines/attempt.js'
-import { newToolBatch } from '../machines/context.js'
-import type { PlannedCall, ResumeInput, ToolOutcome } from '../machines/types.js'
-import { UNKNOWN_OUTCOME } from './repair.js'
-import type { SessionEvent, ToolCallBlock } from './schemas.js'
+import { parseArguments, type SessionEvent, type ToolCallBlock } from './schemas.js'
 
 /** A question that waits for `agent.approve(callId)` or `agent.deny(callId, reason)`. */
 export interface PendingApproval {
@@ -78,47 +74,38 @@ export function pendingApprovals(events: readonly SessionEvent[]): PendingApprov
   return out
 }
 
-/** The result a call that was running when the process stopped gets once the batch resumes (as repair writes it, RS-5). */
-export const OUTCOME_UNKNOWN: ToolOutcome = {
-  isError: true,
-  content: UNKNOWN_OUTCOME,
-  error: { name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' },
+/**
+ * What the log says of a call that waits for approval: the open turn and step, the anchor's calls in model order,
+ * which of them started and which have a result, and the call that waits (the machine resumes from these facts).
+ */
+export interface ApprovalWait {
+  readonly turn: number
+  readonly step: number
+  readonly maxTokensSeen: boolean
+  readonly calls: readonly { callId: string; name: string; arguments: string }[]
+  readonly started: readonly string[]
+  readonly committed: readonly string[]
+  readonly waiting: string
 }
 
-/** A committed call's slot: the commit lane is past it and never reads it again. */
-const COMMITTED: ToolOutcome = { isError: false, content: '' }
-
 /**
- * Where an instance over `events` resumes when the log stops while a call waits for approval, or null when it
- * does not (then repair closes an open turn as usual, RS-4). Calls before the waiting one that started and have
- * no result get OUTCOME_UNKNOWN, committed first in model order; later calls never started (dispatch waits).
- * `callSeqs` names the logged tool/call of each started call, for the results' citations.
+ * The approval wait an instance over `events` resumes in, or null when the log does not stop in one (then repair
+ * closes an open turn as usual, RS-4); `callSeqs` names the logged tool/call of each started call, for citations.
  */
-export function approvalResume(events: readonly SessionEvent[], cap: number): { input: ResumeInput; callSeqs: Map<string, number> } | null {
+export function approvalWaitOf(events: readonly SessionEvent[]): { wait: ApprovalWait; callSeqs: Map<string, number> } | null {
   const pending = pendingApprovals(events)
   if (pending.length === 0) return null
   const open = openStepOf(events)!
-  const calls: PlannedCall[] = open.planned.map((b) => ({ callId: b.id, name: b.name, arguments: b.arguments, args: parseArguments(b.arguments) }))
-  const waiting = calls.findIndex((c) => c.callId === pending[0].callId)
-  if (waiting < 0) return null
-  const batch = newToolBatch(calls, cap)
-  const before = calls.slice(0, waiting)
-  const nextCommit = before.findIndex((c) => !open.results.has(c.callId))
+  if (!open.planned.some((b) => b.id === pending[0].callId)) return null
   return {
-    input: {
+    wait: {
       turn: open.turn,
       step: open.step,
       maxTokensSeen: open.maxTokensSeen,
-      toolBatch: {
-        ...batch,
-        nextStart: waiting,
-        nextCommit: nextCommit < 0 ? waiting : nextCommit,
-        started: calls.map((_, i) => i <= waiting),
-        outcomes: calls.map((c, i) => (i >= waiting ? null : open.results.has(c.callId) ? COMMITTED : OUTCOME_UNKNOWN)),
-        skipPost: calls.map((_, i) => i < waiting),
-        inFlight: 1,
-        approval: calls[waiting].callId,
-      },
+      calls: open.planned.map((b) => ({ callId: b.id, name: b.name, arguments: b.arguments })),
+      started: [...open.calls.keys()],
+      committed: [...open.results],
+      waiting: pending[0].callId,
     },
     callSeqs: open.calls,
   }

@@ -48,8 +48,7 @@ export function forkPrefix(parent: Session, upTo: unknown): readonly SessionEven
  * without touching the parent; an agent created over the fork continues it like any stored log.
  */
 export function forkSession(parent: Session, options: ForkOptions): Session {
-  // an Agent passed for its session used to read as a halted session ("its store failed"), which sent people looking
-  // at their store
+  // an Agent passed for its session is refused by name, not read as a halted session (which points at the store)
   if (!isSessionLike(parent)) {
     throw new ConfigError(`forkSession needs a Session (for an agent: agent.fork({ upTo }) or forkSession(agent.session, ...)), got ${describeValue(parent)}`, {
       path: 'parent',

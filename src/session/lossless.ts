@@ -34,7 +34,7 @@ export function toFrozenJson<T>(value: T, path = 'data'): T {
 // A sealed value is deep-frozen lossless JSON no deeper than SEALED_HEIGHT levels of containers: a copy this
 // module made, or a value our own code built frozen from checked parts. Frozen, it can never change, so what was
 // checked once stays checked, and the session's copy of an event takes a sealed part as it is instead of walking
-// and copying it again (issue #13: the parts the machine carries from one event into another, e.g. a logged
+// and copying it again (the parts the machine carries from one event into another, e.g. a logged
 // chunk's block into the assistant message). Nothing from user code is ever sealed: user values are copied first.
 const SEALED = new WeakSet<object>()
 /** The most levels of containers a sealed value may have; one is taken as is only where MAX_JSON_DEPTH still holds. */

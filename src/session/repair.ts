@@ -1,7 +1,16 @@
 // Repair: the synthetic closers a crash-truncated log needs before a new
 // agent instance may continue it (RS-4..RS-6). Pure: it reads a log and
 // returns events to append; the agent machine appends them.
-import type { AppendIntent, EventData, SessionEvent, SessionEventType, ToolCallBlock, TurnEndReason } from './schemas.js'
+import {
+  NOT_STARTED,
+  UNKNOWN_OUTCOME,
+  type AppendIntent,
+  type EventData,
+  type SessionEvent,
+  type SessionEventType,
+  type ToolCallBlock,
+  type TurnEndReason,
+} from './schemas.js'
 
 /** One closer to append, with the intent (citations, the reused time) it needs. */
 export interface RepairCloser {
@@ -9,10 +18,6 @@ export interface RepairCloser {
   data: unknown
   intent?: AppendIntent
 }
-
-export const UNKNOWN_OUTCOME =
-  'Error: the outcome of this tool call is unknown: the session was interrupted while it ran. Retry it blindly only if the call is safe to repeat.'
-const NOT_STARTED = 'Error: this tool call was never started: the session was interrupted before it ran. You may retry it.'
 
 /** Where a log stands: the open turn and step, if any. */
 export function openTurnOf(events: readonly SessionEvent[]): { turn: number; step: number | null; turnSeq: number } | null {

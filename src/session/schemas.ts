@@ -402,3 +402,5 @@ export interface AppendIntent {
   /** An explicit time (epoch ms) instead of the clock: repair closers reuse the last event's time (RS-4). */
   time?: number
 }
+
+export { parseArguments, UNKNOWN_OUTCOME, NOT_STARTED, SUMMARY_SOURCE, summaryText } from './vocabulary.js'

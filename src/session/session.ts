@@ -72,7 +72,7 @@ const NO_INTENT: AppendIntent = Object.freeze({})
 export const MACHINE_BUILT: unique symbol = Symbol('agentchart.machine-built')
 /**
  * Marks an append intent whose data the runtime built itself, frozen, from values it checked to be lossless JSON
- * (the stream chunks admitChunk checked by hand): the session takes it as is instead of copying it (issue #13).
+ * (the stream chunks admitChunk checked by hand): the session takes it as is instead of copying it.
  * Every other check of the event still runs. Why: copying each streamed chunk was the largest part of the lossless
  * pass. In-house only.
  */
@@ -180,7 +180,7 @@ export function deriveMessagesFrom(events: readonly SessionEvent[]): Message[] {
  * the final observer of `events$.pipe(...)` is wrapped too. A throwing `next`, an error an
  * operator raised with no error callback to take it, and a throwing `error`/`complete` callback
  * are reported with console.error instead of rxjs's asynchronous rethrow, which would reach the
- * process as an uncaught exception (SS-11, issue #8).
+ * process as an uncaught exception (SS-11).
  */
 class ContainedObservable<T> extends Observable<T> {
   override lift<R>(operator?: Operator<T, R>): Observable<R> {
@@ -264,7 +264,11 @@ export class Session {
     this.#now = now ?? Date.now
     this.events$ = new ContainedObservable<SessionEvent>((subscriber) => {
       this.#sinks.add(subscriber)
-      return () => this.#sinks.delete(subscriber)
+      this.#observersChanged()
+      return () => {
+        this.#sinks.delete(subscriber)
+        this.#observersChanged()
+      }
     })
     if (seed !== undefined) this.#loadSeed(seed, options.checkSeed !== false)
   }
@@ -383,10 +387,30 @@ export class Session {
     if (typeof observer !== 'function') throw new ConfigError('observer must be a function')
     const entry: ObserverEntry = { fn: observer, active: true }
     this.#observers = [...this.#observers, entry]
+    this.#observersChanged()
     return () => {
+      if (!entry.active) return
       entry.active = false
       this.#observers = this.#observers.filter((e) => e !== entry)
+      this.#observersChanged()
     }
+  }
+
+  /** How many observers and events$ subscribers run synchronously at each append (anyone who could act mid-step). */
+  get observers(): number {
+    return this.#observers.length + this.#sinks.size
+  }
+
+  /** Calls `listener` whenever `observers` changes; returns its disposer. Why: the agent tells its machine when it is watched. */
+  watchObservers(listener: () => void): () => void {
+    this.#observerWatchers.add(listener)
+    return () => this.#observerWatchers.delete(listener)
+  }
+
+  readonly #observerWatchers = new Set<() => void>()
+
+  #observersChanged(): void {
+    for (const listener of this.#observerWatchers) listener()
   }
 
   // ---- internals -------------------------------------------------------------

@@ -148,7 +148,7 @@ export function contextsOf(callName: string, contexts: unknown, what = `tool ${c
 
 /**
  * Normalize whatever a body returned into a frozen tool outcome, reading each field once; throws a TypeError
- * naming what is wrong. Why: the outcome goes into the machine and the log as plain data (issue #8).
+ * naming what is wrong. Why: the outcome goes into the machine and the log as plain data.
  */
 export function toOutcome(callName: string, value: unknown): ToolOutcome {
   if (typeof value === 'string') return Object.freeze({ isError: false, content: value })

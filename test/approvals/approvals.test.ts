@@ -57,7 +57,7 @@ describe('approvals (TL-18)', () => {
     agent.followup('deploy')
     expect(await question).toEqual({ callId: 'c1', reason: 'deploying needs a person' })
     expect(agent.status).toBe('running')
-    expect(agent.actor.getSnapshot().matches({ running: { turn: { step: { toolBatch: { running: { dispatch: 'awaitingApproval' } } } } } })).toBe(true)
+    expect(agent.actor.getSnapshot().matches({ running: { turn: { step: { toolBatch: { dispatch: 'awaitingApproval' } } } } })).toBe(true)
     expect(agent.pendingApprovals).toEqual([
       { turn: 1, step: 1, callId: 'c1', name: 'deploy', arguments: { env: 'prod' }, reason: 'deploying needs a person', seq: expect.any(Number) },
     ])

@@ -16,9 +16,9 @@ describe('inspection', () => {
     const received = seen.filter((e) => e.type === '@xstate.event').map((e) => (e as { event: { type: string } }).event.type)
     expect(received).toContain('inbox.send')
     expect(received).toContain('model.settled')
-    // the inspector sees the turn pass through its states
+    // the inspector sees the turn pass through its states, those it passes within one event too (every microstep)
     const values = seen
-      .filter((e) => e.type === '@xstate.snapshot')
+      .filter((e) => e.type === '@xstate.microstep')
       .map((e) => JSON.stringify((e as unknown as { snapshot: { value: unknown } }).snapshot.value))
     expect(values.some((v) => v.includes('"proposing"'))).toBe(true)
     expect(values.some((v) => v.includes('"streaming"'))).toBe(true)

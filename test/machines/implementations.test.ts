@@ -73,9 +73,9 @@ describe('named implementations', () => {
     expect(guards.size).toBeGreaterThan(30)
   })
 
-  it('named actions resolve as XState built-ins (the enqueueActions form is only a fallback: draft-fallback.test.ts)', () => {
+  it('named actions are ordinary XState enqueueActions implementations, each emitting its effects as one event', () => {
     const forms = new Set(Object.values(agentMachine.implementations.actions).map((a) => (a as unknown as { type: string }).type))
-    expect([...forms]).toEqual(['agentchart.draft'])
+    expect([...forms]).toEqual(['xstate.enqueueActions'])
   })
 
   it('.provide() with a replaced guard changes what a real agent logs: a rejected proposal opens a step', async () => {
@@ -94,13 +94,32 @@ describe('named implementations', () => {
 })
 
 describe('what the machines depend on', () => {
-  it('src/machines imports only its own folder, the session schemas and xstate', async () => {
+  it('src/ uses only the public API of XState: no action executors, resolve hooks, snapshot internals or deep imports', async () => {
+    const { readdirSync, readFileSync, statSync } = await import('node:fs')
+    const files = (dir: string): string[] =>
+      readdirSync(dir).flatMap((name) => {
+        const path = `${dir}/${name}`
+        return statSync(path).isDirectory() ? files(path) : path.endsWith('.ts') ? [path] : []
+      })
+    // the inspection protocol's `_transitions` (InspectedMicrostepEvent) is part of XState's exported types
+    const internals =
+      /actionExecutor|\bresolve = resolve|resolveDraftAction|retryResolve|_nodes|_processEvent|_actorScope|_syncSnapshot|getTransitionData|xstate\/dist/
+    const found = files('src').flatMap((file) =>
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .flatMap((line, i) => (internals.test(line) ? [`${file}:${i + 1}: ${line.trim()}`] : [])),
+    )
+    expect(found).toEqual([])
+  })
+
+  it('src/machines imports only its own folder, the session schemas and vocabulary, and xstate', async () => {
     const { readdirSync, readFileSync } = await import('node:fs')
     const outside: string[] = []
     for (const file of readdirSync('src/machines').filter((f) => f.endsWith('.ts'))) {
       const text = readFileSync(`src/machines/${file}`, 'utf8')
       for (const [, spec] of text.matchAll(/^(?:import|export)[^'"]*from '([^']+)'/gm)) {
-        if (!(spec.startsWith('./') || spec === '../session/schemas.js' || spec === 'xstate')) outside.push(`${file}: ${spec}`)
+        if (!(spec.startsWith('./') || spec === '../session/schemas.js' || spec === '../session/vocabulary.js' || spec === 'xstate'))
+          outside.push(`${file}: ${spec}`)
       }
     }
     expect(outside).toEqual([])

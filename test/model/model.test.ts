@@ -26,7 +26,7 @@ beforeAll(() => {
   // one walk serves every test below; it also checks that every snapshot and effect it reaches is JSON data
   for (const walk of walks()) explorations.set(walk.name, explore(walk.name, { ...walk, checkData: true }))
   console.log(`transition coverage of the generated paths:\n${formatCoverage([...explorations.values()].map(coverageOf))}`)
-}, 240_000)
+}, 600_000)
 
 /** The agent with one deliberate bug, made with one line: a rejected proposal opens a step anyway. */
 const stepAfterReject = agentMachine.provide({ guards: { isRejected: () => false } })

@@ -4,6 +4,7 @@
 // the same pure harness as the walk. An instance over a fork (or over a
 // restarted log) is a new harness seeded as createAgent would seed the
 // agent, and the expected log is the last session's whole log.
+import { canonical } from '../../canonical.js'
 import { agentMachine } from '../../machines/index.js'
 import { applySplice } from '../../machines/inbox.js'
 import type { InboxLists } from '../../machines/types.js'
@@ -163,14 +164,14 @@ function replayed(events: readonly WalkEvent[]): InboxLists {
 /** An instance as createAgent makes it over `events` (a seed ending with its end-seed marker), or a fresh one. */
 function instance(events: WalkEvent[], calls: number): Instance {
   const stored = events.slice(0, -1)
-  const route = events.findLast((e) => e.type === 'request/context')?.data as { provider: string; model: string } | undefined
+  const route = events.findLast((e) => e.type === 'request/context')?.data
   const lists = replayed(events)
   const input = {
     seedConfig: SCENARIO_CONFIG,
     lastTurn: events.reduce((max, e) => (e.type === 'turn/start' ? Math.max(max, (e.data as { turn: number }).turn) : max), 0),
     priorHeader: events.some((e) => e.type === 'request/header'),
-    // the harness keys a route as JSON.stringify({provider, model})
-    ...(route ? { contextKey: JSON.stringify({ provider: route.provider, model: route.model }) } : {}),
+    // keyed as the runtime keys a route (RQ-5)
+    ...(route ? { contextKey: canonical(route) } : {}),
     repair: repairClosers(events as unknown as SessionEvent[]),
     nextTurn: lists.nextTurn,
     nextStep: lists.nextStep,

@@ -6,6 +6,8 @@
 import { isDeepStrictEqual } from 'node:util'
 import { getAdjacencyMap } from '@xstate/graph'
 import type { AnyStateMachine } from 'xstate'
+import { canonical } from '../../canonical.js'
+import { approvalWaitOf } from '../../session/approvals.js'
 import { repairClosers } from '../../session/repair.js'
 import type { SessionEvent } from '../../session/schemas.js'
 import { checkSessionInvariants } from '../../session/invariants.js'
@@ -170,13 +172,15 @@ export function explore(
     const compaction = budget.compaction ? { compaction: budget.compaction.auto === false ? 'manual' : 'auto' } : {}
     const harness = createHarness({
       machine: options.machine,
-      input: { ...options.input, ...fromSeed, ...limit, ...compaction, ...budget.input },
+      input: { ...options.input, ...fromSeed, ...limit, ...compaction, ...(budget.facts ? { facts: budget.facts } : {}), ...budget.input },
       budget,
       observe,
     })
     // a walk that starts from another input, or with a listener cancel armed before the machine starts, is for
     // coverage only; store failures armed before the start are replayable (a driver arms them on the session)
-    const replayable = !budget.input && (budget.prelude ?? []).every((p) => p.type === 'fail-next')
+    // so is one with facts of its own: a driver answers every extension point and watches the session
+    const replayable =
+      !budget.input && !budget.facts && !budget.strays && budget.portable !== false && (budget.prelude ?? []).every((p) => p.type === 'fail-next')
     const faults = (budget.prelude ?? []).filter((p) => p.type === 'fail-next').map((p) => scriptInput(p) as FailAppend)
     // breadth first: the first state reached with each abstract key is the end of a shortest path to it
     const adjacency = getAdjacencyMap(harness.logic, {
@@ -256,7 +260,13 @@ function compactionSetup(policy: NonNullable<Budget['compaction']>): CompactionS
 /** What createAgent derives from a stored log: the next turn number and the repair closers. */
 function seededInput(events: SessionEvent[]): Record<string, unknown> {
   const lastTurn = events.reduce((max, e) => (e.type === 'turn/start' ? Math.max(max, e.data.turn) : max), 0)
-  return { lastTurn, repair: repairClosers(events) }
+  // TL-18: a log that stops while a call waits for approval resumes in that wait instead of being repaired
+  const resumed = approvalWaitOf(events)
+  // RQ-4, RQ-5: as for an agent over the log, its first request logs a `resume` header, and a route only when it differs
+  const priorHeader = events.some((e) => e.type === 'request/header')
+  const route = events.findLast((e) => e.type === 'request/context')
+  const request = { priorHeader, ...(route ? { contextKey: canonical(route.data) } : {}) }
+  return resumed ? { lastTurn, repair: [], resume: resumed.wait, ...request } : { lastTurn, repair: repairClosers(events), ...request }
 }
 
 function describe(inputs: readonly WalkInput[]): string {

@@ -4,9 +4,10 @@
 // scenario input answers it. As an ActorLogic it can be walked by @xstate/graph.
 import { createActor, type ActorLogic, type AnyStateMachine, type InspectionEvent, type Snapshot } from 'xstate'
 import { z } from 'zod/v4'
+import { canonical } from '../../canonical.js'
 import { StreamAssembler } from '../../adapters/assemble.js'
 import { applySplice } from '../../machines/inbox.js'
-import type { AgentContext, AgentEvent, AppendEffect, Effect, InboxLists, PlannedCall } from '../../machines/types.js'
+import type { AgentContext, AgentEvent, AppendEffect, Effect, Facts, InboxLists, PlannedCall } from '../../machines/types.js'
 import type { LlmCallConfig, SessionEventType, StreamChunk, UserMessage } from '../../session/schemas.js'
 import { defineTool, toolSchemas } from '../../tools/define.js'
 import { errorResponse, maxTokensResponse, textResponse, toolCallResponse } from '../responses.js'
@@ -14,7 +15,7 @@ import type { ScenarioInput } from '../conformance/format.js'
 import type { WalkInput } from './scenario.js'
 import { SCRIPTED, scenarioMessage, scriptInput } from './script.js'
 import { estimateMessageTokens, planCompaction, type CompactionPolicy, type SurfaceNodeView } from '../../session/compaction.js'
-import { SUMMARY_SOURCE, summaryText } from '../../machines/summary.js'
+import { SUMMARY_SOURCE, summaryText } from '../../session/schemas.js'
 import type { CompactionPlan, Message } from '../../session/schemas.js'
 
 /** The two tools every scenario knows: `p` is parallel-safe, `x` exclusive. Bodies are scripted. */
@@ -112,7 +113,17 @@ export interface HarnessState {
   /** A listener that cancels when this happens next. */
   cancelOn: string | null
   rejections: string[]
-  counters: { messages: number; calls: number; sends: number; cancels: number; removes: number; fails: number; maintenance: number }
+  counters: {
+    messages: number
+    calls: number
+    sends: number
+    cancels: number
+    removes: number
+    fails: number
+    maintenance: number
+    watches: number
+    strays: number
+  }
   /** Transition definitions taken by the last input, and by the whole path, as `source#event#index` keys. */
   taken: string[]
   takenAll: string[]
@@ -151,6 +162,17 @@ export interface Budget {
   compaction?: CompactionPolicy & { auto?: boolean }
   /** The agent's step limit (TU-16): the walk's machine input, and the exported scenario's `setup.maxSteps`. */
   maxSteps?: number
+  /**
+   * What the machine is told of its world (default: every extension point listened to and the session watched, as
+   * under a conformance driver). Other facts walk the paths where nobody decides or watches, for coverage.
+   */
+  facts?: Partial<Facts>
+  /** How many times someone may start or stop watching during the walk (`watch` inputs; walks with facts only). */
+  watches?: number
+  /** Keep the walk's scenarios out of the portable suite (the format does not describe their environment). */
+  portable?: false
+  /** How many requests the machine refuses to try: an answer for a call that does not wait, a job or compaction while busy. */
+  strays?: number
   /** Listener-triggered cancels to try. */
   cancelTriggers?: readonly ('agent/status' | 'turn/start' | 'step/start' | 'request/header' | 'assistant/message' | 'tools/result')[]
 }
@@ -162,6 +184,9 @@ export interface HarnessOptions {
   /** Sees the effects of every macrostep as emitted, and every persisted snapshot reached (e.g. to check they are JSON data). */
   observe?: { effects?: (effects: readonly Effect[]) => void; snapshot?: (snapshot: unknown) => void }
 }
+
+/** The call id a stray approval names: no call ever waits under it. */
+const STRAY_CALL = 'stray'
 
 const ALL_RESPONSES: readonly ModelResponse[] = ['text', 'empty', 'max-tokens', 'error', 'partial', 'max-tokens-tools', 'tools', 'tools-mixed']
 const FAIL_TYPES = [
@@ -219,11 +244,11 @@ function indexOfTransition(t: TransitionView): number {
 interface Batch {
   failed: AppendEffect | null
   skipped: SessionEventType[]
-  confirm: number | undefined
-  unstarted: Effect[]
+  /** Ids of the effects asked for after the refusal, never started. */
+  unstarted: number[]
 }
 
-const freshBatch = (): Batch => ({ failed: null, skipped: [], confirm: undefined, unstarted: [] })
+const freshBatch = (): Batch => ({ failed: null, skipped: [], unstarted: [] })
 
 /** Run machine events on a live actor restored from the state, performing effects like the runtime. */
 class Step {
@@ -258,7 +283,10 @@ class Step {
           done: false,
           pending: [],
           trace: [],
-          keys: {},
+          // a resumed approval wait cites the calls its stored log holds
+          keys: Object.fromEntries(
+            (options.budget?.seed ?? []).flatMap((e) => (e.type === 'tool/call' ? [[`call:${(e.data as { callId: string }).callId}`, e.seq]] : [])),
+          ),
           lists: {
             nextTurn: (options.input.nextTurn as UserMessage[] | undefined) ?? [],
             nextStep: (options.input.nextStep as UserMessage[] | undefined) ?? [],
@@ -269,7 +297,7 @@ class Step {
           armed: null,
           cancelOn: null,
           rejections: [],
-          counters: { messages: 0, calls: 0, sends: 0, cancels: 0, removes: 0, fails: 0, maintenance: 0 },
+          counters: { messages: 0, calls: 0, sends: 0, cancels: 0, removes: 0, fails: 0, maintenance: 0, watches: 0, strays: 0 },
           taken: [],
           takenAll: [],
         }
@@ -287,7 +315,7 @@ class Step {
       }
     }
     this.actor = createActor(options.machine, { input: options.input, inspect, ...(from ? { snapshot: from.machine as Snapshot<unknown> } : {}) })
-    this.actor.on('*', (effect) => this.buffer.push(effect as Effect))
+    this.actor.on('effects', (batch) => this.buffer.push(...(batch as { effects: readonly Effect[] }).effects))
     this.actor.start()
     this.#perform()
   }
@@ -329,19 +357,18 @@ class Step {
     this.buffer = []
     this.options.observe?.effects?.(effects)
     for (const effect of effects) this.#effect(effect)
-    const { failed, skipped, confirm, unstarted } = this.batch
+    const { failed, skipped, unstarted } = this.batch
     this.batch = freshBatch()
     if (!failed) return
     this.send({
       type: 'append.failed',
-      ...(confirm !== undefined ? { id: confirm } : {}),
       eventType: failed.eventType,
       failure: STORE_FAILURE,
       skipped,
+      unstarted,
       lists: this.state.lists,
       ...(failed.caller ? { caller: failed.caller } : {}),
     })
-    for (const effect of unstarted) this.send(unstartedAnswer(effect))
   }
 
   #effect(effect: Effect): void {
@@ -372,10 +399,6 @@ class Step {
         if (batch.failed) return
         if (s.cancelOn === effect.name && (effect.name !== 'agent/status' || effect.payload.status === 'running')) this.#listenerCancels()
         return
-      case 'fx.confirm':
-        if (batch.failed) batch.confirm = effect.id
-        else this.send({ type: 'appends.confirmed', id: effect.id })
-        return
       case 'fx.reject':
         s.rejections.push(effect.code)
         return
@@ -399,10 +422,12 @@ class Step {
         return
     }
     if (batch.failed) {
-      batch.unstarted.push(effect)
+      batch.unstarted.push(effect.id)
       return
     }
     switch (effect.type) {
+      case 'fx.confirm':
+        return this.send({ type: 'appends.confirmed', id: effect.id })
       case 'fx.classify':
         return this.send({ type: 'tool.classified', id: effect.id, mode: effect.call.name === 'p' ? 'parallel' : 'exclusive' })
       case 'fx.measure':
@@ -421,7 +446,7 @@ class Step {
           name: effect.name,
           payload: effect.payload,
           fallback: effect.fallback,
-          abandonOnCancel: effect.abandonOnCancel === true,
+          abandonOnCancel: effect.abandonOnCancel,
         })
         return
       case 'fx.prepare':
@@ -507,26 +532,6 @@ class Step {
   }
 }
 
-/** How the runtime answers an async effect it never started after a refused append. */
-function unstartedAnswer(effect: Effect): AgentEvent {
-  switch (effect.type) {
-    case 'fx.tool':
-      return { type: 'tool.settled', id: effect.id, outcome: { isError: true, content: `Error: ${STORE_FAILURE.message}` } }
-    case 'fx.model':
-      return { type: 'model.failed', id: effect.id, failure: STORE_FAILURE }
-    case 'fx.classify':
-      return { type: 'tool.classified', id: effect.id, mode: 'exclusive' }
-    case 'fx.wait':
-      return { type: 'backoff.elapsed', id: effect.id }
-    case 'fx.measure':
-      return { type: 'compaction.measured', id: effect.id, plan: null }
-    case 'fx.summarise':
-      return { type: 'compaction.failed', id: effect.id, failure: STORE_FAILURE }
-    default:
-      return { type: 'hook.failed', id: (effect as { id: number }).id, failure: STORE_FAILURE }
-  }
-}
-
 /** The part of a machine's context the approval inputs read (TL-18). */
 type ApprovalView = { toolBatch?: { approval: string | null } }
 /** CP-6: this step already met an overflow with a compaction (part machines' walks may start without the key). */
@@ -558,6 +563,8 @@ export function createHarness(options: HarnessOptions): Harness {
     steps: 3,
     attempts: 2,
     turns: 2,
+    watches: 0,
+    strays: 0,
     responses: ALL_RESPONSES,
     decisions: 'all' as 'all' | 'few',
     failTypes: FAIL_TYPES,
@@ -634,13 +641,17 @@ export function createHarness(options: HarnessOptions): Harness {
         s.cancelOn = input.trigger
         break
       case 'maintenance':
-        s.counters.maintenance++
+        if ((step.actor.getSnapshot() as { value: unknown }).value === 'idle') s.counters.maintenance++
+        else s.counters.strays++
         step.send({ type: 'maintenance.start' })
         break
-      case 'compact':
-        s.counters.maintenance++
+      case 'compact': {
+        const { value, context } = step.actor.getSnapshot() as { value: unknown; context: AgentContext }
+        if (value === 'idle' && context.instance.compaction !== 'off') s.counters.maintenance++
+        else s.counters.strays++
         step.send({ type: 'compaction.start' })
         break
+      }
       case 'summary': {
         const p = first('summary')
         if (!p) return false
@@ -686,7 +697,7 @@ export function createHarness(options: HarnessOptions): Harness {
         const config = input.decision === 'no-route' ? { provider: '', model: '' } : p.seed
         const header = { config, tools: HEADER_TOOLS }
         const context = { provider: config.provider, model: config.model }
-        step.send({ type: 'request.prepared', id: p.id, config, header, headerKey: JSON.stringify(header), context, contextKey: JSON.stringify(context) })
+        step.send({ type: 'request.prepared', id: p.id, config, header, headerKey: canonical(header), context, contextKey: canonical(context) })
         break
       }
       case 'model': {
@@ -753,9 +764,15 @@ export function createHarness(options: HarnessOptions): Harness {
           })
         break
       }
+      case 'watch':
+        s.counters.watches++
+        step.send({ type: 'facts.changed', facts: { observed: input.observed } })
+        break
       case 'approval': {
-        // the person answers only the call that waits now
-        if ((step.actor.getSnapshot().context as ApprovalView).toolBatch?.approval !== input.callId) return false
+        // the person answers the call that waits now, or (a stray) one that does not
+        const waits = (step.actor.getSnapshot().context as ApprovalView).toolBatch?.approval === input.callId
+        if (!waits && input.callId !== STRAY_CALL) return false
+        if (!waits) s.counters.strays++
         step.send({
           type: 'approval.answered',
           callId: input.callId,
@@ -792,8 +809,9 @@ export function createHarness(options: HarnessOptions): Harness {
       }
     }
     s.inputs.push(input)
-    // model, tool and turn-stopping inputs recorded their explicit form above, with what they streamed or settled
-    if (input.type !== 'model' && input.type !== 'tool' && input.type !== 'turn-stopping') s.script.push(scriptInput(input))
+    // model, tool and turn-stopping inputs recorded their explicit form above, with what they streamed or settled;
+    // a watch has no portable form (walks with facts are not replayed)
+    if (input.type !== 'model' && input.type !== 'tool' && input.type !== 'turn-stopping' && input.type !== 'watch') s.script.push(scriptInput(input))
     return true
   }
 
@@ -901,6 +919,13 @@ export function createHarness(options: HarnessOptions): Harness {
         out.push({ type: 'maintenance' }, { type: 'dispose' })
         if (ctx.instance.compaction !== 'off') out.push({ type: 'compact' })
       }
+      // requests the machine refuses (MT-1, CP-4, TL-18), counted as strays
+      if (c.strays < budget.strays) {
+        if (value !== 'idle') out.push({ type: 'maintenance' }, { type: 'compact' })
+        else if (ctx.instance.compaction === 'off') out.push({ type: 'compact' })
+        out.push({ type: 'approval', callId: STRAY_CALL, decision: 'approve' })
+      }
+      if (budget.facts && c.watches < budget.watches) out.push({ type: 'watch', observed: !ctx.facts.observed })
       if (c.fails < budget.fails && state.armed === null) {
         for (const eventType of budget.failTypes) {
           out.push({ type: 'fail-next', eventType })
@@ -944,7 +969,17 @@ export function createHarness(options: HarnessOptions): Harness {
         ctx.toolBatch.failure !== null,
         (ctx as ApprovalView).toolBatch?.approval != null,
       ],
-      [state.counters.sends, state.counters.cancels, state.counters.removes, state.counters.fails, state.counters.maintenance, state.cancelOn],
+      [
+        state.counters.sends,
+        state.counters.cancels,
+        state.counters.removes,
+        state.counters.fails,
+        state.counters.maintenance,
+        state.counters.watches,
+        state.counters.strays,
+        state.cancelOn,
+        ctx.facts?.observed ?? true,
+      ],
     ])
   }
 

@@ -16,6 +16,37 @@ const CRASHED = [
   { seq: 4, time: 5, type: 'user/message', data: scenarioMessage('m0'), surfaceOp: 'append' },
 ]
 
+/** A stored log that stops while call c1 (after c0, which ran) waits for a person's answer (TL-18): an instance resumes there. */
+const AWAITING_APPROVAL = [
+  ...CRASHED,
+  { seq: 5, time: 6, type: 'request/header', data: { header: { config: SCENARIO_CONFIG }, reason: 'initial' } },
+  { seq: 6, time: 7, type: 'request/context', data: { provider: SCENARIO_CONFIG.provider, model: SCENARIO_CONFIG.model } },
+  {
+    seq: 7,
+    time: 8,
+    type: 'assistant/message',
+    data: {
+      turn: 1,
+      step: 1,
+      message: {
+        id: 'a1',
+        role: 'assistant',
+        content: [
+          { type: 'tool-call', id: 'c0', name: 'p', arguments: '{}' },
+          { type: 'tool-call', id: 'c1', name: 'x', arguments: '{}' },
+          { type: 'tool-call', id: 'c2', name: 'p', arguments: '{}' },
+        ],
+        source: { kind: 'model', ...SCENARIO_CONFIG },
+      },
+    },
+    surfaceOp: 'append',
+    sourceEventSeqs: [],
+  },
+  { seq: 8, time: 9, type: 'tool/call', data: { turn: 1, step: 1, callId: 'c0', name: 'p', arguments: '{}' } },
+  { seq: 9, time: 10, type: 'tool/call', data: { turn: 1, step: 1, callId: 'c1', name: 'x', arguments: '{}' } },
+  { seq: 10, time: 11, type: 'tool/approval-request', data: { turn: 1, step: 1, callId: 'c1', name: 'x', reason: 'a person decides' } },
+]
+
 /** A policy small enough that the walk's tiny messages pass its threshold within a turn or two (CP-1). */
 const SMALL_WINDOW = { contextWindow: 20, threshold: 0.5, keepRecent: 0.3 }
 /** Compaction on: the walk measures its own log with SMALL_WINDOW; a scenario sets it up as setup.compaction (format 5). */
@@ -43,6 +74,42 @@ const PROMPTED = [{ seq: 0, time: 1, type: 'user/message', data: scenarioMessage
 
 const triggers = ['agent/status', 'turn/start', 'step/start', 'request/header', 'assistant/message', 'tools/result'] as const
 
+/** Nobody listens or watches: every extension point is decided in the chart, with no round trip, and tool modes are known. */
+const UNWATCHED = { observed: false, listened: [], approver: false, modes: { p: 'parallel', x: 'exclusive' } } as const
+/** Every extension point listened to, but nothing watches the session: decisions wait for hooks, boundaries do not. */
+const LISTENED = { observed: false, approver: true, modes: { p: 'parallel', x: 'exclusive' } } as const
+
+/** The paths where nobody decides or watches (Facts): the same catalogue, fewer round trips. */
+const FACT_PROFILES: Budget[] = [
+  { sends: 2, ...few, responses: ['text', 'tools', 'tools-mixed', 'error', 'max-tokens', 'partial'], facts: UNWATCHED },
+  { sends: 1, cancels: 1, ...few, responses: ['text', 'tools-mixed', 'partial'], facts: UNWATCHED },
+  { sends: 1, fails: 1, ...few, responses: ['text', 'tools'], facts: UNWATCHED },
+  { sends: 1, ...few, responses: ['text', 'tools', 'error'], facts: LISTENED },
+  { sends: 1, fails: 1, ...few, responses: ['text', 'tools'], facts: LISTENED },
+  // TL-18: an ask with nobody to answer it is denied
+  { sends: 1, ...few, responses: ['tools'], approvals: true, facts: { ...UNWATCHED, listened: ['tools/pre-execute'] } },
+  { sends: 2, ...few, responses: ['text', 'tools'], maxSteps: 1, facts: UNWATCHED },
+  { sends: 2, ...few, responses: ['text', 'tools', 'overflow'], ...compacting, facts: UNWATCHED },
+  // someone starts watching mid-walk, or stops (a listener added or removed)
+  { sends: 1, ...few, responses: ['text', 'tools'], facts: UNWATCHED, watches: 1 },
+  { sends: 1, ...few, responses: ['text', 'tools'], facts: { ...LISTENED, observed: true }, watches: 1 },
+]
+
+/** The same for the part machines, which need fewer paths to take each of their transitions. */
+const PART_FACT_PROFILES: Budget[] = [
+  { sends: 1, ...few, responses: ['text', 'tools-mixed', 'error'], facts: UNWATCHED },
+  { sends: 0, fails: 1, ...few, responses: ['tools'], facts: UNWATCHED, failTypes: ['tool/call', 'tool/result', 'step/end'] },
+  { sends: 0, ...few, responses: ['text', 'tools'], facts: LISTENED },
+  { sends: 0, ...few, responses: ['tools'], approvals: true, facts: { ...UNWATCHED, listened: ['tools/pre-execute'] } },
+  { sends: 0, ...few, responses: ['text'], facts: UNWATCHED, watches: 1 },
+]
+
+/** Requests the machine refuses: an answer for a call that does not wait, a job or a compaction while it is busy (MT-1, CP-4, TL-18). */
+const STRAY_PROFILES: Budget[] = [
+  { sends: 1, strays: 1, ...few, responses: ['text', 'tools'] },
+  { sends: 1, strays: 1, ...few, responses: ['text'], ...compacting },
+]
+
 /** Budgets for the agent machine, from the richest single-prompt walk to focused ones. */
 export const AGENT_PROFILES: Budget[] = [
   // every hook decision, model response and tool outcome for one prompt
@@ -69,6 +136,21 @@ export const AGENT_PROFILES: Budget[] = [
   { sends: 1, maintenance: 1, fails: 1, ...few, responses: ['text'], failTypes: ['user/message', 'compaction/completed'], ...compacting },
   // TU-16: a one-step limit, reached after a tool step or with input staged by turn-stopping; the next turn goes on
   { sends: 2, ...few, responses: ['text', 'tools'], maxSteps: 1 },
+  ...FACT_PROFILES,
+  ...STRAY_PROFILES,
+  // TL-18: an instance over a log that stops while a call waits: it waits on, answered, cancelled, or its store refuses
+  // (docs/conformance.md does not yet describe this resume, so its scenarios stay out of the suite)
+  { sends: 1, cancels: 1, ...few, responses: ['text'], approvals: true, seed: AWAITING_APPROVAL, portable: false },
+  {
+    sends: 0,
+    fails: 1,
+    ...few,
+    responses: ['text'],
+    approvals: true,
+    seed: AWAITING_APPROVAL,
+    failTypes: ['tool/result', 'tool/approval-answer'],
+    portable: false,
+  },
 ]
 
 export interface Walk {
@@ -106,6 +188,7 @@ export function walks(): Walk[] {
     // TL-18: the approval wait, answered, cancelled, or cut short by a refused append
     { sends: 0, cancels: 1, ...few, responses: ['tools'], approvals: true },
     { sends: 0, fails: 1, ...few, responses: ['tools'], approvals: true, failTypes: ['tool/approval-request', 'tool/approval-answer'] },
+    ...PART_FACT_PROFILES,
   ]
   // a refused append meeting a cancel or a failed request: the turn writes turn/end again
   const refusedBeforeTurnEnd: Budget = {
@@ -130,6 +213,10 @@ export function walks(): Walk[] {
         ...armedAtStart(['turn/start'], ['turn/start']),
         ...COMPACTION_PROFILES,
         { sends: 0, ...few, responses: ['text', 'tools'], maxSteps: 1 },
+        // a turn over an empty inbox, with nobody to decide: it completes with no step (TU-7)
+        { sends: 0, ...few, responses: ['text'], facts: UNWATCHED, input: { nextTurn: [] } },
+        { sends: 0, ...few, responses: ['text', 'overflow'], ...compacting, facts: UNWATCHED },
+        { sends: 0, ...few, responses: ['tools'], maxSteps: 1, facts: UNWATCHED },
       ],
     },
     {

@@ -57,5 +57,7 @@ export const WalkInputSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('approval'), callId: id, decision: z.enum(['approve', 'deny']) }).strict(),
   z.object({ type: z.literal('tool'), callId: id, outcome: z.enum(['ok', 'error', 'concludes', 'context']) }).strict(),
   z.object({ type: z.literal('tool-post'), callId: id, decision: z.enum(['accept', 'replace', 'block', 'throw']) }).strict(),
+  /** Someone starts or stops watching the session (a listener is added or removed): the runtime tells the machine (walks with facts only). */
+  z.object({ type: z.literal('watch'), observed: z.boolean() }).strict(),
 ])
 export type WalkInput = z.infer<typeof WalkInputSchema>

@@ -153,5 +153,6 @@ export function scriptInput(input: WalkInput, detail: ScriptDetail = {}): Scenar
       }
       break
   }
+  // `watch` has none: walks with facts of their own are not replayed
   throw new Error(`no explicit form for walk input ${JSON.stringify(input)}`)
 }

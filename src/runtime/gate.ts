@@ -1,0 +1,79 @@
+// The durability gate: with a store, work that leaves the process (a listened
+// hook, the model request, a tool body, a maintenance job) starts only once
+// every event appended before it is committed, so nothing outside ever acts
+// on a log the store could lose. A failed commit is reported once, as the
+// refused append of the earliest uncommitted event; the session is halted by
+// then, so whatever the machine appends next is refused too and the stored
+// log stays a prefix a resume can repair.
+import type { Effect } from '../machines/types.js'
+import type { SessionEventType } from '../session/schemas.js'
+import type { Durability } from '../stores/writer.js'
+
+/** Effects with an id that start work outside the machine. */
+export type WorkEffect = Extract<Effect, { type: 'fx.hook' | 'fx.prepare' | 'fx.model' | 'fx.tool' | 'fx.job' | 'fx.wait' | 'fx.summarise' }>
+
+export interface GateOptions {
+  durability: Durability
+  /** How many events the log holds now: held work waits until the store holds that many. */
+  logLength: () => number
+  /** Whether the effect runs outside the process (a hook nobody listens to decides in-process and passes). */
+  reachesOut: (effect: WorkEffect) => boolean
+  /** Starts work the gate let through. */
+  start: (effect: WorkEffect) => void
+  /** The store failed: `eventType` is the earliest event it did not take (null once it had failed already); `held` never started. */
+  failed: (error: unknown, eventType: SessionEventType | null, held: readonly WorkEffect[]) => void
+}
+
+export class DurabilityGate {
+  /** Outside work waiting for the store, each with the log length it must see committed; started in order. */
+  #held: Array<{ effect: WorkEffect; through: number }> = []
+  #state: 'open' | 'draining' | 'waiting' = 'open'
+
+  constructor(readonly options: GateOptions) {}
+
+  /** Holds `effect` until the store has caught up (or refuses it once the store failed); false when it may start now. */
+  holds(effect: WorkEffect): boolean {
+    const { durability } = this.options
+    if (durability.fault !== null) {
+      this.options.failed(durability.fault, null, [effect])
+      return true
+    }
+    if (this.#held.length === 0 && (!durability.pending || !this.options.reachesOut(effect))) return false
+    this.#held.push({ effect, through: this.options.logLength() })
+    if (this.#state === 'open') this.#drain()
+    return true
+  }
+
+  /** Starts held work in order as the commits it waits for complete. */
+  #drain(): void {
+    const { durability } = this.options
+    this.#state = 'draining'
+    while (this.#held.length > 0) {
+      const { effect, through } = this.#held[0]
+      let waiting: Promise<void> | undefined
+      try {
+        waiting = durability.commitThrough(through)
+      } catch (error) {
+        return this.#storeFailed(error)
+      }
+      if (waiting !== undefined) {
+        this.#state = 'waiting'
+        waiting.then(
+          () => this.#drain(),
+          (error: unknown) => this.#storeFailed(error),
+        )
+        return
+      }
+      this.#held.shift()
+      this.options.start(effect)
+    }
+    this.#state = 'open'
+  }
+
+  #storeFailed(error: unknown): void {
+    const held = this.#held.map((h) => h.effect)
+    this.#held = []
+    this.#state = 'open'
+    this.options.failed(error, this.options.durability.failedType ?? null, held)
+  }
+}

@@ -1,0 +1,27 @@
+// What the loop itself writes: plain values (no schema library) that the
+// machines log and the readers of a log (repair, approvals, compaction,
+// viewers) recognise, so both sides share one spelling.
+
+/** TL-1: an empty string is `{}`, valid JSON its value, anything else stays the raw text. */
+export function parseArguments(raw: string): unknown {
+  if (raw.trim() === '') return {}
+  try {
+    return JSON.parse(raw) as unknown
+  } catch {
+    return raw
+  }
+}
+
+/** RS-5: the result of a call whose outcome was lost when the session stopped while it ran. */
+export const UNKNOWN_OUTCOME =
+  'Error: the outcome of this tool call is unknown: the session was interrupted while it ran. Retry it blindly only if the call is safe to repeat.'
+/** RS-5: the result of a call that never started before the session stopped. */
+export const NOT_STARTED = 'Error: this tool call was never started: the session was interrupted before it ran. You may retry it.'
+
+/** The source of a compaction summary message; a range that holds only such a message has nothing left to compact. */
+export const SUMMARY_SOURCE = Object.freeze({ kind: 'plugin' as const, plugin: 'compaction' })
+
+/** The text a summary message carries: a marker line, then the summary. */
+export function summaryText(summary: string): string {
+  return `[Summary of the earlier conversation, compacted to fit the context window]\n\n${summary}`
+}
