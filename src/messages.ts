@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto'
 import { InboxError } from './errors.js'
 import { describeValue, isArrayLike } from './foreign.js'
-import { deepFreeze, seal, toFrozenJson } from './session/lossless.js'
+import { deepFreeze, toFrozenJson } from './session/lossless.js'
 import { UserMessageSchema, type ContentBlock, type UserMessage } from './session/schemas.js'
 
 export type UserSource = UserMessage['source']
@@ -30,7 +30,7 @@ export function userMessage(textOrBlocks: string | readonly ContentBlock[], opti
   // block's text and lossless JSON), so the boundary pass is skipped; every other form is checked (#13)
   if (typeof textOrBlocks === 'string' && id === undefined && source === undefined) {
     // sealed too: the inbox splice and the user/message event take it as it is instead of copying it (#13)
-    FROM_TEXT.add(seal(deepFreeze(message)))
+    FROM_TEXT.add(deepFreeze(message))
     return message
   }
   return toInboxMessage(message)

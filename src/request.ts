@@ -4,7 +4,7 @@
 import { ConfigError } from './errors.js'
 import { canonical } from './canonical.js'
 import { isJsonSchemaInput, isZodV4Schema, toCheckedSchema, type CheckedSchema, type SchemaInput } from './schema.js'
-import { toSealedJson } from './session/lossless.js'
+import { toFrozenJson } from './session/lossless.js'
 import { LlmCallConfigSchema, type LlmCallConfig, type ProviderOptions, type ResponseFormat } from './session/schemas.js'
 
 /** A response format as written: the logged form, a schema, or `{ type: 'json', schema }` with a schema object. */
@@ -75,7 +75,7 @@ export function toLoggedConfig(value: unknown, schemas: OutputSchemas, where: st
     'responseFormat' in value ? { ...value, responseFormat: normalizeResponseFormat(value.responseFormat, schemas, `${where}.responseFormat`) } : value
   checkConfig(where, candidate, partialRoute)
   // sealed: the request header carries it into its event (a deep-frozen copy, as toFrozenJson's always is)
-  return toSealedJson(candidate, where) as LlmCallConfig
+  return toFrozenJson(candidate, where) as LlmCallConfig
 }
 
 /** Provider options of two layers, merged one level deep: the later layer's fields win within each provider. */

@@ -1,8 +1,7 @@
 // Stream assembly (BEHAVIOURS 1.4): turns normalized StreamChunks into the
 // content of one assistant message, and keeps adapter failures inside the stream.
-import { types } from 'node:util'
 import { describeThrown, isRecordLike, peek } from '../foreign.js'
-import { seal, toFrozenJson } from '../session/lossless.js'
+import { deepFreeze, toFrozenJson } from '../session/lossless.js'
 import {
   StreamChunkSchema,
   type ContentBlock,
@@ -198,12 +197,8 @@ function blockOf(slot: Slot): ContentBlock | undefined {
   }
 }
 
-/**
- * What the adapter boundary made of one yielded chunk: the chunk as checked plain data, or why it was refused.
- * `frozen`: the chunk was built here by the hand check, deep-frozen, from values held to StreamChunkSchema (strings,
- * safe non-negative integers, never -0, known literals): exactly the lossless copy the session would make of it.
- */
-export type AdmittedChunk = { readonly ok: true; readonly chunk: StreamChunk; readonly frozen: boolean } | { readonly ok: false; readonly failure: LlmFailure }
+/** What the adapter boundary made of one yielded chunk: the chunk as checked plain data, or why it was refused. */
+export type AdmittedChunk = { readonly ok: true; readonly chunk: StreamChunk } | { readonly ok: false; readonly failure: LlmFailure }
 
 /**
  * Checks one chunk an adapter yielded against the schema the log uses (StreamChunkSchema), in full.
@@ -215,155 +210,15 @@ export type AdmittedChunk = { readonly ok: true; readonly chunk: StreamChunk; re
  */
 export function admitChunk(raw: unknown): AdmittedChunk {
   try {
-    const common = commonChunk(raw)
-    if (common !== undefined) return { ok: true, chunk: common, frozen: true }
-    const finish = peek(raw, 'type') === 'finish'
-    const input = finish ? finishWithFacts(raw) : raw
-    const plain = finish ? plainFinish(input as Record<string, unknown>) : undefined
-    if (plain !== undefined) return { ok: true, chunk: plain, frozen: true }
-    const parsed = StreamChunkSchema.safeParse(input)
-    if (parsed.success) return { ok: true, chunk: parsed.data, frozen: false }
+    const parsed = StreamChunkSchema.safeParse(peek(raw, 'type') === 'finish' ? finishWithFacts(raw) : raw)
+    // zod's output is a fresh object whose every leaf the schema typed (replayState was copied above): frozen, it is lossless
+    if (parsed.success) return { ok: true, chunk: deepFreeze(parsed.data) }
     const issue = parsed.error.issues[0]
     const at = formatIssuePath(issue.path)
     return { ok: false, failure: malformedChunk(`${at ? `${at}: ` : ''}${issue.message}`) }
   } catch (error) {
     return { ok: false, failure: malformedChunk(`it could not be read: ${describeThrown(error)}`) }
   }
-}
-
-// ---- the hand check --------------------------------------------------------------
-// The ordinary chunks of every stream are checked here by hand, exactly as StreamChunkSchema checks them, and
-// built again in its key order, deep-frozen; anything else or unusual (a proxy, an array, another key, a bad or
-// undefined value, an image block, a failure, a replay envelope) is left to zod, which decides it with its own
-// words. Each value is read once, in the schema's key order. Why: zod on every streamed chunk, then the session's
-// lossless copy of what zod returned, were the largest per-chunk costs of a turn.
-
-const BLOCK_TYPES: ReadonlySet<unknown> = new Set(['text', 'reasoning', 'image', 'tool-call'])
-const SIMPLE_FINISH: ReadonlySet<unknown> = new Set(['stop', 'tool-calls', 'max-tokens'])
-const USAGE_COUNTS = ['cacheReadTokens', 'cacheWriteTokens', 'reasoningTokens'] as const
-const KEYS = {
-  blockStart: new Set(['type', 'index', 'blockType']),
-  toolCallDelta: new Set(['type', 'index', 'id', 'name', 'argumentsDelta']),
-  blockEnd: new Set(['type', 'index', 'block']),
-  usageChunk: new Set(['type', 'usage']),
-  usage: new Set(['inputTokens', 'outputTokens', ...USAGE_COUNTS]),
-  textBlock: new Set(['type', 'text']),
-  toolCallBlock: new Set(['type', 'id', 'name', 'arguments']),
-  finish: new Set(['type', 'reason']),
-  reason: new Set(['kind']),
-}
-
-/** An object a strict zod object would read, whose enumerable keys (inherited included, as zod sees them) are all in `keys`. */
-function strictRecord(value: unknown, keys: ReadonlySet<string>): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || types.isProxy(value) || Array.isArray(value)) return false
-  for (const key in value) if (!keys.has(key)) return false
-  return true
-}
-
-/** A count as the schema takes it: a safe non-negative integer, never -0. */
-const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && !Object.is(v, -0)
-
-/** Every chunk type but `finish` by hand (see above); undefined leaves the chunk to zod. */
-function commonChunk(raw: unknown): StreamChunk | undefined {
-  if (typeof raw !== 'object' || raw === null || types.isProxy(raw)) return undefined
-  const type = (raw as Record<string, unknown>).type
-  switch (type) {
-    case 'text-delta':
-    case 'reasoning-delta': {
-      // the chunk of every streamed token: its three keys compared inline rather than looked up (strictRecord)
-      if (Array.isArray(raw)) return undefined
-      for (const key in raw) if (key !== 'type' && key !== 'index' && key !== 'text') return undefined
-      const { index, text } = raw as Record<string, unknown>
-      return isCount(index) && typeof text === 'string' ? Object.freeze({ type, index, text }) : undefined
-    }
-    case 'block-start': {
-      if (!strictRecord(raw, KEYS.blockStart)) return undefined
-      const index = raw.index
-      const blockType = raw.blockType
-      return isCount(index) && BLOCK_TYPES.has(blockType) ? Object.freeze({ type, index, blockType: blockType as 'text' }) : undefined
-    }
-    case 'tool-call-delta':
-      return toolCallDelta(raw as Record<string, unknown>)
-    case 'block-end': {
-      if (!strictRecord(raw, KEYS.blockEnd)) return undefined
-      const index = raw.index
-      if (!isCount(index)) return undefined
-      const block = plainBlock(raw.block)
-      return block === undefined ? undefined : Object.freeze({ type, index, block })
-    }
-    case 'usage': {
-      if (!strictRecord(raw, KEYS.usageChunk)) return undefined
-      const usage = plainUsage(raw.usage)
-      return usage === undefined ? undefined : Object.freeze({ type, usage })
-    }
-    default:
-      return undefined
-  }
-}
-
-function toolCallDelta(raw: Record<string, unknown>): StreamChunk | undefined {
-  if (!strictRecord(raw, KEYS.toolCallDelta)) return undefined
-  const index = raw.index
-  if (!isCount(index)) return undefined
-  // optional keys as zod takes them: present by `in`, and then a string (a present undefined is zod's to decide)
-  const hasId = 'id' in raw
-  const id = hasId ? raw.id : undefined
-  if (hasId && typeof id !== 'string') return undefined
-  const hasName = 'name' in raw
-  const name = hasName ? raw.name : undefined
-  if (hasName && typeof name !== 'string') return undefined
-  const argumentsDelta = raw.argumentsDelta
-  if (typeof argumentsDelta !== 'string') return undefined
-  if (hasId && hasName) return Object.freeze({ type: 'tool-call-delta', index, id: id as string, name: name as string, argumentsDelta })
-  if (hasId) return Object.freeze({ type: 'tool-call-delta', index, id: id as string, argumentsDelta })
-  if (hasName) return Object.freeze({ type: 'tool-call-delta', index, name: name as string, argumentsDelta })
-  return Object.freeze({ type: 'tool-call-delta', index, argumentsDelta })
-}
-
-/**
- * A block-end's text, reasoning or tool-call block, sealed: the assistant message carries it into its own event,
- * whose copy then takes it as it is. Undefined for the rest (image and tool-result blocks go to zod).
- */
-function plainBlock(block: unknown): ContentBlock | undefined {
-  if (typeof block !== 'object' || block === null || types.isProxy(block)) return undefined
-  const type = (block as Record<string, unknown>).type
-  if (type === 'text' || type === 'reasoning') {
-    if (!strictRecord(block, KEYS.textBlock)) return undefined
-    const text = block.text
-    return typeof text === 'string' ? seal(Object.freeze({ type, text })) : undefined
-  }
-  if (type !== 'tool-call' || !strictRecord(block, KEYS.toolCallBlock)) return undefined
-  const id = block.id
-  const name = block.name
-  const args = block.arguments
-  if (typeof id !== 'string' || typeof name !== 'string' || typeof args !== 'string') return undefined
-  return seal(Object.freeze({ type, id, name, arguments: args }))
-}
-
-/** A TokenUsage: two counts, and the optional ones in the schema's order; sealed, as the assistant message carries it. */
-function plainUsage(usage: unknown): TokenUsage | undefined {
-  if (!strictRecord(usage, KEYS.usage)) return undefined
-  const inputTokens = usage.inputTokens
-  const outputTokens = usage.outputTokens
-  if (!isCount(inputTokens) || !isCount(outputTokens)) return undefined
-  const out: TokenUsage = { inputTokens, outputTokens }
-  for (const key of USAGE_COUNTS) {
-    if (!(key in usage)) continue
-    const n = usage[key]
-    if (!isCount(n)) return undefined
-    out[key] = n
-  }
-  return seal(Object.freeze(out))
-}
-
-/** A finish with a stop, tool-calls or max-tokens reason and no replay envelope, read from finishWithFacts's own-keys copy. */
-function plainFinish(chunk: Record<string, unknown>): StreamChunk | undefined {
-  if (!strictRecord(chunk, KEYS.finish)) return undefined
-  const reason = chunk.reason
-  if (typeof reason !== 'object' || reason === null || types.isProxy(reason)) return undefined
-  const kind = (reason as Record<string, unknown>).kind
-  if (!SIMPLE_FINISH.has(kind) || !strictRecord(reason, KEYS.reason)) return undefined
-  return Object.freeze({ type: 'finish', reason: Object.freeze({ kind: kind as 'stop' }) })
 }
 
 function malformedChunk(why: string): LlmFailure {

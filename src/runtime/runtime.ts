@@ -27,7 +27,7 @@ import type {
 } from '../machines/types.js'
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
 import type { LlmCallConfig, LlmFailure, Message, RequestHeader, SessionEvent, SessionEventType, ToolSchema, UserMessage } from '../session/schemas.js'
-import { MACHINE_BUILT, messageOf, surfaceNodeOf, type BuiltIntent, type Session } from '../session/session.js'
+import { SCHEMA_CHECKED, messageOf, surfaceNodeOf, type CheckedIntent, type Session } from '../session/session.js'
 import type { Durability } from '../stores/writer.js'
 import { classify, type ToolDefinition } from '../tools/define.js'
 import { toLoggedConfig, type OutputSchemas } from '../request.js'
@@ -98,6 +98,8 @@ function abandonedFailure(): LlmFailure {
 
 /** How many steps may follow each other without the event loop turning before a step boundary yields to it. */
 const STEPS_PER_YIELD = 16
+/** The intent of an append the stock machine built with nothing else to say (SCHEMA_CHECKED). */
+const CHECKED: CheckedIntent = Object.freeze({ [SCHEMA_CHECKED]: true as const })
 
 /** The first refused append of a macrostep, and what it left out: the appends skipped and the effects never started. */
 interface Refusal {
@@ -109,9 +111,6 @@ interface Refusal {
 
 /** What `request.prepared` carries beside its id. */
 type PreparedRequest = Omit<Extract<AgentEvent, { type: 'request.prepared' }>, 'type' | 'id'>
-
-/** The intent of an append the stock machine built with nothing else to say: its data needs no schema pass (MACHINE_BUILT). */
-const BUILT: BuiltIntent = Object.freeze({ [MACHINE_BUILT]: true as const })
 
 const sameFacts = (a: Facts, b: Facts) =>
   a.observed === b.observed && a.approver === b.approver && a.modes === b.modes && a.listened.join() === b.listened.join()
@@ -147,8 +146,8 @@ export class Runtime {
   readonly #gate: DurabilityGate | null
   /** The records of the last request prepared, reused while its frozen config comes back unchanged. */
   #prepared: PreparedRequest | null = null
-  /** The stock machine builds only valid events, so their schema pass is skipped; a `.provide()` variant's are checked. */
-  readonly #built: boolean
+  /** The stock machine builds its events from parsed values (SCHEMA_CHECKED); a `.provide()` variant's are parsed again. */
+  readonly #stock: boolean
   #facts: Facts
 
   constructor(readonly options: RuntimeOptions) {
@@ -157,7 +156,7 @@ export class Runtime {
     deepFreeze(options.toolSchemas) // they travel in every request (RQ-6)
     const machine = options.machine ?? agentMachine
     this.#machine = machine
-    this.#built = machine === agentMachine
+    this.#stock = machine === agentMachine
     this.#pending = new Pending((event) => this.#send(event))
     const { durability } = options
     this.#gate = durability
@@ -684,13 +683,13 @@ export class Runtime {
     try {
       const { surfaceOp, citeKeys, time } = effect
       const sources = citeKeys ? this.#cited(citeKeys) : effect.sourceEventSeqs
-      let intent: BuiltIntent | undefined = this.#built ? BUILT : undefined
+      let intent: CheckedIntent | undefined = this.#stock ? CHECKED : undefined
       if (surfaceOp || sources || time !== undefined) {
-        const full: { -readonly [K in keyof BuiltIntent]: BuiltIntent[K] } = {}
+        const full: { -readonly [K in keyof CheckedIntent]: CheckedIntent[K] } = {}
         if (surfaceOp) full.surfaceOp = surfaceOp
         if (sources) full.sourceEventSeqs = sources
         if (time !== undefined) full.time = time
-        if (this.#built) full[MACHINE_BUILT] = true
+        if (this.#stock) full[SCHEMA_CHECKED] = true
         intent = full
       }
       // through the session object, so a wrapped or failing store is honoured

@@ -4,13 +4,13 @@
 import { StreamAssembler, admitChunk, normalizeStream, type AssembledResponse } from '../adapters/assemble.js'
 import type { ModelAdapter, ModelRequest } from '../adapters/types.js'
 import type { StreamChunk } from '../session/schemas.js'
-import { FROZEN_JSON, type BuiltIntent, type Session } from '../session/session.js'
+import { SCHEMA_CHECKED, type CheckedIntent, type Session } from '../session/session.js'
+
+/** The intent of a chunk event whose chunk admitChunk parsed with its schema (SCHEMA_CHECKED). */
+const CHECKED: CheckedIntent = Object.freeze({ [SCHEMA_CHECKED]: true as const })
 
 /** How many chunks a stream may deliver before the event loop gets to run once. */
 const CHUNKS_PER_YIELD = 256
-
-/** The intent of a chunk event whose data the stream built frozen from checked values (FROZEN_JSON). */
-const CHECKED: BuiltIntent = Object.freeze({ [FROZEN_JSON]: true as const })
 
 const ABORT = Symbol('abort')
 
@@ -60,11 +60,9 @@ export async function streamModel(session: Session, model: ModelAdapter, request
           }
           const admitted = admitChunk(next.value)
           const chunk: StreamChunk = admitted.ok ? admitted.chunk : { type: 'finish', reason: { kind: 'error', failure: admitted.failure } }
-          // a hand-checked chunk is admitChunk's own deep-frozen build of checked values: the session takes it as is
-          const event =
-            admitted.ok && admitted.frozen
-              ? session.append('assistant/chunk', Object.freeze({ turn, step, chunk }), CHECKED)
-              : session.append('assistant/chunk', { turn, step, chunk })
+          const event = admitted.ok
+            ? session.append('assistant/chunk', { turn, step, chunk }, CHECKED)
+            : session.append('assistant/chunk', { turn, step, chunk })
           chunkSeqs.push(event.seq)
           assembler.push(chunk)
           if (chunk.type === 'finish') break

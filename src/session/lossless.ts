@@ -1,7 +1,6 @@
 // Lossless JSON (SS-2): a value is accepted only if a JSON round trip would
 // give it back unchanged. One recursive pass checks and deep-copies; the copy
 // is frozen as it is built, so callers can never mutate what the log keeps.
-// The log's own pass shares sealed parts instead of copying them (see below).
 import { LosslessJsonError } from '../errors.js'
 
 type Key = string | number
@@ -27,56 +26,17 @@ export const MINUS_ZERO = { message: '-0 does not survive JSON (it reads back as
 
 /** Checks that `value` is lossless JSON and returns a deep-frozen deep copy; the one gate every logged value passes (SS-2). */
 export function toFrozenJson<T>(value: T, path = 'data'): T {
-  return visit(value, { base: path, keys: [], ancestors: [], reuse: false, deepest: 0 }) as T
-}
-
-// ---- sealed values (in-house) ------------------------------------------------------------
-// A sealed value is deep-frozen lossless JSON no deeper than SEALED_HEIGHT levels of containers: a copy this
-// module made, or a value our own code built frozen from checked parts. Frozen, it can never change, so what was
-// checked once stays checked, and the session's copy of an event takes a sealed part as it is instead of walking
-// and copying it again (the parts the machine carries from one event into another, e.g. a logged
-// chunk's block into the assistant message). Nothing from user code is ever sealed: user values are copied first.
-const SEALED = new WeakSet<object>()
-/** The most levels of containers a sealed value may have; one is taken as is only where MAX_JSON_DEPTH still holds. */
-export const SEALED_HEIGHT = 32
-
-/**
- * Registers `value` as sealed. Only for a value our code built and deep-froze, at most SEALED_HEIGHT containers
- * deep, whose every part is a string, a boolean, a finite number other than -0, null, or a container our code
- * built the same way or a sealed value. Why: see above.
- */
-export function seal<T extends object>(value: T): T {
-  SEALED.add(value)
-  return value
-}
-
-/** toFrozenJson, and the copy is sealed when it is shallow enough (in-house: values later carried into events). */
-export function toSealedJson<T>(value: T, path: string): T {
-  const walk: Walk = { base: path, keys: [], ancestors: [], reuse: false, deepest: 0 }
-  const copy = visit(value, walk)
-  if (typeof copy === 'object' && copy !== null && walk.deepest <= SEALED_HEIGHT) SEALED.add(copy)
-  return copy as T
-}
-
-/**
- * The copy an event keeps (Session.append): checked and copied like toFrozenJson, except that sealed parts are
- * taken as they are. Identity is the only difference (a sealed part is shared, not copied); in-house.
- */
-export function toLoggedJson<T>(value: T, path: string): T {
-  return visit(value, { base: path, keys: [], ancestors: [], reuse: true, deepest: 0 }) as T
+  return visit(value, { base: path, keys: [], ancestors: [] }) as T
 }
 
 // Walk state: `keys` is the path from the root to the value being visited
 // and `ancestors` the containers on that path. The path string is built only
 // on failure, so the happy path allocates little beyond the copy itself.
 // Module-level functions (no per-call closures) keep this hot path cheap.
-// `reuse` takes sealed values as they are; `deepest` counts the levels of containers seen.
 interface Walk {
   readonly base: string
   readonly keys: Key[]
   readonly ancestors: object[]
-  readonly reuse: boolean
-  deepest: number
 }
 
 function fail(walk: Walk, what: string): never {
@@ -103,9 +63,6 @@ function visit(v: unknown, walk: Walk): unknown {
       return fail(walk, typeof v)
   }
   const { keys, ancestors } = walk
-  // a sealed part can hold no ancestor (it was frozen before them) and, below this bound, is within MAX_JSON_DEPTH
-  if (walk.reuse && SEALED.has(v) && ancestors.length <= MAX_JSON_DEPTH - SEALED_HEIGHT) return v
-  if (ancestors.length >= walk.deepest) walk.deepest = ancestors.length + 1
   if (ancestors.includes(v)) fail(walk, 'cycle')
   if (ancestors.length >= MAX_JSON_DEPTH) fail(walk, `nested deeper than ${MAX_JSON_DEPTH} levels`)
   if (Object.getOwnPropertySymbols(v).length > 0) fail(walk, 'symbol-keyed property')

@@ -5,7 +5,7 @@ import { Observable, Subscriber, type Observer, type Operator, type Subscription
 import { ConfigError, SeedRefusedError, SessionAppendError } from '../errors.js'
 import { validatedSeedViolations } from './invariants.js'
 import { describeValue, isArrayLike, isRecordLike } from '../foreign.js'
-import { formatPath, toFrozenJson, toLoggedJson } from './lossless.js'
+import { formatPath, toFrozenJson } from './lossless.js'
 import {
   EventDataSchemas,
   SURFACE_TYPES,
@@ -16,7 +16,6 @@ import {
   type SessionEvent,
   type SessionEventOf,
   type SessionEventType,
-  type StreamChunk,
   type SurfaceOp,
 } from './schemas.js'
 
@@ -64,34 +63,21 @@ const INTENT_KEYS = new Set(['surfaceOp', 'sourceEventSeqs', 'ignorable', 'time'
 const NO_INTENT: AppendIntent = Object.freeze({})
 
 /**
- * Marks an append intent whose data the stock agent machine built from values already checked at the edge (issue
- * #13): its per-type schema pass is skipped; the lossless copy and every log rule still run. Why: re-validating what
- * the machine built was most of zod's share of a step. In-house only (not exported by the package), and the test
- * helpers re-check every log against the schemas, so a machine that built a bad event still fails its tests.
+ * The one trusted path: marks an append intent whose data this library already parsed with the schema that types it
+ * (the stock agent machine's events, a stream chunk admitChunk parsed), so the session skips its per-type schema
+ * pass. Its data is copied like any other, except a frozen `assistant/chunk`: that is the stream's wrap of admitChunk's
+ * deep-frozen parse, whose every leaf the schema typed, so it is lossless JSON and is kept as it is. Every log rule
+ * still runs. Why: parsing and copying the same
+ * value twice was most of zod's share of a step and the largest cost of a chunk. In-house (the package does not
+ * export it); the test helpers re-check every log against the schemas, so a machine that built a bad event still
+ * fails its tests.
  */
-export const MACHINE_BUILT: unique symbol = Symbol('agentchart.machine-built')
-/**
- * Marks an append intent whose data the runtime built itself, frozen, from values it checked to be lossless JSON
- * (the stream chunks admitChunk checked by hand): the session takes it as is instead of copying it.
- * Every other check of the event still runs. Why: copying each streamed chunk was the largest part of the lossless
- * pass. In-house only.
- */
-export const FROZEN_JSON: unique symbol = Symbol('agentchart.frozen-json')
-export type BuiltIntent = AppendIntent & { readonly [MACHINE_BUILT]?: true; readonly [FROZEN_JSON]?: true }
+export const SCHEMA_CHECKED: unique symbol = Symbol('agentchart.schema-checked')
+export type CheckedIntent = AppendIntent & { readonly [SCHEMA_CHECKED]?: true }
+
 const SURFACE = new Set<string>(SURFACE_TYPES)
-// A Record so adding a chunk type to the schema without listing it here fails to compile.
-const CHUNK_TYPES: Record<StreamChunk['type'], true> = {
-  'block-start': true,
-  'text-delta': true,
-  'reasoning-delta': true,
-  'tool-call-delta': true,
-  'block-end': true,
-  usage: true,
-  finish: true,
-}
 
 const isKnownType = (type: string): type is SessionEventType => Object.hasOwn(EventDataSchemas, type)
-const isPositiveInt = (v: unknown): boolean => typeof v === 'number' && Number.isInteger(v) && v > 0
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 // ---- surface -----------------------------------------------------------------
@@ -345,8 +331,10 @@ export class Session {
         if (!INTENT_KEYS.has(key)) throw new SessionAppendError(`${String(type)}: unknown intent key ${JSON.stringify(key)}`, { path: key })
       }
     }
-    const frozen = intent !== undefined && (intent as BuiltIntent)[FROZEN_JSON] === true ? data : toLoggedJson(data, 'data')
-    const event = this.#build(this.#events.length, type, frozen, intent ?? NO_INTENT, 'data', intent?.time)
+    // a checked chunk is the stream's frozen wrap of admitChunk's deep-frozen parse: lossless by its schema, kept as it is
+    const checked = intent !== undefined && (intent as CheckedIntent)[SCHEMA_CHECKED] === true
+    const logged = checked && type === 'assistant/chunk' && Object.isFrozen(data) ? data : toFrozenJson(data, 'data')
+    const event = this.#build(this.#events.length, type, logged, intent ?? NO_INTENT, 'data', intent?.time)
     // an injected store failure refuses a valid event, as a failing store would: nothing is logged
     if (this.#faults.size > 0) this.#injectedFault(type)
     this.#commit(event)
@@ -440,8 +428,7 @@ export class Session {
     const known = isKnownType(type)
     if (!known && ignorable !== true) throw new SessionAppendError(`unknown event type ${JSON.stringify(type)} (mark it ignorable: true to log it)`)
 
-    if (type === 'assistant/chunk') checkChunk(data, at)
-    else if (known && (intent as BuiltIntent)[MACHINE_BUILT] !== true) {
+    if (known && (intent as CheckedIntent)[SCHEMA_CHECKED] !== true) {
       const result = EventDataSchemas[type].safeParse(data)
       if (!result.success) {
         const issues = result.error.issues
@@ -624,7 +611,7 @@ const sourcePath = (i: number) => `sourceEventSeqs[${i}]`
 
 /**
  * The frozen-to-be envelope in its fixed key order. Why one literal per common shape: an object literal holds its
- * fields inline, where keys added one by one after it spill into a separate property store (kept heap, #13).
+ * fields inline, where keys added one by one after it spill into a separate property store (kept heap).
  */
 function envelope(
   seq: number,
@@ -645,31 +632,6 @@ function envelope(
   if (sources !== undefined) event.sourceEventSeqs = sources
   event.ignorable = true
   return event
-}
-
-// An event's `time` (epoch ms) is no small integer, so V8 boxes it; a field that has only ever held numbers gets a
-// box of its own in every object (16 bytes an event). A field that once held anything else keeps plain references,
-// so the events of one millisecond share the one number the clock gave (#clock). One throwaway envelope of each
-// shape with no number in `time`, at load, makes it so. Why: those boxes were 6% of the heap a turn keeps (#13).
-for (const op of [undefined, 'append'] as const) {
-  envelope(0, null as never, '', null, op, undefined, false)
-  envelope(0, null as never, '', null, op, [], false)
-}
-
-/** The assistant/chunk hot path: a hand check instead of zod on every chunk. */
-function checkChunk(data: unknown, at: string): void {
-  if (!isRecord(data)) return refuseChunk(at, 'expected an object {turn, step, chunk}')
-  for (const key in data) if (key !== 'turn' && key !== 'step' && key !== 'chunk') refuseChunk(formatPath(at, [key]), 'unknown key')
-  if (!isPositiveInt(data.turn)) refuseChunk(`${at}.turn`, 'expected a positive integer')
-  if (!isPositiveInt(data.step)) refuseChunk(`${at}.step`, 'expected a positive integer')
-  const chunk = data.chunk
-  if (!isRecord(chunk)) return refuseChunk(`${at}.chunk`, 'expected a stream chunk object')
-  if (typeof chunk.type !== 'string' || !Object.hasOwn(CHUNK_TYPES, chunk.type))
-    refuseChunk(`${at}.chunk.type`, `unknown chunk type ${JSON.stringify(chunk.type)}`)
-}
-
-function refuseChunk(path: string, what: string): never {
-  throw new SessionAppendError(`assistant/chunk: ${path}: ${what}`, { path })
 }
 
 function reportObserverFailure(event: SessionEvent, err: unknown): void {

@@ -4,7 +4,7 @@
 import { ConfigError } from '../errors.js'
 import { describeThrown, describeValue, fieldsOf, isArrayLike, isRecordLike, peek } from '../foreign.js'
 import { describeIssues, toCheckedSchema, type CheckedSchema, type CheckResult, type InferSchema, type SchemaInput } from '../schema.js'
-import { formatPath, toFrozenJson, toSealedJson } from '../session/lossless.js'
+import { formatPath, toFrozenJson } from '../session/lossless.js'
 import { UserMessageSchema, type ToolSchema, type UserMessage } from '../session/schemas.js'
 import { userMessage } from '../messages.js'
 import { redactSecrets } from '../adapters/failure.js'
@@ -98,7 +98,7 @@ export function toolSchemas(tools: readonly ToolDefinition[]): ToolSchema[] {
     .map((tool) => ({
       name: tool.name,
       ...(tool.description ? { description: tool.description } : {}),
-      inputSchema: toSealedJson(checkedSchemaOf(tool).jsonSchema, `tools.${tool.name}.inputSchema`),
+      inputSchema: toFrozenJson(checkedSchemaOf(tool).jsonSchema, `tools.${tool.name}.inputSchema`),
     }))
 }
 
@@ -162,7 +162,7 @@ export function toOutcome(callName: string, value: unknown): ToolOutcome {
   return Object.freeze({
     isError: field('isError') === true,
     content,
-    ...(meta !== undefined ? { meta: toSealedJson(meta, 'meta') } : {}),
+    ...(meta !== undefined ? { meta: toFrozenJson(meta, 'meta') } : {}),
     ...(additionalContexts && additionalContexts.length ? { additionalContexts: Object.freeze(additionalContexts) as UserMessage[] } : {}),
     ...(field('concludesTurn') === true ? { concludesTurn: true } : {}),
   })

@@ -1,8 +1,6 @@
-// SS-2 after issue #13's sealed values: the session's copy of an event takes as they are the parts our own code
-// built frozen from checked values (a logged chunk's block in the assistant message, a userMessage in the inbox
-// splice). Whatever came from user code must still be checked and copied: these tests fail if a tool's, an
-// adapter's or a caller's value reached the log uncopied or unchecked, or if a sealed part let a value through
-// that its plain copy would not pass.
+// SS-2 beside the one trusted path (events the stock machine built skip the schema pass; a chunk admitChunk parsed
+// is kept as it is): whatever came from user code must still be checked and copied. These tests fail if a tool's,
+// an adapter's or a caller's value reached the log uncopied or unchecked.
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod/v4'
 import { createAgent, defineTool, userMessage, type ModelAdapter, type SessionEventOf, type StreamChunk, type UserMessage } from '../../src/index.js'
