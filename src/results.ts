@@ -26,8 +26,10 @@ export interface TurnResult<T = unknown> {
   text: string
   /** The turn's last `assistant/message` (an interrupted prefix after a cancel), if any. */
   message: AssistantMessage | undefined
-  /** Tokens of every attempt of the turn, failed ones included. */
+  /** Tokens of every attempt of the turn, failed ones included, and of the subagents its tool calls ran. */
   usage: UsageTotals
+  /** How much of `usage` the turn's subagents (agentTool) spent; absent when it ran none. */
+  subagentUsage?: UsageTotals
   /** Steps the turn entered. */
   steps: number
   /** With a JSON response format: the parsed answer, validated when its schema came with a check. */
@@ -70,6 +72,20 @@ function addUsage(totals: UsageTotals, usage: TokenUsage): void {
   totals.totalTokens += usage.inputTokens + usage.outputTokens + cacheRead + cacheWrite + reasoning
 }
 
+const USAGE_KEYS = ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'reasoningTokens', 'totalTokens'] as const
+
+function addTotals(totals: UsageTotals, more: UsageTotals): void {
+  for (const key of USAGE_KEYS) totals[key] += more[key]
+}
+
+/** A subagent's totals as agentTool records them in its call's result meta; anything else there is not usage. */
+function subagentUsage(meta: unknown): UsageTotals | undefined {
+  const usage = (meta as { subagent?: { usage?: Record<string, unknown> } } | undefined)?.subagent?.usage
+  if (typeof usage !== 'object' || usage === null) return undefined
+  for (const key of USAGE_KEYS) if (!Number.isSafeInteger(usage[key]) || (usage[key] as number) < 0) return undefined
+  return usage as unknown as UsageTotals
+}
+
 /**
  * Sums the usage of every attempt, in log order. An attempt's usage is its
  * last `usage` chunk (what its anchor records); attempts that failed have no
@@ -78,6 +94,8 @@ function addUsage(totals: UsageTotals, usage: TokenUsage): void {
  */
 class UsageCounter {
   readonly totals = zeroUsage()
+  /** The part of `totals` that subagents spent (their calls' `tool/result` `meta.subagent.usage`). */
+  subagents: UsageTotals | undefined
   /** The last usage chunk of the attempt being read, not yet added. */
   #pending: TokenUsage | undefined
   /** The attempt being read has logged its finish: the next chunk starts another attempt. */
@@ -93,6 +111,12 @@ class UsageCounter {
     }
     if (event.type === 'assistant/message' && this.#pending === undefined && event.data.usage !== undefined) addUsage(this.totals, event.data.usage)
     this.#flush()
+    if (event.type === 'tool/result') {
+      const spent = subagentUsage(event.data.meta)
+      if (spent === undefined) return
+      addTotals(this.totals, spent)
+      addTotals((this.subagents ??= zeroUsage()), spent)
+    }
   }
 
   /** The totals including the attempt still being read. */
@@ -147,6 +171,7 @@ export class LogIndex {
     const message = anchorSeq >= 0 ? (session.at(anchorSeq) as SessionEventOf<'assistant/message'>).data.message : undefined
     const text = message === undefined ? '' : textOf(message.content)
     const result: TurnResult<T> = { turn, end: end.data.reason, text, message, usage: counter.current(), steps }
+    if (counter.subagents !== undefined) result.subagentUsage = counter.subagents
     const kind = end.data.reason.kind
     if (message !== undefined && (kind === 'completed' || kind === 'max-tokens')) this.#structured(result, anchorSeq, schemas)
     return result

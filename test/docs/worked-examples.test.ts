@@ -1,4 +1,4 @@
-// The worked examples of docs/approvals.md and docs/forks.md: each doc shows
+// The worked examples of docs/approvals.md, docs/forks.md and docs/subagents.md: each doc shows
 // the example's code and the log it really writes; this test runs the code
 // and fails when either drifts (AGENTCHART_REFRESH_DOCS=1 rewrites the logs).
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -7,6 +7,7 @@ import type { SessionEvent } from '../../src/index.js'
 import { checkSessionInvariants } from '../../src/testing/index.js'
 import { approvalsExample } from '../../examples/approvals.js'
 import { forksExample } from '../../examples/forks.js'
+import { subagentsExample } from '../../examples/subagents.js'
 
 /** One line per event, chunks left out: `seq type {data}` with message ids and times dropped. */
 function logLines(events: readonly SessionEvent[]): string {
@@ -47,5 +48,15 @@ describe('worked examples', () => {
     captured('docs/forks.md', 'code', readFileSync('examples/forks.ts', 'utf8').trimEnd())
     captured('docs/forks.md', 'parent', logLines(parent))
     captured('docs/forks.md', 'fork', logLines(fork))
+  })
+
+  it('docs/subagents.md shows examples/subagents.ts and the logs of the planner and a child', async () => {
+    const { planner, children, text } = await subagentsExample()
+    expect(text).toBe('Go in May and take the train.')
+    expect(children).toHaveLength(3)
+    for (const events of [planner, ...children]) expect(checkSessionInvariants(events)).toEqual([])
+    captured('docs/subagents.md', 'code', readFileSync('examples/subagents.ts', 'utf8').trimEnd())
+    captured('docs/subagents.md', 'planner', logLines(planner))
+    captured('docs/subagents.md', 'child', logLines(children.find((c) => c.some((e) => JSON.stringify(e.data).includes('weather')))!))
   })
 })

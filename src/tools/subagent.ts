@@ -1,0 +1,159 @@
+// An agent as a tool: the call's body starts a child agent with a session of its own, runs one turn built from
+// the call's arguments, and answers with the child's reply. The parent owns the child (the reference harness's
+// rule): the parent's cancel cancels it with cause `parent`, the call disposes it when it ends, a failed or
+// cancelled child gives the call an error result and the parent's turn goes on. The two logs name each other:
+// the child's prompt says which session and call made it, the call's result `meta.subagent` names the child.
+import { createAgent, type Agent, type AgentOptions, type StoredAgentOptions } from '../agent.js'
+import { AgentchartError, ConfigError } from '../errors.js'
+import { describeValue } from '../foreign.js'
+import { userMessage } from '../messages.js'
+import type { RunResult, UsageTotals } from '../results.js'
+import type { UserMessage } from '../session/schemas.js'
+import type { InferSchema, SchemaInput } from '../schema.js'
+import { defineTool, type ExecutionMode, type ToolContext, type ToolDefinition, type ToolResultValue } from './define.js'
+
+/** The plugin name a child's prompt carries in its source, with the parent's session and call. */
+export const SUBAGENT_SOURCE = 'agentchart/subagent'
+/** How deep delegation may nest by default: a child's child's child is the last. */
+export const DEFAULT_MAX_DEPTH = 3
+
+/** Delegation refused: the depth limit (`SUBAGENT_DEPTH`) or a child that could not be made (`SUBAGENT_CONFIG`). */
+export class SubagentError extends AgentchartError {
+  constructor(code: 'SUBAGENT_DEPTH' | 'SUBAGENT_CONFIG', message: string) {
+    super(code, message)
+    this.name = 'SubagentError'
+  }
+}
+
+/** What the parent's call result says of its child (`tool/result` `meta.subagent`). */
+export interface SubagentRecord {
+  sessionId: string
+  /** The child's turn, or null when the prompt never reached one. */
+  turn: number | null
+  end: RunResult['end']['kind']
+  steps: number
+  usage: UsageTotals
+}
+
+/** What the child's prompt records of its parent (the source of its `user/message`). */
+export interface SubagentSource {
+  [key: string]: unknown
+  kind: 'plugin'
+  plugin: typeof SUBAGENT_SOURCE
+  parentSessionId: string
+  parentCallId: string
+  tool: string
+}
+
+export interface AgentToolDefinition<S extends SchemaInput<any>> {
+  name: string
+  description: string
+  input: S
+  /** The child's options for this call. With no `session` or `store`, a parent over a store stores the child beside it. */
+  agent: (args: InferSchema<S>, context: ToolContext<Agent>) => AgentOptions | StoredAgentOptions
+  /** The child's prompt (default: the `prompt`, `task` or `input` string argument, else the arguments as JSON). */
+  prompt?: (args: InferSchema<S>) => string | readonly UserMessage['content'][number][]
+  /** What the parent's model is shown (default: the child's answer text, or its structured object as JSON). */
+  output?: (result: RunResult, child: Agent) => string | ToolResultValue
+  executionMode?: ExecutionMode | ((args: InferSchema<S>) => ExecutionMode)
+  timeoutMs?: number
+  /** The deepest a chain of children may go (default 3); deeper delegation gives the call a SUBAGENT_DEPTH error. */
+  maxDepth?: number
+}
+
+/** Each live child: its parent and the call that made it. Why a WeakMap: the registry must not keep agents alive. */
+const parents = new WeakMap<Agent, { parent: Agent; callId: string; depth: number }>()
+const children = new WeakMap<Agent, Set<Agent>>()
+
+/** The children `agent`'s tool calls are running now: handles to steer, inject into or cancel. */
+export function subagentsOf(agent: Agent): readonly Agent[] {
+  return [...(children.get(agent) ?? [])]
+}
+
+/** The parent and call of a child made by agentTool, or undefined for an agent nobody delegated to. */
+export function parentOf(agent: Agent): { parent: Agent; callId: string; depth: number } | undefined {
+  return parents.get(agent)
+}
+
+/** A tool whose body delegates to a child agent for one turn. Why: delegation with ownership, linked logs and rolled-up usage, without glue. */
+export function agentTool<S extends SchemaInput<any>>(definition: AgentToolDefinition<S>): ToolDefinition<S> {
+  if (typeof definition?.agent !== 'function')
+    throw new ConfigError(`agentTool ${describeValue(definition?.name)}: agent must be a function of the arguments`, { path: 'agent' })
+  if (definition.prompt !== undefined && typeof definition.prompt !== 'function')
+    throw new ConfigError(`agentTool ${definition.name}: prompt must be a function`, { path: 'prompt' })
+  if (definition.output !== undefined && typeof definition.output !== 'function')
+    throw new ConfigError(`agentTool ${definition.name}: output must be a function`, { path: 'output' })
+  const maxDepth = definition.maxDepth ?? DEFAULT_MAX_DEPTH
+  if (!Number.isInteger(maxDepth) || maxDepth < 1)
+    throw new ConfigError(`agentTool ${definition.name}: maxDepth must be a positive integer, got ${describeValue(maxDepth)}`, { path: 'maxDepth' })
+  const { agent: childOptions, prompt, output, maxDepth: _depth, ...tool } = definition
+  return defineTool({
+    ...tool,
+    execute: (args, context: ToolContext<Agent>) => delegate(definition.name, maxDepth, childOptions(args, context), promptOf(args, prompt), output, context),
+  })
+}
+
+async function delegate(
+  tool: string,
+  maxDepth: number,
+  options: AgentOptions | StoredAgentOptions,
+  content: string | readonly UserMessage['content'][number][],
+  output: AgentToolDefinition<any>['output'],
+  context: ToolContext<Agent>,
+): Promise<string | ToolResultValue> {
+  const parent = context.agent
+  const depth = (parents.get(parent)?.depth ?? 0) + 1
+  if (depth > maxDepth)
+    throw new SubagentError('SUBAGENT_DEPTH', `${tool}: delegation deeper than ${maxDepth} levels is refused (this call would start level ${depth})`)
+  if (context.signal.aborted) throw new SubagentError('SUBAGENT_CONFIG', `${tool}: the parent's turn was cancelled before the child started`)
+  const child = await spawn(options, parent, context.callId)
+  parents.set(child, { parent, callId: context.callId, depth })
+  const siblings = children.get(parent) ?? new Set<Agent>()
+  children.set(parent, siblings.add(child))
+  const cancel = () => child.cancel({ kind: 'parent' })
+  context.signal.addEventListener('abort', cancel, { once: true })
+  try {
+    const source: SubagentSource = { kind: 'plugin', plugin: SUBAGENT_SOURCE, parentSessionId: parent.sessionId, parentCallId: context.callId, tool }
+    const result = await child.run(userMessage(content as string, { source }))
+    const record: SubagentRecord = { sessionId: child.sessionId, turn: result.turn, end: result.end.kind, steps: result.steps, usage: result.usage }
+    const shown = output ? output(result, child) : defaultOutput(result)
+    const value: ToolResultValue = typeof shown === 'string' ? { content: shown } : { ...shown }
+    if (result.end.kind !== 'completed') value.isError = true
+    return { ...value, meta: { ...(isPlainObject(value.meta) ? value.meta : {}), subagent: record } }
+  } finally {
+    context.signal.removeEventListener('abort', cancel)
+    siblings.delete(child)
+    // a child that ignores its cancel must not hold the parent's call: after a parent's cancel it is abandoned
+    await child.dispose(context.signal.aborted ? { force: true, graceMs: 1_000 } : {})
+  }
+}
+
+/** The child agent, stored beside its parent when the parent has a store and the options name neither a session nor a store. */
+async function spawn(options: AgentOptions | StoredAgentOptions, parent: Agent, callId: string): Promise<Agent> {
+  if (typeof options !== 'object' || options === null)
+    throw new SubagentError('SUBAGENT_CONFIG', `the child's options must be an object, got ${describeValue(options)}`)
+  const own = options as AgentOptions & Partial<StoredAgentOptions>
+  const store = own.store ?? (own.session === undefined ? parent.store : undefined)
+  if (store === undefined) return createAgent(own as AgentOptions)
+  const sessionId = own.sessionId ?? `${parent.sessionId}.${callId.replace(/[^A-Za-z0-9_.:-]/g, '_')}`
+  return createAgent({ ...(own as StoredAgentOptions), store, sessionId })
+}
+
+function promptOf<A>(
+  args: A,
+  prompt: ((args: A) => string | readonly UserMessage['content'][number][]) | undefined,
+): string | readonly UserMessage['content'][number][] {
+  if (prompt) return prompt(args)
+  if (typeof args === 'string') return args
+  if (isPlainObject(args)) for (const key of ['prompt', 'task', 'input']) if (typeof args[key] === 'string') return args[key]
+  return JSON.stringify(args)
+}
+
+function defaultOutput(result: RunResult): string {
+  if (result.object !== undefined) return JSON.stringify(result.object)
+  if (result.end.kind === 'completed') return result.text
+  const why = result.end.kind === 'error' ? `: ${result.end.error.message}` : ''
+  return `the subagent's turn ended ${result.end.kind}${why}${result.text ? `; its partial answer: ${result.text}` : ''}`
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
