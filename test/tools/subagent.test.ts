@@ -1,16 +1,7 @@
 // Subagents: an agent as a tool, owned by its parent, with logs that name each other.
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod/v4'
-import {
-  agentTool,
-  createAgent,
-  defineTool,
-  parentOf,
-  subagentsOf,
-  SUBAGENT_SOURCE,
-  type Agent,
-  type SessionEventOf,
-} from '../../src/index.js'
+import { agentTool, createAgent, defineTool, parentOf, subagentsOf, SUBAGENT_SOURCE, type Agent, type SessionEventOf } from '../../src/index.js'
 import { memoryStore } from '../../src/stores/index.js'
 import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { ofType, tick, track } from '../helpers.js'
