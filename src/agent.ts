@@ -4,7 +4,7 @@ import type { InspectionEvent, Observer } from 'xstate'
 import type { agentMachine } from './machines/agent.js'
 
 type AgentMachine = typeof agentMachine
-import type { ModelAdapter } from './adapters/types.js'
+import type { ModelAdapter, ModelRequest } from './adapters/types.js'
 import { AgentchartError, AgentStateError, ConfigError, ForkError, InboxError, SessionAppendError, SessionInUseError, StoredLogError } from './errors.js'
 import { applySplice, duplicatePending, hasPending } from './machines/inbox.js'
 import type { InboxLists, ToolOutcome } from './machines/types.js'
@@ -21,6 +21,7 @@ import {
   type LlmFailure,
   type Message,
   type SessionEvent,
+  type StreamChunk,
   type TurnEndReason,
   type UserMessage,
 } from './session/schemas.js'
@@ -28,7 +29,7 @@ import { OutputSchemas, seedConfig, type RequestConfigInput, type RequestOptions
 import { LogIndex, type RunResult, type UsageTotals } from './results.js'
 import { defaultRetry, sleepFor, type RequestErrorAction, type RetryPolicyOptions } from './retry.js'
 import { RunTracker } from './runs.js'
-import { describeValue, isArrayLike, isRecordLike } from './foreign.js'
+import { describeValue, isRecordLike } from './foreign.js'
 import { approvalWaitOf, pendingApprovals, type PendingApproval } from './session/approvals.js'
 import { forkLineageOf, forkSession, type ForkOptions } from './session/fork.js'
 import { repairClosers, openTurnOf } from './session/repair.js'
@@ -36,13 +37,19 @@ import { createSession, isSessionLike, type Session } from './session/session.js
 import { checkSessionId, DEFAULT_LEASE_MS } from './stores/lease.js'
 import type { SessionHandle, SessionStore } from './stores/types.js'
 import { SessionWriter } from './stores/writer.js'
-import { toolSchemas, type ToolDefinition } from './tools/define.js'
+import { checkToolList, toolSchemas, type ToolResultValue } from './tools/define.js'
+import { assembleFromOptions, type PromptAssembly, type PromptContext, type SystemPromptOption, type ToolsOption } from './runtime/assembly.js'
 import { resolveCompaction, type CompactionOptions } from './compaction.js'
 
 export interface AgentOptions {
   model: ModelAdapter
-  tools?: readonly ToolDefinition<any>[]
-  systemPrompt?: string
+  /**
+   * The tools the model may call: a list, or a function of the step (`PromptContext`) returning the list, read
+   * at every step before agent/pre-step (HK-12); a list that changes takes effect at the next step.
+   */
+  tools?: ToolsOption<Agent>
+  /** The system prompt: text, or a function of the step (`PromptContext`, sync or async) re-read at every step (HK-12). */
+  systemPrompt?: SystemPromptOption<Agent>
   maxTokens?: number
   /**
    * Request options of every request (until an `agent/request` listener changes them): `toolChoice`,
@@ -123,6 +130,29 @@ export interface AgentHooks {
     next: Next<RequestErrorAction>,
   ) => RequestErrorAction | void | Promise<RequestErrorAction | void>
   'agent/turn-stopping': (p: WithAgent<{ turn: number; signal: AbortSignal }>) => void | Promise<void>
+  /**
+   * HK-12: the system prompt's sections and the tools of one step, once per proposed step (not per attempt), after
+   * the claim and before agent/pre-step; next() gives what createAgent's `systemPrompt` and `tools` make of it.
+   * A throw ends the turn `error` with no step.
+   */
+  'system-prompt/assemble': (p: PromptContext<Agent>, next: Next<PromptAssembly>) => PromptAssembly | Promise<PromptAssembly>
+  /**
+   * RQ-1: around the model stream of every attempt; next() is the adapter's stream. Return it, a filtered copy, or
+   * a stream of your own (a cache, a replay): its chunks are checked and logged as an adapter's. A throw ends the
+   * turn `error` without recovery (RQ-7); the request's `signal` aborts on cancel.
+   */
+  'llm/stream': (
+    p: WithAgent<{ request: ModelRequest; turn: number; step: number; signal: AbortSignal }>,
+    next: () => Promise<AsyncIterable<StreamChunk>>,
+  ) => AsyncIterable<StreamChunk> | Iterable<StreamChunk> | Promise<AsyncIterable<StreamChunk> | Iterable<StreamChunk>>
+  /**
+   * TL-10: around each tool body, between pre-execute and post-execute; next() runs the body (arguments checked,
+   * timeout applied). Return its outcome, a changed one, or what a body may return; a throw is the call's error result.
+   */
+  'tools/execute': (
+    p: WithAgent<ToolExecution>,
+    next: Next<ToolOutcomeView>,
+  ) => string | ToolOutcomeView | ToolResultValue | Promise<string | ToolOutcomeView | ToolResultValue>
   'tools/pre-execute': (p: WithAgent<ToolExecution>, next: Next<PreExecuteDecision>) => PreExecuteDecision | Promise<PreExecuteDecision>
   'tools/post-execute': (
     p: WithAgent<ToolExecution & { outcome: ToolOutcomeView }>,
@@ -152,6 +182,9 @@ const LISTENER_NAMES: ReadonlySet<string> = new Set(
     'agent/request': true,
     'agent/request-error': true,
     'agent/turn-stopping': true,
+    'system-prompt/assemble': true,
+    'llm/stream': true,
+    'tools/execute': true,
     'tools/pre-execute': true,
     'tools/post-execute': true,
     'tools/result': true,
@@ -299,20 +332,11 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
   const maxParallelToolCalls = positiveInt('maxParallelToolCalls', options.maxParallelToolCalls) ?? 10
   const maxSteps = stepLimit(options.maxSteps)
   // each option is checked here so a wrong one fails now with its name, not later as a bare TypeError
-  if (options.tools !== undefined && !isArrayLike(options.tools)) {
-    throw new ConfigError(`tools must be an array of tools made by defineTool, got ${describeValue(options.tools)}`, { path: 'tools' })
-  }
-  const tools = [...(options.tools ?? [])]
-  const names = new Set<string>()
-  for (const [index, tool] of tools.entries()) {
-    if (!isRecordLike(tool) || typeof tool.name !== 'string') {
-      throw new ConfigError(`tools[${index}] must be a tool made by defineTool, got ${describeValue(tool)}`, { path: `tools.${index}` })
-    }
-    if (names.has(tool.name)) throw new ConfigError(`two tools are named ${tool.name}`, { path: 'tools' })
-    names.add(tool.name)
-  }
-  if (options.systemPrompt !== undefined && typeof options.systemPrompt !== 'string') {
-    throw new ConfigError('systemPrompt must be a string', { path: 'systemPrompt' })
+  // HK-12: a function of the step's context is assembled at every step; a list is checked once, now
+  const tools = typeof options.tools === 'function' ? [] : options.tools === undefined ? [] : checkToolList(options.tools, 'tools')
+  const { systemPrompt } = options
+  if (systemPrompt !== undefined && typeof systemPrompt !== 'string' && typeof systemPrompt !== 'function') {
+    throw new ConfigError(`systemPrompt must be a string or a function of the step's context, got ${describeValue(systemPrompt)}`, { path: 'systemPrompt' })
   }
   const { inspect, logger, machine, approvals } = options
   // (with a store, a session is refused as such by openStoredAgent: 'either a session or a store')
@@ -390,6 +414,12 @@ function checkGrace(caller: 'cancel' | 'dispose', graceMs: unknown): void {
   }
 }
 
+/**
+ * HK-11 over a store: session-start after the caller's `await createAgent(...)` has run, so a listener added right
+ * after creation hears it (a send or run before then announces it first).
+ */
+let announceLater: (agent: Agent) => void
+
 export class Agent {
   readonly id: string
   readonly session: Session
@@ -447,9 +477,14 @@ export class Agent {
     this.#runtime = new Runtime({
       session,
       model,
-      tools,
-      toolSchemas: toolSchemas(tools),
-      systemPrompt: options.systemPrompt || undefined,
+      assembly: {
+        ...(typeof options.systemPrompt === 'string' && options.systemPrompt ? { system: options.systemPrompt } : {}),
+        tools,
+        toolSchemas: toolSchemas(tools),
+      },
+      ...(typeof options.systemPrompt === 'function' || typeof options.tools === 'function'
+        ? { assemble: (context: PromptContext) => assembleFromOptions(options.systemPrompt, options.tools ?? [], context as PromptContext<Agent>) }
+        : {}),
       seedConfig: seed,
       outputSchemas,
       inbox: replayInbox(session),
@@ -489,7 +524,8 @@ export class Agent {
     })
     liveAgents.set(session.id, new WeakRef(this))
     collected.register(this, session.id, this)
-    queueMicrotask(() => this.#start())
+    // over a store, createAgent's promise resolves later: openStoredAgent announces once the caller has the agent
+    if (!durable) queueMicrotask(() => this.#start())
   }
 
   /** The session id (equal to `id`): the key under which a store keeps this agent's log. */
@@ -748,6 +784,10 @@ export class Agent {
     if (this.#runtime.actor.getSnapshot().status !== 'active') throw new AgentStateError('AGENT_DISPOSED', 'this agent has been disposed')
   }
 
+  static {
+    announceLater = (agent) => setImmediate(() => agent.#start())
+  }
+
   /** HK-11: session-start fires once, before any turn of this instance. */
   #start(): void {
     if (this.#started) return
@@ -816,6 +856,7 @@ async function openStoredAgent(options: StoredAgentOptions): Promise<Agent> {
     await agent.dispose().catch(() => {})
     throw error
   }
+  announceLater(agent)
   return agent
 }
 

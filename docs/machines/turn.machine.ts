@@ -13,7 +13,7 @@ export const turnMachine = createMachine({
     'inbox.replace': [{ guard: 'isDuplicate', actions: 'rejectDuplicate' }, { actions: 'replacePending' }],
     'inbox.splice': [{ guard: 'isDuplicate', actions: 'rejectDuplicate' }, { actions: 'splicePending' }],
     'inbox.clear': { actions: 'clearPending' },
-    'append.failed': [{ target: '.done', guard: 'isTurnStartFailure', actions: ['restoreInbox', 'reportTurnStartFailure'] }, { target: '.closing', guard: 'isActivityFailure', actions: ['restoreInbox', 'failTurn', 'appendOwedStepEnd'] }, { actions: 'restoreInbox' }],
+    'append.failed': [{ target: '.done', guard: 'isTurnStartFailure', actions: ['restoreInbox', 'reportTurnStartFailure'] }, { target: '.done', guard: 'isStepEndFailure', actions: ['restoreInbox', 'reportTurnEndFailure'] }, { target: '.closing', guard: 'isActivityFailure', actions: ['restoreInbox', 'failTurn', 'appendOwedStepEnd'] }, { actions: 'restoreInbox' }],
     'agent.cancel': { actions: 'cancelActivity' },
     'facts.changed': { actions: 'learnFacts' },
   },
@@ -28,7 +28,7 @@ export const turnMachine = createMachine({
       entry: 'propose',
       on: {
         'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
-        'hook.done': [{ target: 'closing', guard: and(['isAwaited', 'isRejected']), actions: 'endBlocked' }, { target: 'closing', guard: and(['isAwaited', and(['isEmptyEntry', not('followsToolStep')])]), actions: 'endWithStandingReason' }, { target: 'compacting', guard: and(['isAwaited', 'isAutoCompaction']), actions: ['enterProposal', 'beginAutoCompaction'] }, { target: 'step', guard: 'isAwaited', actions: ['enterProposal', 'openStep'] }],
+        'hook.done': [{ guard: and(['isAwaited', 'isAssembled']), actions: 'proposeAssembled' }, { target: 'closing', guard: and(['isAwaited', 'isRejected']), actions: 'endBlocked' }, { target: 'closing', guard: and(['isAwaited', and(['isEmptyEntry', not('followsToolStep')])]), actions: 'endWithStandingReason' }, { target: 'compacting', guard: and(['isAwaited', 'isAutoCompaction']), actions: ['enterProposal', 'beginAutoCompaction'] }, { target: 'step', guard: 'isAwaited', actions: ['enterProposal', 'openStep'] }],
         'hook.failed': { target: 'closing', guard: 'isAwaited', actions: 'failProposal' },
       },
       always: [{ target: 'closing', guard: and([not('asksPreStep'), 'hasEmptyClaim', not('followsToolStep')]), actions: 'endWithStandingReason' }, { target: 'compacting', guard: and([not('asksPreStep'), 'isAutoCompaction']), actions: 'beginAutoCompaction' }, { target: 'step', guard: not('asksPreStep'), actions: 'openStep' }],
@@ -236,7 +236,7 @@ export const turnMachine = createMachine({
       entry: 'closeTurn',
       on: {
         'appends.confirmed': { target: 'done', guard: 'isAwaited' },
-        'append.failed': [{ target: 'done', guard: and(['isAwaited', 'isTurnEndFailure']), actions: ['restoreInbox', 'reportTurnEndFailure'] }, { target: 'closing', guard: 'isAwaited', actions: ['restoreInbox', 'failTurn', 'appendOwedStepEnd'], reenter: true }, { actions: 'restoreInbox' }],
+        'append.failed': [{ target: 'done', guard: and(['isAwaited', or(['isTurnEndFailure', 'isStepEndFailure'])]), actions: ['restoreInbox', 'reportTurnEndFailure'] }, { target: 'closing', guard: 'isAwaited', actions: ['restoreInbox', 'failTurn', 'appendOwedStepEnd'], reenter: true }, { actions: 'restoreInbox' }],
       },
     },
     done: {

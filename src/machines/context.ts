@@ -11,10 +11,20 @@ export const HOOK_NAMES: readonly HookName[] = Object.freeze([
   'agent/turn-stopping',
   'tools/pre-execute',
   'tools/post-execute',
+  'system-prompt/assemble',
 ])
 
-/** What a machine assumes with nothing reported: every hook is listened to, everything is watched, someone approves, every call is classified when it starts. */
-export const ASSUMED_FACTS: Facts = Object.freeze({ listened: HOOK_NAMES, observed: true, approver: true, modes: null })
+/**
+ * What a machine assumes with nothing reported: every decision hook is listened to, everything is watched, someone
+ * approves, every call is classified when it starts. Prompt assembly is not assumed: with nobody assembling, the
+ * fixed prompt and tools stand (HK-12).
+ */
+export const ASSUMED_FACTS: Facts = Object.freeze({
+  listened: Object.freeze(HOOK_NAMES.filter((name) => name !== 'system-prompt/assemble')),
+  observed: true,
+  approver: true,
+  modes: null,
+})
 
 /** The context a fresh agent instance starts from (resume passes what the log says). */
 export function initialContext(input: AgentInput): AgentContext {

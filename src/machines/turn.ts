@@ -17,6 +17,15 @@ import { stepSetup, stepState, type StepImplementations } from './step.js'
 /** What agent/pre-step decided about a claimed batch (the runtime hands over checked data). */
 type PreStepAnswer = { kind: 'reject' } | { kind: 'enter'; messages: readonly UserMessage[] }
 
+/** ST-2: ask agent/pre-step about the claimed batch when anyone listens or watches; with nobody to decide, it is entered as claimed. */
+function askPreStep(d: Draft): void {
+  const batch = d.get('proposal').batch
+  if (!asks(d.context, 'agent/pre-step')) return d.set({ proposal: { batch, entering: batch, asked: false } })
+  d.set({ proposal: { batch, entering: [], asked: true } })
+  const payload = { messages: batch, turn: d.get('turn'), step: d.get('step') + 1 }
+  d.hook('agent/pre-step', payload, { fallback: { kind: 'enter', messages: batch }, abandonOnCancel: true })
+}
+
 /** The reason a turn ends with when nothing went wrong: max-tokens is sticky (TU-12). */
 const standingReason = (d: Draft): TurnEndReason => (d.get('maxTokensSeen') ? { kind: 'max-tokens' } : { kind: 'completed' })
 
@@ -36,17 +45,18 @@ export const turnImplementations = named({
     /** IN-9, IN-10: the claim runs synchronously right after turn/start or the previous step/end. */
     claimProposal: action((d) => claimInbox(d, d.get('step') === 0)),
     /**
-     * IN-9 then ST-2: claim, then ask agent/pre-step about the claimed batch when anyone listens or watches; with
-     * nobody to decide, the batch is entered as claimed.
+     * IN-9, then HK-12 (prompt assembly, when anyone assembles), then ST-2: the claim runs at once; the system
+     * prompt and tools are assembled for the claimed batch before agent/pre-step decides about it.
      */
     propose: action((d) => {
       claimInbox(d, d.get('step') === 0)
       const batch = d.get('proposal').batch
-      if (!asks(d.context, 'agent/pre-step')) return d.set({ proposal: { batch, entering: batch, asked: false } })
-      d.set({ proposal: { batch, entering: [], asked: true } })
-      const payload = { messages: batch, turn: d.get('turn'), step: d.get('step') + 1 }
-      d.hook('agent/pre-step', payload, { fallback: { kind: 'enter', messages: batch }, abandonOnCancel: true })
+      if (!d.get('facts').listened.includes('system-prompt/assemble')) return askPreStep(d)
+      d.set({ proposal: { batch, entering: [], asked: true, assembling: true } })
+      d.hook('system-prompt/assemble', { messages: batch, turn: d.get('turn'), step: d.get('step') + 1 }, { abandonOnCancel: true })
     }),
+    /** HK-12: the step's prompt is assembled; agent/pre-step comes next, as for any proposal. */
+    proposeAssembled: actionOn(['hook.done'], (d) => askPreStep(d)),
     /** ST-3: the enter decision is authoritative (a decision that is not `enter` enters nothing). */
     enterProposal: actionOn(['hook.done'], (d, e) => {
       const decision = e.value as PreStepAnswer
@@ -94,13 +104,15 @@ export const turnImplementations = named({
       d.notify('agent/error', { turn: d.get('turn'), step: 0, failure: e.failure })
       d.set({ turn: d.get('turn') - 1, endReason: null })
     }),
-    /** TU-15: a refused turn/end is reported, not retried; the driver still goes idle. */
+    /** TU-15: a refused turn/end (or the step/end before it) is reported, not retried; the driver still goes idle. */
     reportTurnEndFailure: actionOn(['append.failed'], (d, e) => {
       d.notify('agent/error', { turn: d.get('turn'), step: d.get('step'), failure: e.failure })
       d.set({ endReason: null })
     }),
   },
   guards: {
+    /** HK-12: the answer is the prompt assembly's, not agent/pre-step's. */
+    isAssembled: guard((context) => context.proposal.assembling === true),
     isRejected: guardOn(['hook.done'], (_context, e) => (e.value as PreStepAnswer).kind === 'reject'),
     /** The proposal waits for agent/pre-step's answer (someone decides there, or watches, when it was made). */
     asksPreStep: guard((context) => context.proposal.asked),
@@ -124,6 +136,8 @@ export const turnImplementations = named({
     atStepLimit: guard((context) => context.instance.maxSteps !== null && context.step >= context.instance.maxSteps),
     isTurnStartFailure: guardOn(['append.failed'], (_context, e) => e.eventType === 'turn/start'),
     isTurnEndFailure: guardOn(['append.failed'], (_context, e) => e.eventType === 'turn/end'),
+    /** SS-12: a turn/end after a refused step/end would close the turn over an open step. */
+    isStepEndFailure: guardOn(['append.failed'], (_context, e) => e.eventType === 'step/end'),
   },
 })
 
@@ -142,6 +156,8 @@ export const turnState = labelGuards(
         'append.failed': [
           // TU-4: the claim and the pre-step after a refused turn/start never happened
           { guard: 'isTurnStartFailure', target: '.done', actions: ['restoreInbox', 'reportTurnStartFailure'] },
+          // TU-15, SS-12: the log stops inside the step whose step/end was refused; repair closes it on reopen
+          { guard: 'isStepEndFailure', target: '.done', actions: ['restoreInbox', 'reportTurnEndFailure'] },
           // TU-14: anything else of the turn's own refused ends it error (a refused API request bubbles up to the inbox)
           { guard: 'isActivityFailure', target: '.closing', actions: ['restoreInbox', 'failTurn', 'appendOwedStepEnd'] },
         ],
@@ -173,12 +189,14 @@ export const turnState = labelGuards(
             'agent.cancel': { target: 'closing', actions: ['cancelActivity', 'endAborted'] },
             ...awaiting({
               'hook.done': [
+                // HK-12: assembled; agent/pre-step is asked next (or, with nobody to decide, the step opens at once)
+                { guard: 'isAssembled', actions: 'proposeAssembled' },
                 { guard: 'isRejected', target: 'closing', actions: 'endBlocked' },
                 { guard: and(['isEmptyEntry', not('followsToolStep')]), target: 'closing', actions: 'endWithStandingReason' },
                 { guard: 'isAutoCompaction', target: 'compacting', actions: ['enterProposal', 'beginAutoCompaction'] },
                 { target: 'step', actions: ['enterProposal', 'openStep'] },
               ],
-              // HK-4: no step, the claimed batch is lost
+              // HK-4, HK-12: a throwing pre-step or prompt assembly: no step, the claimed batch is lost
               'hook.failed': { target: 'closing', actions: 'failProposal' },
             }),
           },
@@ -239,7 +257,7 @@ export const turnState = labelGuards(
           on: {
             ...awaiting({ 'appends.confirmed': { target: 'done' } }),
             'append.failed': [
-              { guard: and(['isAwaited', 'isTurnEndFailure']), target: 'done', actions: ['restoreInbox', 'reportTurnEndFailure'] },
+              { guard: and(['isAwaited', or(['isTurnEndFailure', 'isStepEndFailure'])]), target: 'done', actions: ['restoreInbox', 'reportTurnEndFailure'] },
               // an earlier append of this macrostep was refused (turn/end with it): write them again
               { guard: 'isAwaited', target: 'closing', reenter: true, actions: ['restoreInbox', 'failTurn', 'appendOwedStepEnd'] },
               // a failure of an earlier macrostep (its turn/end is not the one refused)

@@ -174,7 +174,7 @@ export interface AgentContext {
   maxTokensSeen: boolean
   lastStep: 'none' | 'terminal' | 'continue'
   /** The claimed batch of the current proposal, and the messages its decision entered. */
-  proposal: { batch: readonly UserMessage[]; entering: readonly UserMessage[]; asked: boolean }
+  proposal: { batch: readonly UserMessage[]; entering: readonly UserMessage[]; asked: boolean; assembling?: true }
   /** How the turn ends, once known. */
   endReason: TurnEndReason | null
   failure: TurnFailure | null
@@ -371,7 +371,8 @@ export interface AppendEffect {
 }
 
 /** The extension points the machines wait on (the waterfall and serial ones of BEHAVIOURS 1.6). */
-export type HookName = 'agent/pre-step' | 'agent/request' | 'agent/request-error' | 'agent/turn-stopping' | 'tools/pre-execute' | 'tools/post-execute'
+export type HookName =
+  'agent/pre-step' | 'agent/request' | 'agent/request-error' | 'agent/turn-stopping' | 'tools/pre-execute' | 'tools/post-execute' | 'system-prompt/assemble'
 
 export type NotificationName =
   'agent/status' | 'agent/inbox/inserted' | 'agent/inbox/discarded' | 'agent/inbox/claimed' | 'agent/error' | 'tools/result' | 'tools/approval-requested'

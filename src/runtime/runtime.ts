@@ -6,6 +6,7 @@
 import { setMaxListeners } from 'node:events'
 import { createActor, transition, type Actor, type InspectionEvent, type Observer } from 'xstate'
 import { LlmError, toLlmFailure } from '../adapters/failure.js'
+import { normalizeStream } from '../adapters/assemble.js'
 import type { ModelAdapter, ModelRequest } from '../adapters/types.js'
 import { canonical } from '../canonical.js'
 import { AgentStateError, ApprovalError, InboxError } from '../errors.js'
@@ -26,10 +27,10 @@ import type {
   ToolOutcome,
 } from '../machines/types.js'
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
-import type { LlmCallConfig, LlmFailure, Message, RequestHeader, SessionEvent, SessionEventType, ToolSchema, UserMessage } from '../session/schemas.js'
+import type { LlmCallConfig, LlmFailure, Message, RequestHeader, SessionEvent, SessionEventType, UserMessage } from '../session/schemas.js'
 import { SCHEMA_CHECKED, messageOf, surfaceNodeOf, type CheckedIntent, type Session } from '../session/session.js'
 import type { Durability } from '../stores/writer.js'
-import { classify, type ToolDefinition } from '../tools/define.js'
+import { classify, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
 import { toLoggedConfig, type OutputSchemas } from '../request.js'
 import type { RequestErrorAction, RetryPayload } from '../retry.js'
 import { hookDecision } from './decisions.js'
@@ -38,6 +39,7 @@ import { Hooks, NOTIFICATION_NAMES } from './hooks.js'
 import { Pending } from './pending.js'
 import { streamModel } from './stream.js'
 import { executeCall } from './tools.js'
+import { checkAssembly, toAssembled, type Assembled, type PromptAssembly, type PromptContext } from './assembly.js'
 import { runSummariser, type ResolvedCompaction } from '../compaction.js'
 import { estimateTextTokens, planCompaction, SUMMARY_SOURCE, summaryText, type CompactionPlan } from '../session/compaction.js'
 
@@ -47,9 +49,10 @@ export const MAX_TIMER_MS = 2 ** 31 - 1
 export interface RuntimeOptions {
   session: Session
   model: ModelAdapter
-  tools: readonly ToolDefinition[]
-  toolSchemas: readonly ToolSchema[]
-  systemPrompt?: string
+  /** The system text and tools of requests until a step assembles its own (HK-12). */
+  assembly: Assembled
+  /** The default of system-prompt/assemble: createAgent's systemPrompt and tools for this step; absent when both are fixed. */
+  assemble?: (context: PromptContext) => Promise<PromptAssembly>
   seedConfig: LlmCallConfig
   /** Checks of the JSON output schemas seen, shared with the agent's turn results. */
   outputSchemas: OutputSchemas
@@ -146,14 +149,21 @@ export class Runtime {
   readonly #gate: DurabilityGate | null
   /** The records of the last request prepared, reused while its frozen config comes back unchanged. */
   #prepared: PreparedRequest | null = null
+  /** The assembly the prepared records were made from. */
+  #preparedFor: Assembled | null = null
   /** The stock machine builds its events from parsed values (SCHEMA_CHECKED); a `.provide()` variant's are parsed again. */
   readonly #stock: boolean
   #facts: Facts
+  /** The system text and tools this step's requests send: the options', or the step's own assembly (HK-12). */
+  #assembly: Assembled
+  /** The tool modes of the current tools, kept with the list they were read from. */
+  #modes: { tools: readonly ToolDefinition[]; modes: Facts['modes'] } | null = null
 
   constructor(readonly options: RuntimeOptions) {
     this.hooks = options.hooks
     this.lists = options.inbox
-    deepFreeze(options.toolSchemas) // they travel in every request (RQ-6)
+    this.#assembly = options.assembly
+    deepFreeze(options.assembly.toolSchemas) // they travel in every request (RQ-6)
     const machine = options.machine ?? agentMachine
     this.#machine = machine
     this.#stock = machine === agentMachine
@@ -216,11 +226,17 @@ export class Runtime {
   /** What the machine should know now of listeners, observers and tools. */
   #currentFacts(): Facts {
     const { hooks, options } = this
-    const listened = HOOK_NAMES.filter((name) => hooks.count(name) > 0 || (name === 'agent/request-error' && options.retry !== undefined))
+    const listened = HOOK_NAMES.filter(
+      (name) =>
+        hooks.count(name) > 0 ||
+        (name === 'agent/request-error' && options.retry !== undefined) ||
+        (name === 'system-prompt/assemble' && options.assemble !== undefined),
+    )
     const observed = options.session.observers > 0 || NOTIFICATION_NAMES.some((name) => hooks.count(name) > 0)
     const approver = options.approvals === true || hooks.count('tools/approval-requested') > 0
-    const modes = this.#facts?.modes ?? modesOf(options.tools)
-    return { listened, observed, approver, modes }
+    const { tools } = this.#assembly
+    if (this.#modes?.tools !== tools) this.#modes = { tools, modes: modesOf(tools) }
+    return { listened, observed, approver, modes: this.#modes.modes }
   }
 
   /** Tells the machine what changed of listeners and observers (a listener was added or removed, someone subscribed). */
@@ -278,6 +294,21 @@ export class Runtime {
     } finally {
       this.#depth--
     }
+    if (this.#depth === 0) this.#deliverDeferred()
+  }
+
+  /**
+   * Notifications held until the machine has finished processing, in order. Why: the agent/status{idle} listener
+   * is where apps queue their next prompt, and a waking send from there must open its turn before it returns
+   * (PH-2), which it can only do once XState is no longer inside a macrostep.
+   */
+  #deferred: Array<{ name: string; payload: Record<string, unknown> }> = []
+
+  #deliverDeferred(): void {
+    while (this.#deferred.length > 0) {
+      const { name, payload } = this.#deferred.shift()!
+      this.#notify(name, payload)
+    }
   }
 
   /** Feed an outcome back. */
@@ -300,7 +331,8 @@ export class Runtime {
    * first, and a turn it opened is waited for too.
    */
   whenIdle(): Promise<void> {
-    return this.#resting() ? Promise.resolve() : this.#nextRest()
+    // asked from a listener inside processing: events queued behind it may start a turn yet
+    return this.#resting() && this.#depth === 0 ? Promise.resolve() : this.#nextRest()
   }
 
   async #nextRest(): Promise<void> {
@@ -393,7 +425,11 @@ export class Runtime {
         else this.#append(effect)
         return
       case 'fx.notify':
-        if (!refusal) this.#notify(effect.name, effect.payload)
+        if (refusal) return
+        // the idle notification waits for the end of processing, and so does everything after it (keeping their order)
+        if (this.#depth > 0 && (this.#deferred.length > 0 || (effect.name === 'agent/status' && effect.payload.status === 'idle')))
+          this.#deferred.push({ name: effect.name, payload: effect.payload })
+        else this.#notify(effect.name, effect.payload)
         return
       case 'fx.reject':
         this.#refuse(refusalError(effect))
@@ -486,9 +522,7 @@ export class Runtime {
           return void this.#stream(signal, effect.id, effect.turn, effect.step, effect.config)
         case 'fx.tool': {
           const answer = this.#pending.track(effect.id, { type: 'tool.settled', id: effect.id, outcome: ABANDONED_TOOL })
-          void executeCall(this.#tool(effect.call.name), effect.call, signal, this.options.agent).then((outcome) =>
-            answer({ type: 'tool.settled', id: effect.id, outcome }),
-          )
+          void this.#execute(signal, effect).then((outcome) => answer({ type: 'tool.settled', id: effect.id, outcome }))
           return
         }
         case 'fx.wait':
@@ -497,6 +531,24 @@ export class Runtime {
           return this.#summarise(signal, effect)
       }
     })
+  }
+
+  /**
+   * One call's body, inside the tools/execute chain when anyone listens (TL-10): next() runs the body (arguments
+   * checked, timeout applied); what a listener returns is read like a body's return, and a throw is the call's
+   * error result (HK-9). Parallel calls run their chains concurrently, as their bodies.
+   */
+  #execute(signal: AbortSignal, effect: Extract<Effect, { type: 'fx.tool' }>): Promise<ToolOutcome> {
+    const { call, turn, step } = effect
+    const { agent } = this.options
+    if (this.hooks.count('tools/execute') === 0) return executeCall(this.#tool(call.name), call, signal, agent)
+    const made = new WeakSet<ToolOutcome>()
+    const body = () => executeCall(this.#tool(call.name), call, signal, agent).then((outcome) => (made.add(outcome), outcome))
+    const execution = { turn, step, callId: call.callId, name: call.name, arguments: deepFreeze(call.args), signal, agent }
+    return this.hooks
+      .waterfall('tools/execute', execution, body)
+      .then((value: unknown) => (made.has(value as ToolOutcome) ? (value as ToolOutcome) : middlewareOutcome(call.name, value)))
+      .catch((error: unknown) => thrownOutcome(error))
   }
 
   /** Run work that answers with one event; a throw is answered as hook.failed. */
@@ -508,6 +560,7 @@ export class Runtime {
   #runHook(signal: AbortSignal, id: number, name: HookName, payload: Record<string, unknown>, fallback: unknown): void {
     // listeners get the machine's data frozen: what they do to it cannot reach the machine's context
     const full = { ...deepFreeze(payload), signal, agent: this.options.agent }
+    if (name === 'system-prompt/assemble') return this.#assemble(id, full as unknown as PromptContext)
     // the retry policy is agent/request-error's default decision: listeners run first and can ask it with next()
     const { retry } = this.options
     const decideByDefault = name === 'agent/request-error' && retry ? () => retry(full as unknown as RetryPayload) : () => fallback
@@ -515,6 +568,25 @@ export class Runtime {
       const value = name === 'agent/turn-stopping' ? await this.hooks.serial(name, full) : await this.hooks.waterfall(name, full, decideByDefault)
       // the machine's own default needs no check; what a listener or the policy returned is read here into plain data
       return { type: 'hook.done', id, value: value === fallback ? value : hookDecision(name, value, payload) }
+    })
+  }
+
+  /**
+   * HK-12: the step's system text and tools, from the options and the system-prompt/assemble chain. The machine
+   * hears what was assembled (the text and the tool names) once the tools' modes are facts it knows.
+   */
+  #assemble(id: number, context: PromptContext): void {
+    const { assemble } = this.options
+    const current = this.#assembly
+    const byDefault = (): PromptAssembly | Promise<PromptAssembly> =>
+      assemble ? assemble(context) : { sections: current.system ? [current.system] : [], tools: current.tools }
+    this.#settle(id, async () => {
+      const value =
+        this.hooks.count('system-prompt/assemble') > 0 ? await this.hooks.waterfall('system-prompt/assemble', context, byDefault) : await byDefault()
+      this.#assembly = toAssembled(checkAssembly(value), this.#assembly)
+      this.refreshFacts()
+      const { system, tools } = this.#assembly
+      return { type: 'hook.done', id, value: Object.freeze({ ...(system ? { system } : {}), tools: Object.freeze(tools.map((tool) => tool.name)) }) }
     })
   }
 
@@ -535,32 +607,43 @@ export class Runtime {
    * config comes back step after step, and canonical JSON of a header with tool schemas is the dear part.
    */
   #requestRecords(config: LlmCallConfig): PreparedRequest {
-    const { systemPrompt, toolSchemas, model } = this.options
+    const { model } = this.options
+    const assembly = this.#assembly
     // the adapter's context window is read each time: it is the one part that is not fixed for the runtime's life
-    if (this.#prepared?.config === config && this.#prepared.context.contextWindow === model.contextWindow) return this.#prepared
+    if (this.#prepared?.config === config && this.#preparedFor === assembly && this.#prepared.context.contextWindow === model.contextWindow)
+      return this.#prepared
+    const { system, toolSchemas } = assembly
     const header: RequestHeader = {
       config: config,
-      ...(systemPrompt ? { system: systemPrompt } : {}),
+      ...(system ? { system } : {}),
       ...(toolSchemas.length ? { tools: [...toolSchemas] } : {}),
     }
     const context = { provider: config.provider, model: config.model, ...(model.contextWindow ? { contextWindow: model.contextWindow } : {}) }
     this.#prepared = { config, header, headerKey: canonical(header), context, contextKey: canonical(context) }
+    this.#preparedFor = assembly
     return this.#prepared
   }
 
   async #stream(signal: AbortSignal, id: number, turn: number, step: number, config: LlmCallConfig): Promise<void> {
     const answer = this.#pending.track(id, { type: 'model.failed', id, failure: abandonedFailure() })
-    const { session, model, systemPrompt, toolSchemas } = this.options
+    const { session, model } = this.options
+    const { system, toolSchemas } = this.#assembly
     const request: ModelRequest = Object.freeze({
       sessionId: session.id,
       config,
       messages: session.deriveMessages(),
-      ...(systemPrompt ? { system: systemPrompt } : {}),
+      ...(system ? { system } : {}),
       ...(toolSchemas.length ? { tools: toolSchemas } : {}),
       ...(config.maxTokens ? { maxTokens: config.maxTokens } : {}),
       signal,
     })
-    const outcome = await streamModel(session, model, request, turn, step)
+    // llm/stream: listeners wrap the adapter's stream (RQ-1); next() is the adapter's, as normalized
+    const { agent } = this.options
+    const middleware =
+      this.hooks.count('llm/stream') > 0
+        ? () => this.hooks.waterfall('llm/stream', { request, turn, step, signal, agent }, () => normalizeStream(model, request))
+        : undefined
+    const outcome = await streamModel(session, model, request, turn, step, middleware)
     if (outcome.ok) answer({ type: 'model.settled', id, chunkSeqs: outcome.chunkSeqs, response: outcome.response, cancelled: outcome.cancelled })
     else answer({ type: 'model.failed', id, failure: this.#failureOf(outcome.error) })
   }
@@ -609,7 +692,8 @@ export class Runtime {
 
   /** Estimated tokens per message, remembered by identity (logged messages are frozen and never change). */
   readonly #tokens = new WeakMap<object, number>()
-  #baseTokens: number | undefined
+  /** The tokens of the system text and tool schemas, for the assembly they were counted in. */
+  #baseTokens: { assembly: Assembled; tokens: number } | undefined
 
   #estimate = (message: Message): number => {
     let tokens = this.#tokens.get(message)
@@ -624,16 +708,21 @@ export class Runtime {
   #measure(reason: CompactionReason, entering: readonly UserMessage[]): CompactionPlan | null {
     const compaction = this.options.compaction
     if (compaction === undefined) return null
-    const { session, systemPrompt, toolSchemas } = this.options
-    this.#baseTokens ??=
-      compaction.baseTokens ?? estimateTextTokens(systemPrompt ?? '') + (toolSchemas.length ? estimateTextTokens(JSON.stringify(toolSchemas)) : 0)
+    const { session } = this.options
+    const assembly = this.#assembly
+    if (this.#baseTokens?.assembly !== assembly) {
+      const { system, toolSchemas } = assembly
+      const tokens = compaction.baseTokens ?? estimateTextTokens(system ?? '') + (toolSchemas.length ? estimateTextTokens(JSON.stringify(toolSchemas)) : 0)
+      this.#baseTokens = { assembly, tokens }
+    }
     const nodes = session.surface().map((seq) => surfaceNodeOf(session.at(seq)!))
-    return planCompaction({ nodes, entering, baseTokens: this.#baseTokens, policy: compaction.policy, reason, estimate: this.#estimate })
+    return planCompaction({ nodes, entering, baseTokens: this.#baseTokens.tokens, policy: compaction.policy, reason, estimate: this.#estimate })
   }
 
   /** Runs the summariser over the planned range; answers compaction.summarised or compaction.failed (CP-2, CP-3). */
   #summarise(signal: AbortSignal, effect: Extract<Effect, { type: 'fx.summarise' }>): void {
-    const { session, model, toolSchemas } = this.options
+    const { session, model } = this.options
+    const { toolSchemas } = this.#assembly
     const compaction = this.options.compaction!
     const { plan } = effect
     const messages = plan.sources.map((seq) => messageOf(session.at(seq)!)).filter((message) => message.content.length > 0)
@@ -675,7 +764,7 @@ export class Runtime {
   }
 
   #tool(name: string): ToolDefinition | undefined {
-    return this.options.tools.find((t) => t.name === name)
+    return this.#assembly.tools.find((t) => t.name === name)
   }
 
   #append(effect: AppendEffect): void {
@@ -727,6 +816,19 @@ function refusalError(refusal: Extract<Effect, { type: 'fx.reject' }>): Error {
     default:
       return new InboxError(code, message)
   }
+}
+
+/**
+ * What a tools/execute listener returned, read like a body's return (a string or `{ content, isError?, meta?, ... }`),
+ * keeping an `error: { name, code }` it passes on from next()'s outcome.
+ */
+function middlewareOutcome(name: string, value: unknown): ToolOutcome {
+  const outcome = toOutcome(name, value)
+  const error = (value as { error?: unknown }).error as { name?: unknown; code?: unknown } | undefined
+  if (outcome.isError && error && typeof error.name === 'string' && typeof error.code === 'string') {
+    return Object.freeze({ ...outcome, error: Object.freeze({ name: error.name, code: error.code }) })
+  }
+  return outcome
 }
 
 /** TL-2: each tool's execution mode as a fact: fixed, or `per-call` when it is a function of the arguments. */

@@ -4,6 +4,7 @@
 import { StreamAssembler, admitChunk, normalizeStream, type AssembledResponse } from '../adapters/assemble.js'
 import type { ModelAdapter, ModelRequest } from '../adapters/types.js'
 import type { StreamChunk } from '../session/schemas.js'
+import { describeValue } from '../foreign.js'
 import { SCHEMA_CHECKED, type CheckedIntent, type Session } from '../session/session.js'
 
 /** The intent of a chunk event whose chunk admitChunk parsed with its schema (SCHEMA_CHECKED). */
@@ -25,7 +26,14 @@ export type StreamOutcome =
  * failure finish it stands for (MALFORMED_RESPONSE); reading stops at the first finish, and each read races the
  * abort, so an adapter that never answers or never cleans up cannot hold the attempt open.
  */
-export async function streamModel(session: Session, model: ModelAdapter, request: ModelRequest, turn: number, step: number): Promise<StreamOutcome> {
+export async function streamModel(
+  session: Session,
+  model: ModelAdapter,
+  request: ModelRequest,
+  turn: number,
+  step: number,
+  middleware?: () => Promise<unknown>,
+): Promise<StreamOutcome> {
   const { signal } = request
   const chunkSeqs: number[] = []
   const assembler = new StreamAssembler()
@@ -39,8 +47,10 @@ export async function streamModel(session: Session, model: ModelAdapter, request
         const read = wake
         queueMicrotask(() => read?.(ABORT))
       }
+      // llm/stream middleware answers with its own stream; what it yields is checked and logged as an adapter's
+      const chunks = (middleware ? chunksOf(await middleware()) : normalizeStream(model, request)) as AsyncIterable<StreamChunk>
       signal.addEventListener('abort', onAbort, { once: true })
-      const iterator = normalizeStream(model, request)[Symbol.asyncIterator]()
+      const iterator = chunks[Symbol.asyncIterator]()
       let done = false
       try {
         for (let count = 1; ; count++) {
@@ -80,4 +90,21 @@ export async function streamModel(session: Session, model: ModelAdapter, request
     cancelled = true
   }
   return { ok: true, chunkSeqs, response: assembler.result(), cancelled }
+}
+
+/** The stream an llm/stream chain returned: any async or sync iterable of chunks; anything else is its failure (RQ-7). */
+function chunksOf(value: unknown): AsyncIterable<unknown> {
+  const iterable = value as { [Symbol.asyncIterator]?: unknown; [Symbol.iterator]?: unknown } | null
+  if (iterable !== null && typeof iterable === 'object' && typeof iterable[Symbol.asyncIterator] === 'function') return value as AsyncIterable<unknown>
+  if (iterable !== null && typeof iterable === 'object' && typeof iterable[Symbol.iterator] === 'function') {
+    // a sync iterable (an array of recorded chunks, say) read one chunk per read, as a stream
+    const iterator = (value as Iterable<unknown>)[Symbol.iterator]()
+    return {
+      [Symbol.asyncIterator]: () => ({
+        next: () => Promise.resolve(iterator.next()),
+        return: () => Promise.resolve(iterator.return?.() ?? { done: true as const, value: undefined }),
+      }),
+    }
+  }
+  throw new TypeError(`llm/stream must return an async iterable of stream chunks, got ${describeValue(value)}`)
 }

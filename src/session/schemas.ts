@@ -39,7 +39,7 @@ export const ContentBlockSchema = z.discriminatedUnion('type', [
 ])
 
 export const UserSourceSchema = z.object({ kind: z.literal('user') }).strict()
-export const PluginSourceSchema = z.object({ kind: z.literal('plugin'), plugin: nonEmpty, form: z.string().optional() }).loose()
+export const PluginSourceSchema = z.object({ kind: z.literal('plugin'), plugin: z.string(), form: z.string().optional() }).loose()
 export const ModelSourceSchema = z
   .object({
     kind: z.literal('model'),

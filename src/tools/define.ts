@@ -102,6 +102,24 @@ export function toolSchemas(tools: readonly ToolDefinition[]): ToolSchema[] {
     }))
 }
 
+/**
+ * A tool list as given (createAgent's `tools`, or what prompt assembly returns): an array of tools made by
+ * defineTool with distinct names. Throws a ConfigError naming the entry; `path` is where the list came from.
+ */
+export function checkToolList(value: unknown, path: string): ToolDefinition[] {
+  if (!isArrayLike(value)) throw new ConfigError(`${path} must be an array of tools made by defineTool, got ${describeValue(value)}`, { path })
+  const tools = Array.from(value as ArrayLike<unknown>)
+  const names = new Set<string>()
+  for (const [index, tool] of tools.entries()) {
+    if (!isRecordLike(tool) || typeof tool.name !== 'string') {
+      throw new ConfigError(`${path}[${index}] must be a tool made by defineTool, got ${describeValue(tool)}`, { path: `${path}.${index}` })
+    }
+    if (names.has(tool.name)) throw new ConfigError(`${path}: two tools are named ${tool.name}`, { path })
+    names.add(tool.name)
+  }
+  return tools as ToolDefinition[]
+}
+
 /** TL-1/TL-9: check parsed model arguments against the tool's schema; a refusal names every failing path. */
 export function checkArguments(tool: ToolDefinition, args: unknown): CheckResult<unknown> | Promise<CheckResult<unknown>> {
   return checkedSchemaOf(tool).check(args)

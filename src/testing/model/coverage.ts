@@ -14,6 +14,12 @@ export const UNREACHABLE: ReadonlyArray<{ machines: readonly string[]; suffix: s
       'an empty claim with nobody to decide at agent/pre-step: in the agent the claim follows the waking send or a non-empty inbox in the same macrostep, so it is never empty (the turn walk covers it over an empty inbox)',
   },
   {
+    machines: ['agent', 'turn'],
+    suffix: 'turn.proposing#hook.done#0',
+    reason:
+      'prompt assembly (HK-12) runs only when createAgent is given a systemPrompt or tools function or a system-prompt/assemble listener, whose answers are code, not data a scenario can carry; the walk keeps the fixed prompt and tools (test/behaviours/extension-points.test.ts covers assembly)',
+  },
+  {
     machines: ['agent'],
     suffix: 'agent.maintenance#append.failed#0',
     reason:

@@ -84,6 +84,8 @@ const FACT_PROFILES: Budget[] = [
   { sends: 2, ...few, responses: ['text', 'tools', 'tools-mixed', 'error', 'max-tokens', 'partial'], facts: UNWATCHED },
   { sends: 1, cancels: 1, ...few, responses: ['text', 'tools-mixed', 'partial'], facts: UNWATCHED },
   { sends: 1, fails: 1, ...few, responses: ['text', 'tools'], facts: UNWATCHED },
+  // a refused answer with nobody watching: the step and turn close in the same macrostep, then write step/end and turn/end again
+  { sends: 1, fails: 1, ...few, responses: ['text'], facts: UNWATCHED, failTypes: ['assistant/message'] },
   { sends: 1, ...few, responses: ['text', 'tools', 'error'], facts: LISTENED },
   { sends: 1, fails: 1, ...few, responses: ['text', 'tools'], facts: LISTENED },
   // TL-18: an ask with nobody to answer it is denied
@@ -98,6 +100,7 @@ const FACT_PROFILES: Budget[] = [
 /** The same for the part machines, which need fewer paths to take each of their transitions. */
 const PART_FACT_PROFILES: Budget[] = [
   { sends: 1, ...few, responses: ['text', 'tools-mixed', 'error'], facts: UNWATCHED },
+  { sends: 0, fails: 1, ...few, responses: ['text'], facts: UNWATCHED, failTypes: ['assistant/message'] },
   { sends: 0, fails: 1, ...few, responses: ['tools'], facts: UNWATCHED, failTypes: ['tool/call', 'tool/result', 'step/end'] },
   { sends: 0, ...few, responses: ['text', 'tools'], facts: LISTENED },
   { sends: 0, ...few, responses: ['tools'], approvals: true, facts: { ...UNWATCHED, listened: ['tools/pre-execute'] } },

@@ -576,6 +576,7 @@ export class IndependentAgent {
         if (this.#checkpoint()) return this.#close(this.#aborted()) // CP-5
       }
       const outcome = await this.#runStep(decision.messages)
+      if (outcome.stepEndRefused) return null
       // after step/end: a cancel ends the turn, even one that met a refused append (CX-5, CX-6; spec 7.9)
       if (this.#checkpoint() || outcome.kind === 'aborted') return this.#close(this.#aborted())
       if (outcome.kind === 'error') return this.#close({ kind: 'error', error: outcome.failure })
@@ -641,7 +642,7 @@ export class IndependentAgent {
 
   // ---- a step ---------------------------------------------------------------------------
 
-  async #runStep(entering: Message[]): Promise<{ kind: StepOutcome; failure: Failure }> {
+  async #runStep(entering: Message[]): Promise<{ kind: StepOutcome; failure: Failure; stepEndRefused?: true }> {
     const turn = this.#turn
     const step = this.#step + 1
     try {
@@ -662,8 +663,8 @@ export class IndependentAgent {
     try {
       this.#append('step/end', { turn, step })
     } catch (error) {
-      outcome = 'error'
-      failure = failureOf(error)
+      // TU-15 / SS-12 (spec 7.9): no turn/end may follow a refused step/end; the turn stops where its log does
+      return { kind: 'error', failure: failureOf(error), stepEndRefused: true }
     }
     this.#lastStep = outcome === 'completed' || outcome === 'max-tokens' ? 'terminal' : 'continue'
     this.#sticky ||= outcome === 'max-tokens'
