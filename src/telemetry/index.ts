@@ -6,7 +6,8 @@ import { createSession } from '../session/session.js'
 import { deriveSpans } from './derive.js'
 import { checkTelemetryOptions, SpanWriter, type TelemetryOptions } from './tracer.js'
 
-export type { TelemetryOptions } from './tracer.js'
+export type { TelemetryOptions, TelemetryTracer, TelemetrySpan, TelemetryContext, TelemetryTime } from './tracer.js'
+export type { SpanAttributes, SpanAttributeValue } from './derive.js'
 
 export interface ExportSpansOptions extends TelemetryOptions {
   /** The log's session id, recorded as `gen_ai.conversation.id` (a stored log's events do not carry it). */

@@ -1,28 +1,53 @@
-// Hands derived span operations to an @opentelemetry/api Tracer. Only the API's types are imported: the
-// Tracer the application passes does the work, so agentchart never loads the OpenTelemetry packages itself.
-import type { Context, HrTime, Span, SpanKind, SpanStatusCode, Tracer } from '@opentelemetry/api'
+// Hands derived span operations to an OpenTelemetry Tracer. agentchart imports nothing of @opentelemetry/api, not
+// even its types: the interfaces below are the part of the API's Tracer, Span and Context the spans use, so any
+// Tracer of the API fits, the Tracer the application passes does the work, and a project without the API still
+// type-checks agentchart's declarations.
 import { ConfigError } from '../errors.js'
 import { describeValue, isRecordLike } from '../foreign.js'
-import type { SpanOp } from './derive.js'
+import type { SpanAttributes, SpanOp } from './derive.js'
+
+/** A time as the API's HrTime: [seconds, nanoseconds] since the epoch. */
+export type TelemetryTime = [number, number]
+
+/** The part of an `@opentelemetry/api` Context the spans use (an API Context is one). */
+export interface TelemetryContext {
+  getValue(key: symbol): unknown
+  setValue(key: symbol, value: unknown): TelemetryContext
+  deleteValue(key: symbol): TelemetryContext
+}
+
+/** The part of an `@opentelemetry/api` Span the spans use. */
+export interface TelemetrySpan {
+  setAttribute(key: string, value: string | number | boolean | string[]): unknown
+  setAttributes(attributes: SpanAttributes): unknown
+  addEvent(name: string, attributes?: SpanAttributes, time?: TelemetryTime): unknown
+  setStatus(status: { code: number; message?: string }): unknown
+  end(endTime?: TelemetryTime): void
+}
+
+/** The part of an `@opentelemetry/api` Tracer the spans use: `trace.getTracer(name)` gives one. */
+export interface TelemetryTracer {
+  startSpan(name: string, options?: { kind?: number; startTime?: TelemetryTime; attributes?: SpanAttributes }, context?: TelemetryContext): TelemetrySpan
+}
 
 /** What spans are written to, and what they may carry. */
 export interface TelemetryOptions {
-  /** The `Tracer` of `@opentelemetry/api` the spans are started on (e.g. `trace.getTracer('my-app')`). */
-  tracer: Tracer
+  /** A `Tracer` of `@opentelemetry/api` the spans are started on (e.g. `trace.getTracer('my-app')`). */
+  tracer: TelemetryTracer
   /** Record message content (prompts, answers, tool arguments and results) as GenAI attributes; default false. */
   captureContent?: boolean
-  /** The context whose span the root spans (turns, compactions from idle) are children of; default: each turn its own trace. */
-  context?: Context
+  /** A Context whose span the root spans (turns, compactions from idle) are children of; default: each turn its own trace. */
+  context?: TelemetryContext
 }
 
 // the API's own key for the span a context carries: it is created with Symbol.for so every copy of the API agrees on it
 const SPAN_KEY = Symbol.for('OpenTelemetry Context Key SPAN')
-// numeric values of the API's SpanKind and SpanStatusCode enums (only their types are imported)
-const KIND = { internal: 0 as SpanKind, client: 2 as SpanKind }
-const STATUS_ERROR = 2 as SpanStatusCode
+// the values of the API's SpanKind (INTERNAL, CLIENT) and SpanStatusCode (ERROR) enums
+const KIND = { internal: 0, client: 2 }
+const STATUS_ERROR = 2
 
 /** An immutable Context as the API defines it, for parenting spans when the application gave none. */
-class SpanContextCarrier implements Context {
+class SpanContextCarrier implements TelemetryContext {
   readonly #values: ReadonlyMap<symbol, unknown>
   constructor(values: ReadonlyMap<symbol, unknown> = new Map()) {
     this.#values = values
@@ -30,10 +55,10 @@ class SpanContextCarrier implements Context {
   getValue(key: symbol): unknown {
     return this.#values.get(key)
   }
-  setValue(key: symbol, value: unknown): Context {
+  setValue(key: symbol, value: unknown): TelemetryContext {
     return new SpanContextCarrier(new Map(this.#values).set(key, value))
   }
-  deleteValue(key: symbol): Context {
+  deleteValue(key: symbol): TelemetryContext {
     const next = new Map(this.#values)
     next.delete(key)
     return new SpanContextCarrier(next)
@@ -43,7 +68,7 @@ class SpanContextCarrier implements Context {
 const ROOT = new SpanContextCarrier()
 
 /** Epoch milliseconds as the API's [seconds, nanoseconds], so no SDK has to guess what a bare number means. */
-export function hrTimeOf(ms: number): HrTime {
+export function hrTimeOf(ms: number): TelemetryTime {
   const seconds = Math.floor(ms / 1000)
   return [seconds, Math.round((ms - seconds * 1000) * 1e6)]
 }
@@ -66,9 +91,9 @@ export function checkTelemetryOptions(value: unknown, path = 'telemetry'): Telem
 
 /** Starts, annotates and ends real spans as the operations say; our span ids map to the tracer's spans. */
 export class SpanWriter {
-  readonly #tracer: Tracer
-  readonly #base: Context
-  readonly #spans = new Map<string, Span>()
+  readonly #tracer: TelemetryTracer
+  readonly #base: TelemetryContext
+  readonly #spans = new Map<string, TelemetrySpan>()
   /** How many spans were ended. */
   ended = 0
 

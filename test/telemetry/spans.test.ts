@@ -1,7 +1,7 @@
 // OpenTelemetry spans of an agent (docs/telemetry.md): the tree follows the machines (turn, step, attempt,
 // backoff, tool call, compaction), the attributes follow the GenAI semantic conventions, and the same tree comes
 // from a stored log after the fact. Spans are read back from the trace SDK's in-memory exporter.
-import { SpanKind, SpanStatusCode } from '@opentelemetry/api'
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { openaiModel } from '../../src/adapters/openai.js'
@@ -435,6 +435,29 @@ describe('telemetry: content, options and failures', () => {
     } finally {
       await provider.close()
     }
+  })
+
+  it("telemetry.context puts every turn under the application's own span, in its trace", async () => {
+    const otel = memoryTracer()
+    const request = otel.tracer.startSpan('POST /chat')
+    const agent = track(
+      createAgent({
+        model: scriptedModel([textResponse('one'), textResponse('two')]),
+        logger: quiet,
+        telemetry: { tracer: otel.tracer, context: trace.setSpan(ROOT_CONTEXT, request) },
+      }),
+    )
+    await agent.run('first')
+    await agent.run('second')
+    request.end()
+    const [root, ...others] = spanTree(otel.spans())
+    expect(others).toEqual([])
+    expect(root.name).toBe('POST /chat')
+    expect(root.children.map((n) => [n.name, n.attributes['agentchart.turn']])).toEqual([
+      ['invoke_agent', 1],
+      ['invoke_agent', 2],
+    ])
+    expect(new Set(otel.spans().map((s) => s.spanContext().traceId)).size).toBe(1)
   })
 
   it('refuses a telemetry option that is not a tracer, naming it, before anything runs', () => {
