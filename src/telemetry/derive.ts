@@ -240,8 +240,9 @@ export class SpanDeriver {
       }
       case 'tool/approval-request':
       case 'tool/approval-answer': {
-        const step = this.#step
-        if (step) {
+        // the call is logged before its question: the wait shows on the call's own span
+        const target = this.#tools.get(event.data.callId) ?? this.#step?.id
+        if (target !== undefined) {
           const attributes: SpanAttributes = { 'gen_ai.tool.call.id': event.data.callId }
           if (event.type === 'tool/approval-request') attributes['gen_ai.tool.name'] = event.data.name
           else attributes['agentchart.approval.decision'] = event.data.decision
@@ -249,7 +250,7 @@ export class SpanDeriver {
           if (this.#options.captureContent && reason !== undefined) attributes['agentchart.approval.reason'] = reason
           out.push({
             op: 'event',
-            id: step.id,
+            id: target,
             name: event.type === 'tool/approval-request' ? 'agentchart.approval.requested' : 'agentchart.approval.answered',
             time,
             attributes,

@@ -288,6 +288,36 @@ describe('telemetry: compaction', () => {
     expect(roots.filter((n) => n.name === 'invoke_agent')).toHaveLength(7)
   })
 
+  it('a request refused for its size: the failed chat span, the compaction under the step, then the new attempt', async () => {
+    const otel = memoryTracer()
+    const overflow = { message: 'prompt is too long', code: 'CONTEXT_WINDOW_EXCEEDED', status: 400 }
+    let requests = 0
+    const model = scriptedModel(
+      Array.from({ length: 10 }, () => (request: ModelRequest) => {
+        if (request.system === COMPACTION_INSTRUCTIONS) return textResponse('summary')
+        return ++requests === 3 ? errorResponse(overflow) : textResponse('answer '.padEnd(200, 'x'))
+      }),
+      { contextWindow: 100_000 },
+    )
+    const agent = track(
+      createAgent({
+        model,
+        compaction: { auto: false, keepRecent: 0.001 },
+        session: createSession({ now: steppingClock() }),
+        logger: quiet,
+        telemetry: { tracer: otel.tracer },
+      }),
+    )
+    for (const prompt of ['one', 'two', 'three']) expect((await agent.run(prompt)).end).toEqual({ kind: 'completed' })
+    const step = spanTree(otel.spans())[2].children[0]
+    expect(step.children.map((n) => n.name)).toEqual(['chat scripted-1', 'compaction', 'chat scripted-1'])
+    const [refused, compaction, retried] = step.children
+    expect(refused.attributes).toMatchObject({ 'error.type': 'CONTEXT_WINDOW_EXCEEDED', 'agentchart.attempt': 1 })
+    expect(compaction.attributes).toMatchObject({ 'agentchart.compaction.reason': 'overflow', 'agentchart.state': 'running.turn.step.attempt.compacting' })
+    expect(retried.attributes).toMatchObject({ 'agentchart.attempt': 2, 'gen_ai.response.finish_reasons': ['stop'] })
+    expect([refused.end <= compaction.start, compaction.start < compaction.end, compaction.end <= retried.start]).toEqual([true, true, true])
+  })
+
   it('a failed summary is an ERROR compaction span with the failure code', async () => {
     const otel = memoryTracer()
     const failing = { message: 'summariser down', code: 'SERVER', status: 500 }
@@ -435,6 +465,31 @@ describe('telemetry: content, options and failures', () => {
     } finally {
       await provider.close()
     }
+  })
+
+  it("a call that waits for a person's approval shows the wait on its own span, with the question and the answer as events", async () => {
+    const otel = memoryTracer()
+    const deploy = defineTool({ name: 'deploy', description: 'needs a person', input: z.object({}), execute: () => 'deployed' })
+    const agent = track(
+      createAgent({
+        model: scriptedModel([toolCallResponse([{ id: 'd1', name: 'deploy', arguments: '{}' }]), textResponse('done')]),
+        tools: [deploy],
+        approvals: true,
+        session: createSession({ now: steppingClock() }),
+        logger: quiet,
+        telemetry: { tracer: otel.tracer },
+      }),
+    )
+    agent.on('tools/pre-execute', () => ({ kind: 'ask', reason: 'production' }))
+    agent.on('tools/approval-requested', ({ callId }) => queueMicrotask(() => agent.approve(callId)))
+    expect((await agent.run('ship it')).text).toBe('done')
+    const call = spanTree(otel.spans())[0].children[0].children[1]
+    expect(call.name).toBe('execute_tool deploy')
+    expect(call.events.map((e) => [e.name, e.attributes])).toEqual([
+      ['agentchart.approval.requested', { 'gen_ai.tool.call.id': 'd1', 'gen_ai.tool.name': 'deploy' }],
+      ['agentchart.approval.answered', { 'gen_ai.tool.call.id': 'd1', 'agentchart.approval.decision': 'approve' }],
+    ])
+    for (const event of call.events) expect([call.start <= event.time, event.time <= call.end]).toEqual([true, true])
   })
 
   it("telemetry.context puts every turn under the application's own span, in its trace", async () => {
