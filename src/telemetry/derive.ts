@@ -104,8 +104,12 @@ export class SpanDeriver {
     this.#surface = options.captureContent === true ? [] : null
   }
 
-  /** The start operations of the spans open now, parents first (what a resumed agent has to reopen). */
-  openSpans(): StartOp[] {
+  /**
+   * Reads events whose spans someone else wrote (a seed, a fork's inherited history) for state only, and returns the
+   * start operations of the spans they leave open, parents first: what a resumed agent has to reopen.
+   */
+  replay(events: readonly SessionEvent[]): SpanOp[] {
+    for (const event of events) this.push(event)
     return [...this.#open.values()]
   }
 
@@ -473,10 +477,14 @@ export class SpanDeriver {
   }
 }
 
-/** Every span operation of one log, in order; spans the log leaves open end at its last event. */
-export function deriveSpans(events: readonly SessionEvent[], options: DeriveOptions = {}): SpanOp[] {
+/**
+ * Every span operation of one log, in order; spans the log leaves open end at its last event. The first `inherited`
+ * events (a fork's copy of its parent's history) are read for state only: their spans are the parent's.
+ */
+export function deriveSpans(events: readonly SessionEvent[], options: DeriveOptions = {}, inherited = 0): SpanOp[] {
   const deriver = new SpanDeriver(options)
-  const out = events.flatMap((event) => deriver.push(event))
+  const out = deriver.replay(events.slice(0, inherited))
+  for (const event of events.slice(inherited)) out.push(...deriver.push(event))
   return [...out, ...deriver.finish()]
 }
 

@@ -20,10 +20,10 @@ export class LiveTelemetry {
     this.#writer = new SpanWriter(options)
     // the seed was exported by whoever ran it: read it for state, and reopen only what it leaves open (a resumed turn)
     const seed = session.events
-    for (const event of seed) this.#deriver.push(event)
+    const reopened = this.#deriver.replay(seed)
     this.#cursor = seed.length
     this.#guarded(() => {
-      for (const op of this.#deriver.openSpans()) this.#writer.apply(op)
+      for (const op of reopened) this.#writer.apply(op)
     })
   }
 

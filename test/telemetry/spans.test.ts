@@ -5,7 +5,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/ap
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { openaiModel } from '../../src/adapters/openai.js'
-import { COMPACTION_INSTRUCTIONS, ConfigError, createAgent, createSession, defineTool, type ModelRequest } from '../../src/index.js'
+import { COMPACTION_INSTRUCTIONS, ConfigError, createAgent, createSession, defineTool, forkSession, type ModelRequest } from '../../src/index.js'
 import { memoryStore } from '../../src/stores/index.js'
 import { errorResponse, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
 import { exportSessionSpans } from '../../src/telemetry/index.js'
@@ -363,6 +363,28 @@ describe('telemetry: a stored log', () => {
     expect(liveTree.map((n) => n.name)).toEqual(['invoke_agent', 'invoke_agent'])
     // the second turn asks the exhausted script: an error turn, exported as it happened
     expect(liveTree[1].attributes['error.type']).toBe('SCRIPT_EXHAUSTED')
+  })
+
+  it("a fork exports only its own turns: the history it inherited is its parent's", async () => {
+    const parent = track(createAgent({ model: scriptedModel([textResponse('Lisbon.'), textResponse('Tram.')]), logger: quiet }))
+    await parent.run('Where in May?')
+    await parent.run('Getting around?')
+    const upTo = parent.session.events.find((e) => e.type === 'turn/end')!.seq
+    const live = memoryTracer()
+    const child = track(
+      createAgent({
+        model: scriptedModel([textResponse('By bike.')]),
+        session: forkSession(parent.session, { upTo, id: 'by-bike' }),
+        logger: quiet,
+        telemetry: { tracer: live.tracer },
+      }),
+    )
+    await child.run('And by bike?')
+    const after = memoryTracer()
+    exportSessionSpans(child.session.events, { tracer: after.tracer, sessionId: 'by-bike' })
+    const tree = spanTree(live.spans(), 0)
+    expect(tree.map((n) => [n.name, n.attributes['agentchart.turn'], n.attributes['gen_ai.conversation.id']])).toEqual([['invoke_agent', 2, 'by-bike']])
+    expect(spanTree(after.spans(), 0)).toEqual(tree)
   })
 
   it('a log cut short mid-turn exports its open spans ended at the last event, marked incomplete', () => {
