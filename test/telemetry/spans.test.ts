@@ -5,7 +5,16 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/ap
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { openaiModel } from '../../src/adapters/openai.js'
-import { COMPACTION_INSTRUCTIONS, ConfigError, createAgent, createSession, defineTool, forkSession, type ModelRequest } from '../../src/index.js'
+import {
+  COMPACTION_INSTRUCTIONS,
+  ConfigError,
+  createAgent,
+  createSession,
+  defineTool,
+  forkSession,
+  type ModelRequest,
+  type StreamChunk,
+} from '../../src/index.js'
 import { memoryStore } from '../../src/stores/index.js'
 import { errorResponse, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
 import { exportSessionSpans } from '../../src/telemetry/index.js'
@@ -225,6 +234,33 @@ describe('telemetry: the span tree of a turn', () => {
     expect(step.children.map((n) => n.name)).toEqual(['chat scripted-1', 'backoff'])
     expect(step.children[1].attributes).toMatchObject({ 'agentchart.retry': 1, 'agentchart.retry.delay_ms': 30_000, 'agentchart.retry.cancelled': true })
     expect(step.children[1].end).toBe(step.end)
+  })
+
+  it('a cancel that cuts a stream: the chat span ends with the prefix the log keeps, marked interrupted', async () => {
+    const otel = memoryTracer()
+    async function* partial(request: ModelRequest): AsyncGenerator<StreamChunk> {
+      yield { type: 'block-start', index: 0, blockType: 'text' }
+      yield { type: 'text-delta', index: 0, text: 'Once upon' }
+      await new Promise((resolve) => request.signal.addEventListener('abort', resolve))
+      throw Object.assign(new Error('aborted'), { name: 'AbortError' })
+    }
+    const agent = track(
+      createAgent({
+        model: scriptedModel([(request) => partial(request)]),
+        session: createSession({ now: steppingClock() }),
+        logger: quiet,
+        telemetry: { tracer: otel.tracer, captureContent: true },
+      }),
+    )
+    agent.on('session/event', ({ event }) => {
+      if (event.type === 'assistant/chunk' && event.data.chunk.type === 'text-delta') queueMicrotask(() => agent.cancel())
+    })
+    expect((await agent.run('tell me a story')).end).toEqual({ kind: 'aborted', reason: { kind: 'user' } })
+    const [turn] = spanTree(otel.spans())
+    const [chat] = turn.children[0].children
+    expect(chat.attributes).toMatchObject({ 'agentchart.interrupted': true })
+    expect(chat.status.code).toBe(SpanStatusCode.UNSET)
+    expect(JSON.parse(chat.attributes['gen_ai.output.messages'] as string)).toEqual([{ role: 'assistant', parts: [{ type: 'text', content: 'Once upon' }] }])
   })
 
   it('a request that fails for good ends the chat span and the turn span ERROR with the failure code as error.type', async () => {
