@@ -96,7 +96,14 @@ const TSCONFIG = JSON.stringify({
   files: ['consumer.ts'],
 })
 
-const SUBPATHS = ['agentchart', 'agentchart/machines', 'agentchart/testing', 'agentchart/adapters/openai', 'agentchart/adapters/deepseek']
+const SUBPATHS = [
+  'agentchart',
+  'agentchart/machines',
+  'agentchart/testing',
+  'agentchart/adapters/openai',
+  'agentchart/adapters/deepseek',
+  'agentchart/telemetry',
+]
 
 /** The model of the tool turn: agentchart/testing's scripted model, or the same answers from a hand-written adapter. */
 const SCRIPTED = `import { scriptedModel, textResponse, toolCallResponse } from 'agentchart/testing'

@@ -40,6 +40,8 @@ import { SessionWriter } from './stores/writer.js'
 import { checkToolList, toolSchemas, type ToolResultValue } from './tools/define.js'
 import { assembleFromOptions, type PromptAssembly, type PromptContext, type SystemPromptOption, type ToolsOption } from './runtime/assembly.js'
 import { resolveCompaction, type CompactionOptions } from './compaction.js'
+import { LiveTelemetry } from './telemetry/live.js'
+import { checkTelemetryOptions, type TelemetryOptions } from './telemetry/tracer.js'
 
 export interface AgentOptions {
   model: ModelAdapter
@@ -88,6 +90,12 @@ export interface AgentOptions {
    * `false` turns it off; an object configures it (and turns it on, given a window there or on the adapter).
    */
   compaction?: CompactionOptions | false
+  /**
+   * OpenTelemetry spans (docs/telemetry.md): a turn, its steps, an inference span per attempt, a span per tool call,
+   * compactions, derived from the session log as it is committed. `tracer` is an `@opentelemetry/api` Tracer;
+   * message content is recorded only with `captureContent: true`.
+   */
+  telemetry?: TelemetryOptions
   /** Only with StoredAgentOptions: an agent over a store is made by the promise-returning form of createAgent. */
   store?: undefined
 }
@@ -361,7 +369,8 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
   if (options.sleep !== undefined && typeof options.sleep !== 'function') throw new ConfigError('sleep must be a function', { path: 'sleep' })
   const sleep = options.sleep ?? sleepFor
   const compaction = resolveCompaction(options.compaction, model)
-  return { model, maxTokens, maxParallelToolCalls, maxSteps, tools, retry, sleep, compaction }
+  const telemetry = options.telemetry === undefined ? undefined : checkTelemetryOptions(options.telemetry)
+  return { model, maxTokens, maxParallelToolCalls, maxSteps, tools, retry, sleep, compaction, telemetry }
 }
 
 /** What an agent over a store holds besides its session. */
@@ -440,7 +449,7 @@ export class Agent {
 
   /** Use createAgent; `durable` is how the stored form hands over its store writer. */
   constructor(options: AgentOptions, durable?: Durable) {
-    const { model, maxTokens, maxParallelToolCalls, maxSteps, tools, retry, sleep, compaction } = checkOptions(options)
+    const { model, maxTokens, maxParallelToolCalls, maxSteps, tools, retry, sleep, compaction, telemetry } = checkOptions(options)
     if ((options as { store?: unknown }).store !== undefined && durable === undefined) {
       throw new ConfigError('an agent over a store is made by createAgent({ store, ... }), which returns a promise', { path: 'store' })
     }
@@ -474,6 +483,8 @@ export class Agent {
     const outputSchemas = new OutputSchemas()
     const seed = seedConfig({ provider: model.provider, model: model.model }, model.defaultConfig, options.request, maxTokens, outputSchemas)
     this.#hooks = new Hooks(options.logger ?? { error: (message, error) => console.error(`[agentchart] ${message}:`, error) })
+    // spans follow the log itself, not the listeners: they neither watch the agent nor slow a step down
+    const spans = telemetry ? new LiveTelemetry(session, telemetry, this.#hooks.logger) : null
     this.#runtime = new Runtime({
       session,
       model,
@@ -504,7 +515,10 @@ export class Agent {
       retry,
       sleep,
       ...(compaction ? { compaction } : {}),
-      onAppend: (event) => this.#runs?.onAppend(event),
+      onAppend: (event) => {
+        this.#runs?.onAppend(event)
+        spans?.catchUp()
+      },
     })
     // weakly: a session that outlives a dropped agent must not keep it alive (RS-7)
     const runtime = new WeakRef(this.#runtime)

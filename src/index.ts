@@ -44,4 +44,5 @@ export { DEFAULT_INSTRUCTIONS as COMPACTION_INSTRUCTIONS } from './compaction.js
 export type { CompactionOptions, SummariseInput, SummariseResult } from './compaction.js'
 export { estimateMessageTokens, estimateTextTokens, planCompaction, SUMMARY_SOURCE, summaryText } from './session/compaction.js'
 export type { CompactionPolicy, SurfaceNodeView } from './session/compaction.js'
+export type { TelemetryOptions, TelemetryTracer, TelemetrySpan, TelemetryContext, TelemetryTime } from './telemetry/tracer.js'
 export * from './errors.js'

@@ -57,6 +57,20 @@ describe('package', () => {
     expect(readFileSync(join(root, 'src/adapters/openai.ts'), 'utf8')).toMatch(/import\('openai'\)/)
   })
 
+  it('OpenTelemetry is never loaded by agentchart: the core and agentchart/telemetry import nothing of it (the tracer passed in does the work)', () => {
+    for (const entry of ['src/index.ts', 'src/telemetry/index.ts']) {
+      const packages = [...runtimePackages(entry)]
+      expect(
+        packages.filter((p) => p.startsWith('@opentelemetry/')),
+        entry,
+      ).toEqual([])
+    }
+    // not even a type import: the declarations of a project without the API must still resolve
+    for (const file of ['src/telemetry/tracer.ts', 'src/telemetry/derive.ts', 'src/telemetry/live.ts', 'src/telemetry/index.ts']) {
+      expect(readFileSync(join(root, file), 'utf8'), file).not.toMatch(/from '@opentelemetry\//)
+    }
+  })
+
   it('zod and openai are peers (openai optional, and @statelyai/inspect for `demo --inspect`), so are the store drivers (optional); what the sources load is declared', () => {
     expect(pkg.peerDependencies).toEqual({
       zod: '^3.25.0 || ^4.0.0',
@@ -64,8 +78,12 @@ describe('package', () => {
       '@statelyai/inspect': '^0.7.0',
       'better-sqlite3': '>=12 <14',
       pg: '^8',
+      '@modelcontextprotocol/sdk': '^1.20.0',
+      '@opentelemetry/api': '^1.9.0',
     })
     expect(pkg.peerDependenciesMeta).toEqual({
+      '@modelcontextprotocol/sdk': { optional: true },
+      '@opentelemetry/api': { optional: true },
       openai: { optional: true },
       '@statelyai/inspect': { optional: true },
       'better-sqlite3': { optional: true },
@@ -77,6 +95,7 @@ describe('package', () => {
       ...runtimePackages('src/testing/index.ts'),
       ...runtimePackages('src/cli/index.ts'),
       ...runtimePackages('src/stores/index.ts'),
+      ...runtimePackages('src/telemetry/index.ts'),
     ])
     const builtin = [...loaded].filter((p) => p.startsWith('node:'))
     const declared = new Set([...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies)])

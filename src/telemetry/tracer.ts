@@ -1,0 +1,132 @@
+// Hands derived span operations to an OpenTelemetry Tracer. agentchart imports nothing of @opentelemetry/api, not
+// even its types: the interfaces below are the part of the API's Tracer, Span and Context the spans use, so any
+// Tracer of the API fits, the Tracer the application passes does the work, and a project without the API still
+// type-checks agentchart's declarations.
+import { ConfigError } from '../errors.js'
+import { describeValue, isRecordLike } from '../foreign.js'
+import type { SpanAttributes, SpanOp } from './derive.js'
+
+/** A time as the API's HrTime: [seconds, nanoseconds] since the epoch. */
+export type TelemetryTime = [number, number]
+
+/** The part of an `@opentelemetry/api` Context the spans use (an API Context is one). */
+export interface TelemetryContext {
+  getValue(key: symbol): unknown
+  setValue(key: symbol, value: unknown): TelemetryContext
+  deleteValue(key: symbol): TelemetryContext
+}
+
+/** The part of an `@opentelemetry/api` Span the spans use. */
+export interface TelemetrySpan {
+  setAttribute(key: string, value: string | number | boolean | string[]): unknown
+  setAttributes(attributes: SpanAttributes): unknown
+  addEvent(name: string, attributes?: SpanAttributes, time?: TelemetryTime): unknown
+  setStatus(status: { code: number; message?: string }): unknown
+  end(endTime?: TelemetryTime): void
+}
+
+/** The part of an `@opentelemetry/api` Tracer the spans use: `trace.getTracer(name)` gives one. */
+export interface TelemetryTracer {
+  startSpan(name: string, options?: { kind?: number; startTime?: TelemetryTime; attributes?: SpanAttributes }, context?: TelemetryContext): TelemetrySpan
+}
+
+/** What spans are written to, and what they may carry. */
+export interface TelemetryOptions {
+  /** A `Tracer` of `@opentelemetry/api` the spans are started on (e.g. `trace.getTracer('my-app')`). */
+  tracer: TelemetryTracer
+  /** Record message content (prompts, answers, tool arguments and results) as GenAI attributes; default false. */
+  captureContent?: boolean
+  /** A Context whose span the root spans (turns, compactions from idle) are children of; default: each turn its own trace. */
+  context?: TelemetryContext
+}
+
+// the API's own key for the span a context carries: it is created with Symbol.for so every copy of the API agrees on it
+const SPAN_KEY = Symbol.for('OpenTelemetry Context Key SPAN')
+// the values of the API's SpanKind (INTERNAL, CLIENT) and SpanStatusCode (ERROR) enums
+const KIND = { internal: 0, client: 2 }
+const STATUS_ERROR = 2
+
+/** An immutable Context as the API defines it, for parenting spans when the application gave none. */
+class SpanContextCarrier implements TelemetryContext {
+  readonly #values: ReadonlyMap<symbol, unknown>
+  constructor(values: ReadonlyMap<symbol, unknown> = new Map()) {
+    this.#values = values
+  }
+  getValue(key: symbol): unknown {
+    return this.#values.get(key)
+  }
+  setValue(key: symbol, value: unknown): TelemetryContext {
+    return new SpanContextCarrier(new Map(this.#values).set(key, value))
+  }
+  deleteValue(key: symbol): TelemetryContext {
+    const next = new Map(this.#values)
+    next.delete(key)
+    return new SpanContextCarrier(next)
+  }
+}
+
+const ROOT = new SpanContextCarrier()
+
+/** Epoch milliseconds as the API's [seconds, nanoseconds], so no SDK has to guess what a bare number means. */
+export function hrTimeOf(ms: number): TelemetryTime {
+  const seconds = Math.floor(ms / 1000)
+  return [seconds, Math.round((ms - seconds * 1000) * 1e6)]
+}
+
+/** The options checked, with a clear error naming the wrong one (RQ-3). */
+export function checkTelemetryOptions(value: unknown, path = 'telemetry'): TelemetryOptions {
+  if (!isRecordLike(value)) throw new ConfigError(`${path} must be an object { tracer, captureContent?, context? }, got ${describeValue(value)}`, { path })
+  const { tracer, captureContent, context } = value
+  if (!isRecordLike(tracer) || typeof tracer.startSpan !== 'function') {
+    throw new ConfigError(`${path}.tracer must be a Tracer of @opentelemetry/api (with startSpan), got ${describeValue(tracer)}`, { path: `${path}.tracer` })
+  }
+  if (captureContent !== undefined && typeof captureContent !== 'boolean') {
+    throw new ConfigError(`${path}.captureContent must be true or false, got ${describeValue(captureContent)}`, { path: `${path}.captureContent` })
+  }
+  if (context !== undefined && !(isRecordLike(context) && typeof context.getValue === 'function' && typeof context.setValue === 'function')) {
+    throw new ConfigError(`${path}.context must be a Context of @opentelemetry/api, got ${describeValue(context)}`, { path: `${path}.context` })
+  }
+  return value as unknown as TelemetryOptions
+}
+
+/** Starts, annotates and ends real spans as the operations say; our span ids map to the tracer's spans. */
+export class SpanWriter {
+  readonly #tracer: TelemetryTracer
+  readonly #base: TelemetryContext
+  readonly #spans = new Map<string, TelemetrySpan>()
+  /** How many spans were ended. */
+  ended = 0
+
+  constructor(options: TelemetryOptions) {
+    this.#tracer = options.tracer
+    this.#base = options.context ?? ROOT
+  }
+
+  apply(op: SpanOp): void {
+    switch (op.op) {
+      case 'start': {
+        const parent = op.parent === null ? undefined : this.#spans.get(op.parent)
+        const context = parent === undefined ? this.#base : this.#base.setValue(SPAN_KEY, parent)
+        const span = this.#tracer.startSpan(op.name, { kind: KIND[op.kind], startTime: hrTimeOf(op.time), attributes: op.attributes }, context)
+        this.#spans.set(op.id, span)
+        break
+      }
+      case 'event':
+        this.#spans.get(op.id)?.addEvent(op.name, op.attributes, hrTimeOf(op.time))
+        break
+      case 'end': {
+        const span = this.#spans.get(op.id)
+        if (span === undefined) return
+        this.#spans.delete(op.id)
+        span.setAttributes(op.attributes)
+        if (op.error) {
+          span.setAttribute('error.type', op.error.type)
+          span.setStatus({ code: STATUS_ERROR, ...(op.error.message !== undefined ? { message: op.error.message } : {}) })
+        }
+        span.end(hrTimeOf(op.time))
+        this.ended++
+        break
+      }
+    }
+  }
+}
