@@ -7,11 +7,11 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import { createAgent, SessionInUseError, StoredLogError, type Agent, type SessionEvent } from '../../src/index.js'
 import { sqliteStore, type SessionStore } from '../../src/stores/index.js'
 import { checkSessionInvariants, scriptedModel, textResponse } from '../../src/testing/index.js'
-import { plain, until } from './support.js'
+import { plain, sleep, until } from './support.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'agentchart-sqlite-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -164,5 +164,122 @@ describe('a damaged SQLite file', () => {
     expect(() => sqliteStore({ path })).toThrow(StoredLogError)
     expect(() => sqliteStore({ path })).toThrow(/cannot open the SQLite database .*garbage\.db/)
     expect(fingerprint(path)).toEqual(before)
+  })
+})
+
+/** A child process speaking lines on stdin and stdout. */
+function spawnChild(script: string, args: string[], options: { clockSkewMs?: number } = {}) {
+  const path = fileURLToPath(new URL(script, import.meta.url))
+  const preload = options.clockSkewMs !== undefined ? ['--import', fileURLToPath(new URL('./skewed-clock.ts', import.meta.url))] : []
+  const proc = spawn(process.execPath, ['--import', 'tsx', ...preload, path, ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, AGENTCHART_TEST_CLOCK_SKEW_MS: String(options.clockSkewMs ?? 0) },
+  })
+  const lines: string[] = []
+  let stderr = ''
+  let partial = ''
+  proc.stderr.on('data', (data: Buffer) => (stderr += String(data)))
+  proc.stdout.on('data', (data: Buffer) => {
+    const parts = (partial + String(data)).split('\n')
+    partial = parts.pop()!
+    lines.push(...parts)
+  })
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => proc.on('exit', (_code, signal) => resolve(signal)))
+  return { proc, lines, exited, stderr: () => stderr }
+}
+
+describe('several processes creating one new SQLite store at once', () => {
+  it('all succeed: the schema is created once, in the transaction that checks for it, and no error calls the data damaged', async () => {
+    const children = Array.from({ length: 4 }, (_, i) => spawnChild('./create-child.ts', [`creator-${i}`]))
+    try {
+      await until(() => children.every((c) => c.lines.includes('READY')), 30_000, `the children to start (${children.map((c) => c.stderr()).join('')})`)
+      const reports: string[] = []
+      for (let round = 0; round < 40; round++) {
+        const path = join(dir, `created-${round}.db`)
+        for (const c of children) c.proc.stdin.write(`go ${path}\n`)
+        await until(() => children.every((c) => c.lines.some((l) => l.endsWith(path) || l.startsWith(`ERR ${path} `))), 20_000, `round ${round}`)
+        for (const c of children) reports.push(c.lines.find((l) => l.endsWith(path) || l.startsWith(`ERR ${path} `))!)
+      }
+      expect(reports.filter((r) => !r.startsWith('OK '))).toEqual([])
+      expect(reports).toHaveLength(160)
+      // every file holds the four sessions, readable by a fresh store
+      const store = sqliteStore({ path: join(dir, 'created-0.db') })
+      expect((await store.list()).map((s) => s.id).sort()).toEqual(['session-creator-0', 'session-creator-1', 'session-creator-2', 'session-creator-3'])
+      await store.close()
+    } finally {
+      for (const c of children) c.proc.kill('SIGKILL')
+    }
+  }, 60_000)
+})
+
+describe('SQLite leases when a clock is stepped', () => {
+  const hour = 3_600_000
+
+  it('a holder whose clock runs an hour ahead, killed, does not keep its session locked past its lease', async () => {
+    const path = join(dir, 'clock-ahead.db')
+    const holder = spawnChild('./crash-child.ts', [path, 'chat', 'tool'], { clockSkewMs: hour })
+    const store = sqliteStore({ path })
+    try {
+      await until(() => holder.lines.includes('TOOL-RUNNING'), 20_000, `the holder to run its tool (${holder.stderr()})`)
+      // while it lives it holds the session, and the refusal names an expiry within its 300 ms lease, not an hour away
+      const refused = await createAgent({ model: scriptedModel([]), store, sessionId: 'chat', logger: quiet }).catch((error: unknown) => error)
+      expect(refused).toBeInstanceOf(SessionInUseError)
+      expect((refused as SessionInUseError).expiresAt - Date.now()).toBeLessThanOrEqual(300)
+      holder.proc.kill('SIGKILL')
+      expect(await holder.exited).toBe('SIGKILL')
+      const agent = await reopen(store)
+      expect(agent.session.events.findLast((e) => e.type === 'turn/end')?.data).toEqual({ turn: 1, reason: { kind: 'interrupted' } })
+      await agent.dispose()
+    } finally {
+      holder.proc.kill('SIGKILL')
+      await store.close()
+    }
+  }, 30_000)
+
+  it('a live holder keeps its session though its clock runs an hour behind, or the opener clock an hour ahead', async () => {
+    const path = join(dir, 'clock-behind.db')
+    const holder = spawnChild('./crash-child.ts', [path, 'chat', 'tool'], { clockSkewMs: -hour })
+    const store = sqliteStore({ path })
+    try {
+      await until(() => holder.lines.includes('TOOL-RUNNING'), 20_000, `the holder to run its tool (${holder.stderr()})`)
+      // refused again and again for well over its 300 ms lease: it renews, so it lives
+      for (let attempt = 0; attempt < 12; attempt++) {
+        const refused = await createAgent({ model: scriptedModel([]), store, sessionId: 'chat', logger: quiet }).catch((error: unknown) => error)
+        expect(refused, `attempt ${attempt}`).toBeInstanceOf(SessionInUseError)
+        expect((refused as SessionInUseError).holder).toBe(`crash-child-${holder.proc.pid}`)
+        await sleep(100)
+      }
+      // this process's clock stepped an hour forward changes nothing either
+      const realNow = Date.now.bind(Date)
+      const stepped = vi.spyOn(Date, 'now').mockImplementation(() => realNow() + hour)
+      try {
+        const other = sqliteStore({ path })
+        const refused = await createAgent({ model: scriptedModel([]), store: other, sessionId: 'chat', logger: quiet }).catch((error: unknown) => error)
+        await other.close()
+        expect(refused).toBeInstanceOf(SessionInUseError)
+      } finally {
+        stepped.mockRestore()
+      }
+      expect(holder.proc.exitCode).toBeNull()
+    } finally {
+      holder.proc.kill('SIGKILL')
+      await store.close()
+    }
+  }, 30_000)
+})
+
+describe('closing a SQLite store', () => {
+  it('releases the leases of the sessions it opened: another store opens them at once', async () => {
+    const path = join(dir, 'closed.db')
+    const first = sqliteStore({ path })
+    const agent = await createAgent({ model: scriptedModel([textResponse('one')]), store: first, sessionId: 'chat', lease: { leaseMs: 60_000 }, logger: quiet })
+    await agent.run('hello')
+    await first.close()
+    const second = sqliteStore({ path })
+    const again = await createAgent({ model: scriptedModel([textResponse('two')]), store: second, sessionId: 'chat', logger: quiet })
+    expect((await again.run('again')).end).toEqual({ kind: 'completed' })
+    await again.dispose()
+    await agent.dispose()
+    await second.close()
   })
 })
