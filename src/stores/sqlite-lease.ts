@@ -13,14 +13,19 @@ export function machineClock(): number {
   return Number(process.hrtime.bigint() / 1_000_000n)
 }
 
+let boot: string | undefined
+
 /** This boot of the machine ('' where the OS does not say): a stamp from another boot belongs to a dead process. */
-export const BOOT: string = (() => {
-  try {
-    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()
-  } catch {
-    return ''
+export function bootId(): string {
+  if (boot === undefined) {
+    try {
+      boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()
+    } catch {
+      boot = ''
+    }
   }
-})()
+  return boot
+}
 
 /** The lease columns of one session row. */
 export interface LeaseColumns {
@@ -39,7 +44,7 @@ export interface LeaseColumns {
 
 /** The stamp a holder writes with every beat. */
 export function stamp(): { clock: number; boot: string } {
-  return { clock: machineClock(), boot: BOOT }
+  return { clock: machineClock(), boot: bootId() }
 }
 
 /** What a reader saw of a lease and when, on its own clock. */
@@ -69,12 +74,13 @@ export class LeaseWatch {
     }
     const silence = leaseMs - (now - seen.at)
     if (silence <= 0) return 0
-    const boot = row.lease_boot ?? ''
-    if (boot !== '' && BOOT !== '' && boot !== BOOT) return 0
+    const theirs = row.lease_boot ?? ''
+    const ours = bootId()
+    if (theirs !== '' && ours !== '' && theirs !== ours) return 0
     const elapsed = now - row.lease_clock
     if (elapsed >= 0) return Math.max(0, Math.min(silence, leaseMs - elapsed))
     // a stamp ahead of this clock: another boot (where the OS names no boot), else a clock that is not ours
-    if (BOOT === '' && -elapsed > leaseMs) return 0
+    if (ours === '' && -elapsed > leaseMs) return 0
     return silence
   }
 }

@@ -100,13 +100,13 @@ const pause = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(
 
 /** Switches the file to WAL; a process switching the same new file at that moment makes SQLite answer BUSY at once, so wait it out. */
 function walMode(db: BetterSqlite3.Database, busyTimeoutMs: number): void {
-  const deadline = Date.now() + busyTimeoutMs
+  const deadline = performance.now() + busyTimeoutMs
   for (let wait = 2; ; wait = Math.min(wait * 2, 50)) {
     try {
       db.pragma('journal_mode = WAL')
       return
     } catch (error) {
-      if (!isBusy(error) || Date.now() >= deadline) throw error
+      if (!isBusy(error) || performance.now() >= deadline) throw error
       pause(wait)
     }
   }

@@ -239,9 +239,22 @@ describe('every PostgreSQL store operation has a bound', () => {
     await agent.dispose({ force: true, graceMs: 100 })
     await expect(agent.flush()).rejects.toMatchObject({ name: 'StoreError', code: 'STORE_TIMEOUT', message: /abandoned by a forced disposal/ })
     const acknowledged = agent.session.events.slice(0, agent.committedLength)
+
+    // a turn whose model request waits for its first commit: run() and the disposal settle all the same
+    const waiting = await createAgent({ model: scriptedModel([textResponse('never')]), store, sessionId: 'waiting', lease: { leaseMs: 60_000 }, logger: quiet })
+    const lockWaiting = await lockRow(url, 'waiting')
+    const running = waiting.run('go')
+    await until(() => waiting.session.length > waiting.committedLength, 5000, 'the turn to wait for its commit')
+    await waiting.dispose({ force: true, graceMs: 100 })
+    expect((await running).end.kind).not.toBe('completed')
+    await expect(waiting.flush()).rejects.toMatchObject({ code: 'STORE_TIMEOUT' })
+    const acknowledgedWaiting = waiting.session.events.slice(0, waiting.committedLength)
+
     await lock.unlock()
-    // the 60 s lease did not have to lapse: the halted writer released it once the row was free
+    await lockWaiting.unlock()
+    // the 60 s leases did not have to lapse: the halted writers released them once the rows were free
     await reopened(store, 'stuck', acknowledged)
+    await reopened(store, 'waiting', acknowledgedWaiting)
     await store.close()
   }, 20_000)
 
