@@ -281,6 +281,14 @@ describe('every PostgreSQL store operation has a bound', () => {
       await until(() => sockets.size > before, 5000, 'the store to reach the silent server')
       await patient.close()
       expect(await opening).toBeInstanceOf(StoreError)
+
+      // with the application's own pool (no connect timeout of its own) the store's bound holds all the same
+      const pool = new pg.Pool({ connectionString: url })
+      pool.on('error', () => {})
+      const shared = postgresStore({ pool, connectTimeoutMs: 200 })
+      const refusedShared = await createAgent({ model: scriptedModel([]), store: shared, sessionId: 's', logger: quiet }).catch((error: unknown) => error)
+      expect(refusedShared).toMatchObject({ name: 'StoreError', code: 'STORE_TIMEOUT' })
+      await shared.close()
     } finally {
       for (const socket of sockets) socket.destroy()
       await new Promise((resolve) => silent.close(resolve))

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it, vi } from 'vitest'
 import { createAgent, SessionInUseError, StoredLogError, type Agent, type SessionEvent } from '../../src/index.js'
-import { sqliteStore, type SessionStore } from '../../src/stores/index.js'
+import { sqliteStore, type SessionHandle, type SessionStore } from '../../src/stores/index.js'
 import { checkSessionInvariants, scriptedModel, textResponse } from '../../src/testing/index.js'
 import { plain, sleep, until } from './support.js'
 
@@ -227,6 +227,24 @@ describe('SQLite leases when a clock is stepped', () => {
       expect((refused as SessionInUseError).expiresAt - Date.now()).toBeLessThanOrEqual(300)
       holder.proc.kill('SIGKILL')
       expect(await holder.exited).toBe('SIGKILL')
+      // an opener whose own clock was stepped an hour back takes the dead holder's session over all the same
+      const realNow = Date.now.bind(Date)
+      const stepped = vi.spyOn(Date, 'now').mockImplementation(() => realNow() - hour)
+      const other = sqliteStore({ path })
+      try {
+        for (;;) {
+          const opened = await other.open('chat', { holder: 'stepped-back' }).catch((error: unknown) => error)
+          if (!(opened instanceof SessionInUseError)) {
+            expect(opened).toMatchObject({ lease: { holder: 'stepped-back' } })
+            await (opened as SessionHandle).release()
+            break
+          }
+          await sleep(50)
+        }
+      } finally {
+        stepped.mockRestore()
+        await other.close()
+      }
       const agent = await reopen(store)
       expect(agent.session.events.findLast((e) => e.type === 'turn/end')?.data).toEqual({ turn: 1, reason: { kind: 'interrupted' } })
       await agent.dispose()
