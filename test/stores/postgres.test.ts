@@ -317,3 +317,16 @@ describe('closing a PostgreSQL store', () => {
     await second.close()
   })
 })
+
+describe('creating a PostgreSQL store from several places at once', () => {
+  it('every store succeeds: the tables are made once under an advisory lock, and nothing calls the data damaged', async () => {
+    const url = await createDatabase(server, 'created_together')
+    const stores = Array.from({ length: 6 }, () => postgresStore({ connectionString: url, schema: 'fresh', max: 1 }))
+    const outcomes = await Promise.allSettled(
+      stores.map((store, i) => store.open(`session-${i}`, { holder: `creator-${i}` }).then((handle) => handle.release())),
+    )
+    expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([])
+    expect((await stores[0].list()).map((s) => s.id).sort()).toEqual(['session-0', 'session-1', 'session-2', 'session-3', 'session-4', 'session-5'])
+    await Promise.all(stores.map((store) => store.close()))
+  })
+})
