@@ -322,6 +322,11 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
       assertOpen(id)
       await wrapped(id, () => migrate(id))
       const opened = await wrapped(id, () => open(id, holder, leaseMs, openOptions?.check))
+      if (closed) {
+        // close() ran while this open was on its way: the lease it just took goes at once, like the others
+        await withClient(id, 'releasing the lease', due(), (client) => client.query(sql.release, [id, opened.token])).catch(noop)
+        throw new StoreError('STORE_CLOSED', id, 'this PostgreSQL store was closed while the session was being opened')
+      }
       const lease = Object.freeze({ holder, token: opened.token, expiresAt: opened.expiresAt })
       const mine = { id, token: opened.token }
       held.add(mine)
