@@ -7,6 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import BetterSqlite3 from 'better-sqlite3'
 import { afterAll, describe, expect, it, vi } from 'vitest'
 import { createAgent, SessionInUseError, StoredLogError, type Agent, type SessionEvent } from '../../src/index.js'
 import { sqliteStore, type SessionHandle, type SessionStore } from '../../src/stores/index.js'
@@ -299,5 +300,26 @@ describe('closing a SQLite store', () => {
     await again.dispose()
     await agent.dispose()
     await second.close()
+  })
+})
+
+describe('a SQLite file another process keeps locked', () => {
+  it('fails an open with STORE_TIMEOUT after busyTimeoutMs, never calling the data damaged, and opens once the lock is gone', async () => {
+    const path = join(dir, 'locked.db')
+    await sqliteStore({ path }).close()
+    const other = new BetterSqlite3(path)
+    other.exec('BEGIN IMMEDIATE')
+    const store = sqliteStore({ path, busyTimeoutMs: 50 })
+    try {
+      const refused = await createAgent({ model: scriptedModel([]), store, sessionId: 'chat', logger: quiet }).catch((error: unknown) => error)
+      expect(refused).toMatchObject({ name: 'StoreError', code: 'STORE_TIMEOUT', sessionId: 'chat', message: /busyTimeoutMs \(50 ms\)/ })
+      other.exec('ROLLBACK')
+      const agent = await createAgent({ model: scriptedModel([textResponse('free')]), store, sessionId: 'chat', logger: quiet })
+      expect((await agent.run('now?')).end).toEqual({ kind: 'completed' })
+      await agent.dispose()
+    } finally {
+      other.close()
+      await store.close()
+    }
   })
 })
