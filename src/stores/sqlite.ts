@@ -75,22 +75,27 @@ function driver(): typeof BetterSqlite3 {
   }
 }
 
+/** The columns of the sessions table (none when it does not exist). */
+function sessionColumns(db: BetterSqlite3.Database): Set<string> {
+  return new Set((db.prepare("SELECT name FROM pragma_table_info('agentchart_sessions')").all() as { name: string }[]).map((c) => c.name))
+}
+
 /** True when the file holds both tables with the lease stamps: nothing to write before reading. */
 function schemaReady(db: BetterSqlite3.Database): boolean {
   const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN ('agentchart_sessions', 'agentchart_events')").get() as {
     n: number
   }
   if (tables.n !== 2) return false
-  const columns = new Set((db.prepare("SELECT name FROM pragma_table_info('agentchart_sessions')").all() as { name: string }[]).map((c) => c.name))
+  const columns = sessionColumns(db)
   return Object.keys(STAMP_COLUMNS).every((name) => columns.has(name))
 }
 
 /** Creates or completes the schema; the caller holds the write lock, so the check and the change are one step. */
 function makeSchema(db: BetterSqlite3.Database): void {
   if (schemaReady(db)) return
-  const fresh = (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'agentchart_sessions'").get() as { n: number }).n === 0
+  const fresh = sessionColumns(db).size === 0
   db.exec(SCHEMA)
-  const columns = new Set((db.prepare("SELECT name FROM pragma_table_info('agentchart_sessions')").all() as { name: string }[]).map((c) => c.name))
+  const columns = sessionColumns(db)
   for (const [name, type] of Object.entries(STAMP_COLUMNS)) if (!columns.has(name)) db.exec(`ALTER TABLE agentchart_sessions ADD COLUMN ${name} ${type}`)
   if (fresh) db.pragma('user_version = 1')
 }

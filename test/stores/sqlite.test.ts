@@ -323,3 +323,34 @@ describe('a SQLite file another process keeps locked', () => {
     }
   })
 })
+
+describe('a SQLite file made before lease stamps existed', () => {
+  it('gains the stamp columns when a store opens it, judges its old leases by their expiry, and keeps its sessions', async () => {
+    const path = join(dir, 'before-stamps.db')
+    const old = new BetterSqlite3(path)
+    old.exec(`
+      CREATE TABLE agentchart_sessions (key INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+        length INTEGER NOT NULL DEFAULT 0, lease_holder TEXT, lease_token INTEGER NOT NULL DEFAULT 0, lease_expires_at INTEGER NOT NULL DEFAULT 0);
+      CREATE TABLE agentchart_events (session_id INTEGER NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID;
+    `)
+    const insert = old.prepare(
+      'INSERT INTO agentchart_sessions (id, created_at, updated_at, lease_holder, lease_token, lease_expires_at) VALUES (?, 1, 1, ?, 1, ?)',
+    )
+    insert.run('lapsed', 'gone', Date.now() - 1000)
+    insert.run('held', 'alive', Date.now() + 60_000)
+    old.close()
+    const store = sqliteStore({ path })
+    try {
+      const opened = await store.open('lapsed', { holder: 'new' })
+      expect(opened.lease).toMatchObject({ holder: 'new', token: 2 })
+      await opened.release()
+      await expect(store.open('held')).rejects.toMatchObject({ code: 'SESSION_IN_USE', holder: 'alive' })
+    } finally {
+      await store.close()
+    }
+    const check = new BetterSqlite3(path, { readonly: true })
+    const columns = (check.prepare("SELECT name FROM pragma_table_info('agentchart_sessions')").all() as { name: string }[]).map((c) => c.name)
+    check.close()
+    expect(columns).toEqual(expect.arrayContaining(['lease_beat', 'lease_ms', 'lease_clock', 'lease_boot']))
+  })
+})
