@@ -722,15 +722,17 @@ export class Agent {
     return disposing
   }
 
-  /** While the agent is not idle: wait `graceMs`, then abandon what still runs (dispose({ force })). */
+  /** While the agent is not idle or a commit is pending: wait `graceMs`, then abandon what still runs (dispose({ force })). */
   async #abandonAfter(graceMs: number): Promise<void> {
     for (;;) {
       let timer: ReturnType<typeof setTimeout> | undefined
       const lapsed = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.min(graceMs, MAX_TIMER_MS))))
-      const idle = await Promise.race([this.#runtime.whenIdle().then(() => true), lapsed])
+      const idle = await Promise.race([this.whenIdle().then(() => true), lapsed])
       clearTimeout(timer)
       if (idle) return
       this.#runtime.abandonRunning()
+      // a commit the store does not answer halts the session as a failed one would: nothing acknowledged is lost
+      this.#durable?.writer.abandon()
     }
   }
 

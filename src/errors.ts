@@ -95,11 +95,17 @@ export class StoredLogError extends AgentchartError {
 
 /**
  * A store that failed to commit, or a writer that lost its lease (code `LEASE_LOST`) or met events it
- * did not expect (`STORE_CONFLICT`). The session stops accepting appends: what was committed stays.
+ * did not expect (`STORE_CONFLICT`), or a store operation that outlived its bound (`STORE_TIMEOUT`; also a
+ * commit a forced disposal abandoned). The session stops accepting appends: what was committed stays.
  */
 export class StoreError extends AgentchartError {
   readonly sessionId: string
-  constructor(code: 'STORE_FAULT' | 'LEASE_LOST' | 'STORE_CONFLICT' | 'STORE_CLOSED', sessionId: string, message: string, options?: { cause?: unknown }) {
+  constructor(
+    code: 'STORE_FAULT' | 'LEASE_LOST' | 'STORE_CONFLICT' | 'STORE_CLOSED' | 'STORE_TIMEOUT',
+    sessionId: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(code, message, options)
     this.name = 'StoreError'
     this.sessionId = sessionId

@@ -27,7 +27,20 @@ export type PostgresStoreOptions = ({ connectionString: string; pool?: undefined
   max?: number
   /** Extra attempts of a commit that failed on a broken connection (default 2; a retry can never write twice). */
   retries?: number
+  /** How long getting a connection may take, ms (default 5000); past it the operation fails with STORE_TIMEOUT. */
+  connectTimeoutMs?: number
+  /**
+   * How long a commit may take, retries included, ms (default 10 000); the same bound holds every other
+   * transaction of the store (open, load, list, renew, release). Past it the operation fails with
+   * STORE_TIMEOUT and its connection is dropped; a commit that fails so halts its session.
+   */
+  commitTimeoutMs?: number
+  /** How long close() waits to release its leases and end its connections, ms (default 5000); then it drops them. */
+  closeTimeoutMs?: number
 }
+
+/** The bounds of every store operation when the options do not say. */
+export const POSTGRES_TIMEOUTS = { connectTimeoutMs: 5000, commitTimeoutMs: 10_000, closeTimeoutMs: 5000 } as const
 
 interface SessionRow {
   id: string
@@ -44,14 +57,15 @@ const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint'
 const require = createRequire(import.meta.url)
 
 /** `pg`, loaded only when a store makes its own pool, so `import 'agentchart'` never needs it. */
-function makePool(connectionString: string, max: number): PgPoolLike {
+function makePool(connectionString: string, max: number, connectTimeoutMs: number): PgPoolLike {
   let pg: { Pool: new (config: object) => PgPoolLike & { on(event: 'error', listener: (error: Error) => void): void } }
   try {
     pg = require('pg') as typeof pg
   } catch (error) {
     throw new ConfigError('postgresStore needs the pg package: npm install pg', { cause: error })
   }
-  const pool = new pg.Pool({ connectionString, max })
+  // pg's own connect timer destroys the socket of a server that never answers (ours only stops waiting)
+  const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: connectTimeoutMs })
   // an idle client dropped by the server must not crash the process; the next query reconnects
   pool.on('error', () => {})
   return pool
@@ -67,6 +81,25 @@ function isConnectionError(error: unknown): boolean {
 }
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const noop = () => {}
+
+/** A bound in ms: a positive safe integer, else a ConfigError naming the option. */
+function bound(options: PostgresStoreOptions, name: keyof typeof POSTGRES_TIMEOUTS): number {
+  const value = options[name] ?? POSTGRES_TIMEOUTS[name]
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new ConfigError(`${name} must be a positive integer number of milliseconds, got ${String(value)}`, { path: name })
+  }
+  return value
+}
+
+type PgClient = PgQueryable & { release(error?: Error | boolean): void }
+
+/** Settles like `work`, or rejects with `timeout()` once `ms` pass first. */
+function within<T>(work: Promise<T>, ms: number, timeout: () => Error): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const lapsed = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(timeout()), ms)))
+  return Promise.race([work, lapsed]).finally(() => clearTimeout(timer))
+}
 
 /** A PostgreSQL-backed store over `pg`: commits are asynchronous, one round trip per batch. */
 export function postgresStore(options: PostgresStoreOptions): SessionStore {
@@ -75,15 +108,65 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema))
     throw new ConfigError(`schema must be a plain SQL identifier, got ${JSON.stringify(schema)}`, { path: 'schema' })
   const retries = options.retries ?? 2
+  const connectTimeoutMs = bound(options, 'connectTimeoutMs')
+  const commitTimeoutMs = bound(options, 'commitTimeoutMs')
+  const closeTimeoutMs = bound(options, 'closeTimeoutMs')
   const owned = options.pool === undefined
   if (owned && (typeof options.connectionString !== 'string' || options.connectionString === '')) {
     throw new ConfigError('postgresStore needs a connectionString or a pool', { path: 'connectionString' })
   }
-  const pool: PgPoolLike = options.pool ?? makePool(options.connectionString, options.max ?? 10)
+  const pool: PgPoolLike = options.pool ?? makePool(options.connectionString, options.max ?? 10, connectTimeoutMs)
   const sessions = `"${schema}".agentchart_sessions`
   const events = `"${schema}".agentchart_events`
   let closed = false
+  let closing: Promise<void> | null = null
   let ready: Promise<void> | null = null
+  /** Clients checked out now: close() drops those still busy when its bound runs out. */
+  const busy = new Set<PgClient>()
+  /** The leases this store took and still holds: close() gives them up. */
+  const held = new Set<{ readonly id: string; readonly token: number }>()
+  /** Rejects once close() is done: a connection still awaited then is not waited for any longer. */
+  let shut: (error: Error) => void = noop
+  const shutDown = new Promise<never>((_, reject) => (shut = reject))
+  shutDown.catch(noop)
+
+  /**
+   * Runs `work` on a client of its own before `deadline` (performance.now() ms). A client whose work outlives
+   * the deadline is dropped (released with an error, which ends its connection), so a statement stuck on a
+   * lock or a server that stopped answering cannot hold the caller.
+   */
+  async function withClient<T>(id: string, what: string, deadline: number, work: (client: PgQueryable) => Promise<T>): Promise<T> {
+    const connectMs = Math.max(1, Math.min(connectTimeoutMs, deadline - performance.now()))
+    const connecting = pool.connect()
+    let client: PgClient
+    try {
+      client = await within(
+        Promise.race([connecting, shutDown]),
+        connectMs,
+        () => new StoreError('STORE_TIMEOUT', id, `session ${id}: connecting to PostgreSQL took longer than ${connectMs} ms (connectTimeoutMs)`),
+      )
+    } catch (error) {
+      // a connection that arrives after we gave up goes straight back
+      connecting.then((late) => late.release(), noop)
+      throw error
+    }
+    busy.add(client)
+    let dropped = false
+    const running = work(client)
+    running.catch(noop) // past the deadline nobody awaits it; its connection is being dropped
+    try {
+      return await within(running, Math.max(1, deadline - performance.now()), () => {
+        dropped = true
+        return new StoreError('STORE_TIMEOUT', id, `session ${id}: ${what} took longer than commitTimeoutMs (${commitTimeoutMs} ms)`)
+      })
+    } finally {
+      // close() may have dropped it already
+      if (busy.delete(client)) client.release(dropped ? new Error(`agentchart: ${what} timed out`) : undefined)
+    }
+  }
+
+  /** One transaction's bound from now. */
+  const due = () => performance.now() + commitTimeoutMs
 
   const sql = {
     create: `INSERT INTO ${sessions} (id, created_at, updated_at) VALUES ($1, ${NOW_MS}, ${NOW_MS}) ON CONFLICT (id) DO NOTHING RETURNING id`,
@@ -106,9 +189,8 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
   const prepared = (key: keyof typeof sql) => ({ name: `agentchart_${schema}_${key}`, text: sql[key] })
 
   /** Creates the tables once per store; concurrent processes serialize on an advisory lock. */
-  function migrate(): Promise<void> {
-    ready ??= (async () => {
-      const client = await pool.connect()
+  function migrate(id: string): Promise<void> {
+    ready ??= withClient(id, 'creating the tables', due(), async (client) => {
       try {
         await client.query('BEGIN')
         await client.query("SELECT pg_advisory_xact_lock(hashtext('agentchart schema'))")
@@ -130,13 +212,13 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
           PRIMARY KEY (session_id, seq))`)
         await client.query('COMMIT')
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => {})
-        ready = null
+        await client.query('ROLLBACK').catch(noop)
         throw error
-      } finally {
-        client.release()
       }
-    })()
+    }).catch((error: unknown) => {
+      ready = null
+      throw error
+    })
     return ready
   }
 
@@ -153,32 +235,32 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
     return stored
   }
 
-  async function open(id: string, holder: string, leaseMs: number, check: OpenSessionOptions['check']) {
-    const client = await pool.connect()
-    try {
-      await client.query('BEGIN')
-      const created = ((await client.query(sql.create, [id])).rowCount ?? 0) > 0
-      const row = (await client.query(sql.lock, [id])).rows[0] as SessionRow
-      if (row.lease_holder !== null && Number(row.lease_expires_at) > Number(row.now)) {
-        throw new SessionInUseError(id, row.lease_holder, Number(row.lease_expires_at))
+  function open(id: string, holder: string, leaseMs: number, check: OpenSessionOptions['check']) {
+    return withClient(id, 'opening the session', due(), async (client) => {
+      try {
+        await client.query('BEGIN')
+        const created = ((await client.query(sql.create, [id])).rowCount ?? 0) > 0
+        const row = (await client.query(sql.lock, [id])).rows[0] as SessionRow
+        if (row.lease_holder !== null && Number(row.lease_expires_at) > Number(row.now)) {
+          throw new SessionInUseError(id, row.lease_holder, Number(row.lease_expires_at))
+        }
+        const stored = await readEvents(client, id, row)
+        check?.(stored)
+        const leased = (await client.query(sql.lease, [id, holder, leaseMs])).rows[0] as { lease_token: string; lease_expires_at: string }
+        await client.query('COMMIT')
+        return { created, events: stored, token: Number(leased.lease_token), expiresAt: Number(leased.lease_expires_at) }
+      } catch (error) {
+        // the refused open leaves the store as it found it
+        await client.query('ROLLBACK').catch(noop)
+        throw error
       }
-      const stored = await readEvents(client, id, row)
-      check?.(stored)
-      const leased = (await client.query(sql.lease, [id, holder, leaseMs])).rows[0] as { lease_token: string; lease_expires_at: string }
-      await client.query('COMMIT')
-      return { created, events: stored, token: Number(leased.lease_token), expiresAt: Number(leased.lease_expires_at) }
-    } catch (error) {
-      // the refused open leaves the store as it found it
-      await client.query('ROLLBACK').catch(() => {})
-      throw error
-    } finally {
-      client.release()
-    }
+    })
   }
 
   /** Why a fenced commit wrote nothing: another driver took over, or (after a retry) the batch is already in. */
-  async function diagnose(id: string, token: number, first: number, count: number): Promise<'stored'> {
-    const row = (await pool.query(sql.session, [id])).rows[0] as SessionRow | undefined
+  async function diagnose(id: string, token: number, first: number, count: number, deadline: number): Promise<'stored'> {
+    const found = await withClient(id, 'checking a commit', deadline, (client) => client.query(sql.session, [id]))
+    const row = found.rows[0] as SessionRow | undefined
     if (!row || Number(row.lease_token) !== token) {
       throw new StoreError(
         'LEASE_LOST',
@@ -190,25 +272,35 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
     throw new StoreError('STORE_CONFLICT', id, `session ${id}: the batch starts at seq ${first} but ${row.length} events are stored`)
   }
 
-  async function append(id: string, token: number, leaseMs: number, batch: readonly SessionEvent[], attempt = 0): Promise<void> {
+  async function append(id: string, token: number, leaseMs: number, batch: readonly SessionEvent[]): Promise<void> {
     assertOpen(id)
+    // one bound for the commit, its retries and the check of what a retry found
+    const deadline = due()
     const seqs = batch.map((e) => e.seq)
     const types = batch.map((e) => e.type)
     const texts = batch.map((e) => JSON.stringify(e))
     const first = seqs[0]
+    const what = `committing seq ${first}..${seqs[seqs.length - 1]}`
     let written: number
-    try {
-      written = (await pool.query(prepared('append'), [id, token, first, batch.length, leaseMs, seqs, types, texts])).rowCount ?? 0
-    } catch (error) {
-      if (attempt < retries && isConnectionError(error)) {
-        await delay(50 * 4 ** attempt)
-        return append(id, token, leaseMs, batch, attempt + 1)
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const result = await withClient(id, what, deadline, (client) =>
+          client.query(prepared('append'), [id, token, first, batch.length, leaseMs, seqs, types, texts]),
+        )
+        written = result.rowCount ?? 0
+        break
+      } catch (error) {
+        const pause = 50 * 4 ** attempt
+        if (attempt < retries && isConnectionError(error) && performance.now() + pause < deadline) {
+          await delay(pause)
+          continue
+        }
+        throw error
       }
-      throw error
     }
     if (written === batch.length) return
     // nothing written: a lapsed-and-taken lease, or a retry whose first attempt did commit
-    await diagnose(id, token, first, batch.length)
+    await diagnose(id, token, first, batch.length, deadline)
   }
 
   const toInfo = (row: SessionRow): SessionInfo => ({
@@ -228,9 +320,16 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
       const id = checkSessionId(sessionId)
       const { holder, leaseMs } = leaseRequest(openOptions)
       assertOpen(id)
-      await wrapped(id, migrate)
+      await wrapped(id, () => migrate(id))
       const opened = await wrapped(id, () => open(id, holder, leaseMs, openOptions?.check))
+      if (closed) {
+        // close() ran while this open was on its way: the lease it just took goes at once, like the others
+        await withClient(id, 'releasing the lease', due(), (client) => client.query(sql.release, [id, opened.token])).catch(noop)
+        throw new StoreError('STORE_CLOSED', id, 'this PostgreSQL store was closed while the session was being opened')
+      }
       const lease = Object.freeze({ holder, token: opened.token, expiresAt: opened.expiresAt })
+      const mine = { id, token: opened.token }
+      held.add(mine)
       return {
         sessionId: id,
         created: opened.created,
@@ -243,46 +342,62 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
         },
         async renew() {
           assertOpen(id)
-          const renewed = await wrapped(id, () => pool.query(sql.renew, [id, lease.token, leaseMs]))
+          const renewed = await wrapped(id, () => withClient(id, 'renewing the lease', due(), (client) => client.query(sql.renew, [id, lease.token, leaseMs])))
           if ((renewed.rowCount ?? 0) !== 1) throw new StoreError('LEASE_LOST', id, `session ${id}: the lease (token ${lease.token}) was taken over`)
         },
         async release() {
-          if (closed) return
-          await pool.query(sql.release, [id, lease.token])
+          if (closed || !held.delete(mine)) return
+          await wrapped(id, () => withClient(id, 'releasing the lease', due(), (client) => client.query(sql.release, [id, lease.token])))
         },
       }
     },
     async load(sessionId: string) {
       const id = checkSessionId(sessionId)
       assertOpen(id)
-      await wrapped(id, migrate)
-      return wrapped(id, async () => {
-        const client = await pool.connect()
-        try {
-          // one snapshot for the row and its events
-          await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
-          const row = (await client.query(sql.session, [id])).rows[0] as SessionRow | undefined
-          const stored = row ? await readEvents(client, id, row) : undefined
-          await client.query('COMMIT')
-          return stored
-        } catch (error) {
-          await client.query('ROLLBACK').catch(() => {})
-          throw error
-        } finally {
-          client.release()
-        }
-      })
+      await wrapped(id, () => migrate(id))
+      return wrapped(id, () =>
+        withClient(id, 'loading the session', due(), async (client) => {
+          try {
+            // one snapshot for the row and its events
+            await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+            const row = (await client.query(sql.session, [id])).rows[0] as SessionRow | undefined
+            const stored = row ? await readEvents(client, id, row) : undefined
+            await client.query('COMMIT')
+            return stored
+          } catch (error) {
+            await client.query('ROLLBACK').catch(noop)
+            throw error
+          }
+        }),
+      )
     },
     async list(listOptions?: { limit?: number }) {
       assertOpen('(store)')
-      await wrapped('(store)', migrate)
-      const { rows } = await wrapped('(store)', () => pool.query(sql.list, [listOptions?.limit ?? null]))
+      await wrapped('(store)', () => migrate('(store)'))
+      const { rows } = await wrapped('(store)', () =>
+        withClient('(store)', 'listing sessions', due(), (client) => client.query(sql.list, [listOptions?.limit ?? null])),
+      )
       return (rows as SessionRow[]).map(toInfo)
     },
-    async close() {
-      if (closed) return
-      closed = true
-      if (owned) await pool.end?.()
+    close() {
+      closing ??= (async () => {
+        closed = true
+        const deadline = performance.now() + closeTimeoutMs
+        // the leases this store still holds go with it: the next opener need not wait for them to lapse
+        const releases = [...held].map(({ id, token }) =>
+          withClient(id, 'releasing the lease', Math.min(deadline, due()), (client) => client.query(sql.release, [id, token])).catch(noop),
+        )
+        held.clear()
+        const ended = Promise.all(releases).then(() => (owned ? pool.end?.() : undefined))
+        await within(ended, Math.max(1, deadline - performance.now()), () => new Error('close timed out')).catch(noop)
+        // what still runs past the bound is dropped: its statements fail, its connections end
+        for (const client of [...busy]) {
+          busy.delete(client)
+          client.release(new Error('agentchart: the PostgreSQL store was closed'))
+        }
+        shut(new StoreError('STORE_CLOSED', '(store)', 'this PostgreSQL store was closed while connecting'))
+      })()
+      return closing
     },
   }
 }
@@ -293,6 +408,11 @@ async function wrapped<T>(id: string, work: () => Promise<T>): Promise<T> {
     return await work()
   } catch (error) {
     if (error instanceof AgentchartError) throw error
-    throw new StoreError('STORE_FAULT', id, `session ${id}: PostgreSQL failed: ${(error as Error).message}`, { cause: error })
+    const message = String((error as Error)?.message)
+    // pg's own connect timer (an owned pool) says the same as ours
+    if (/timeout exceeded when trying to connect|due to connection timeout/.test(message)) {
+      throw new StoreError('STORE_TIMEOUT', id, `session ${id}: connecting to PostgreSQL timed out (connectTimeoutMs): ${message}`, { cause: error })
+    }
+    throw new StoreError('STORE_FAULT', id, `session ${id}: PostgreSQL failed: ${message}`, { cause: error })
   }
 }

@@ -7,6 +7,7 @@ import { AgentchartError, ConfigError, SessionInUseError, StoreError, StoredLogE
 import type { SessionEvent } from '../session/schemas.js'
 import { checkSessionId, leaseRequest } from './lease.js'
 import { checkBatch, decodeRows, type StoredRow } from './rows.js'
+import { LeaseWatch, stamp, type LeaseColumns } from './sqlite-lease.js'
 import { settled } from './sync.js'
 import type { OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
 
@@ -23,21 +24,20 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number
 }
 
-interface SessionRow {
+interface SessionRow extends LeaseColumns {
   key: number
   id: string
   created_at: number
   updated_at: number
   length: number
-  lease_holder: string | null
-  lease_token: number
-  lease_expires_at: number
 }
 
 // Events are keyed by the session's integer key, not its id: compact keys and
 // one b-tree (WITHOUT ROWID) keep a row's insert cheap on the commit path.
+// IF NOT EXISTS: processes creating one new file at once each run this in
+// their own IMMEDIATE transaction, and the later ones find the tables made.
 const SCHEMA = `
-CREATE TABLE agentchart_sessions (
+CREATE TABLE IF NOT EXISTS agentchart_sessions (
   key INTEGER PRIMARY KEY,
   id TEXT NOT NULL UNIQUE,
   created_at INTEGER NOT NULL,
@@ -47,14 +47,20 @@ CREATE TABLE agentchart_sessions (
   lease_token INTEGER NOT NULL DEFAULT 0,
   lease_expires_at INTEGER NOT NULL DEFAULT 0
 );
-CREATE TABLE agentchart_events (
+CREATE TABLE IF NOT EXISTS agentchart_events (
   session_id INTEGER NOT NULL,
   seq INTEGER NOT NULL,
   event TEXT NOT NULL,
   PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
-PRAGMA user_version = 1;
 `
+/** The lease stamps (docs/persistence.md, the lease), added to files made before they existed. */
+const STAMP_COLUMNS = {
+  lease_beat: 'INTEGER NOT NULL DEFAULT 0',
+  lease_ms: 'INTEGER NOT NULL DEFAULT 0',
+  lease_clock: 'INTEGER NOT NULL DEFAULT 0',
+  lease_boot: 'TEXT',
+}
 
 const require = createRequire(import.meta.url)
 /** Rows per multi-row INSERT. */
@@ -69,36 +75,108 @@ function driver(): typeof BetterSqlite3 {
   }
 }
 
+/** The columns of the sessions table (none when it does not exist). */
+function sessionColumns(db: BetterSqlite3.Database): Set<string> {
+  return new Set((db.prepare("SELECT name FROM pragma_table_info('agentchart_sessions')").all() as { name: string }[]).map((c) => c.name))
+}
+
+/** True when the file holds both tables with the lease stamps: nothing to write before reading. */
+function schemaReady(db: BetterSqlite3.Database): boolean {
+  const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN ('agentchart_sessions', 'agentchart_events')").get() as {
+    n: number
+  }
+  if (tables.n !== 2) return false
+  const columns = sessionColumns(db)
+  return Object.keys(STAMP_COLUMNS).every((name) => columns.has(name))
+}
+
+/** Creates or completes the schema; the caller holds the write lock, so the check and the change are one step. */
+function makeSchema(db: BetterSqlite3.Database): void {
+  if (schemaReady(db)) return
+  const fresh = sessionColumns(db).size === 0
+  db.exec(SCHEMA)
+  const columns = sessionColumns(db)
+  for (const [name, type] of Object.entries(STAMP_COLUMNS)) if (!columns.has(name)) db.exec(`ALTER TABLE agentchart_sessions ADD COLUMN ${name} ${type}`)
+  if (fresh) db.pragma('user_version = 1')
+}
+
+/** Sleeps the thread (the store is made synchronously). */
+const pause = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
+
+/** Switches the file to WAL; a process switching the same new file at that moment makes SQLite answer BUSY at once, so wait it out. */
+function walMode(db: BetterSqlite3.Database, busyTimeoutMs: number): void {
+  const deadline = performance.now() + busyTimeoutMs
+  for (let wait = 2; ; wait = Math.min(wait * 2, 50)) {
+    try {
+      db.pragma('journal_mode = WAL')
+      return
+    } catch (error) {
+      if (!isBusy(error) || performance.now() >= deadline) throw error
+      pause(wait)
+    }
+  }
+}
+
+const isBusy = (error: unknown) => /^SQLITE_(BUSY|LOCKED)/.test(String((error as { code?: unknown }).code))
+
+/** Why a file could not be opened: only a file SQLite calls damaged is called damaged. */
+function openFailure(path: string, busyTimeoutMs: number, error: unknown): AgentchartError {
+  const code = String((error as { code?: unknown }).code)
+  const message = `cannot open the SQLite database ${path}: ${(error as Error).message}`
+  if (/CORRUPT|NOTADB/.test(code)) return new StoredLogError('(store)', -1, message, { cause: error })
+  if (isBusy(error)) {
+    return new StoreError('STORE_TIMEOUT', '(store)', `${message} (another process held its lock longer than busyTimeoutMs, ${busyTimeoutMs} ms)`, {
+      cause: error,
+    })
+  }
+  return new StoreError('STORE_FAULT', '(store)', message, { cause: error })
+}
+
 /** A SQLite-backed store; synchronous commits (one transaction per batch) on the agent's own thread. */
 export function sqliteStore(options: SqliteStoreOptions): SessionStore {
   if (!options || typeof options.path !== 'string' || options.path === '') throw new ConfigError('sqliteStore needs a path', { path: 'path' })
   const synchronous = options.synchronous ?? 'normal'
   if (synchronous !== 'normal' && synchronous !== 'full') throw new ConfigError("synchronous must be 'normal' or 'full'", { path: 'synchronous' })
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5000
+  if (typeof busyTimeoutMs !== 'number' || !Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
+    throw new ConfigError(`busyTimeoutMs must be an integer number of milliseconds >= 0, got ${String(busyTimeoutMs)}`, { path: 'busyTimeoutMs' })
+  }
   const Database = driver()
   let db: BetterSqlite3.Database
   try {
-    db = new Database(options.path, { timeout: options.busyTimeoutMs ?? 5000 })
-    db.pragma('journal_mode = WAL')
-    db.pragma(`synchronous = ${synchronous.toUpperCase()}`)
-    const present = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name LIKE 'agentchart_%'").get() as { n: number }
-    // an existing database is only read here: a store that refuses damaged data must not write before it looks
-    if (present.n === 0) db.transaction(() => db.exec(SCHEMA)).immediate()
+    db = new Database(options.path, { timeout: busyTimeoutMs })
   } catch (error) {
-    throw new StoredLogError('(store)', -1, `cannot open the SQLite database ${options.path}: ${(error as Error).message}`, { cause: error })
+    throw openFailure(options.path, busyTimeoutMs, error)
+  }
+  try {
+    walMode(db, busyTimeoutMs)
+    db.pragma(`synchronous = ${synchronous.toUpperCase()}`)
+    // an existing database is only read here: a store that refuses damaged data must not write before it looks
+    if (!schemaReady(db)) db.transaction(() => makeSchema(db)).immediate()
+  } catch (error) {
+    db.close()
+    throw openFailure(options.path, busyTimeoutMs, error)
   }
 
+  const watch = new LeaseWatch()
+  /** The leases this store took and still holds: close() gives them up. */
+  const held = new Set<{ readonly id: string; readonly token: number }>()
   const q = {
     session: db.prepare<[string], SessionRow>('SELECT * FROM agentchart_sessions WHERE id = ?'),
     events: db.prepare<[number], StoredRow>('SELECT seq, event FROM agentchart_events WHERE session_id = ? ORDER BY seq'),
     create: db.prepare('INSERT INTO agentchart_sessions (id, created_at, updated_at) VALUES (?, ?, ?)'),
-    lease: db.prepare('UPDATE agentchart_sessions SET lease_holder = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?'),
+    lease: db.prepare(
+      'UPDATE agentchart_sessions SET lease_holder = ?, lease_token = ?, lease_expires_at = ?, lease_ms = ?, lease_beat = lease_beat + 1, lease_clock = ?, lease_boot = ? WHERE id = ?',
+    ),
     fence: db.prepare(
-      'UPDATE agentchart_sessions SET length = length + ?, updated_at = ?, lease_expires_at = ? WHERE key = ? AND lease_token = ? AND length = ?',
+      'UPDATE agentchart_sessions SET length = length + ?, updated_at = ?, lease_expires_at = ?, lease_beat = lease_beat + 1, lease_clock = ?, lease_boot = ? WHERE key = ? AND lease_token = ? AND length = ?',
     ),
     insert: db.prepare('INSERT INTO agentchart_events (session_id, seq, event) VALUES (?, ?, ?)'),
     // rows go in ROWS at a time: one statement step instead of ROWS (a third off the cost of a streamed step's commit)
     insertMany: db.prepare(`INSERT INTO agentchart_events (session_id, seq, event) VALUES ${Array<string>(ROWS).fill('(?, ?, ?)').join(', ')}`),
-    renew: db.prepare('UPDATE agentchart_sessions SET lease_expires_at = ? WHERE id = ? AND lease_token = ?'),
+    renew: db.prepare(
+      'UPDATE agentchart_sessions SET lease_expires_at = ?, lease_beat = lease_beat + 1, lease_clock = ?, lease_boot = ? WHERE id = ? AND lease_token = ?',
+    ),
     release: db.prepare('UPDATE agentchart_sessions SET lease_holder = NULL, lease_expires_at = 0 WHERE id = ? AND lease_token = ?'),
     list: db.prepare<[number], SessionRow>('SELECT * FROM agentchart_sessions ORDER BY updated_at DESC LIMIT ?'),
   }
@@ -120,21 +198,24 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
   }
 
   const openTx = db.transaction((id: string, holder: string, leaseMs: number, check: OpenSessionOptions['check']) => {
-    const now = Date.now()
     const row = q.session.get(id)
-    if (row && row.lease_holder !== null && row.lease_expires_at > now) throw new SessionInUseError(id, row.lease_holder, row.lease_expires_at)
+    const left = row ? watch.remaining(id, row) : 0
+    if (row && row.lease_holder !== null && left > 0) throw new SessionInUseError(id, row.lease_holder, Date.now() + left)
     const events = read(id, row)
     check?.(events)
+    const now = Date.now()
     const key = row ? row.key : Number(q.create.run(id, now, now).lastInsertRowid)
     const token = (row?.lease_token ?? 0) + 1
-    q.lease.run(holder, token, now + leaseMs, id)
+    const { clock, boot } = stamp()
+    q.lease.run(holder, token, now + leaseMs, leaseMs, clock, boot, id)
     return { created: !row, events, token, expiresAt: now + leaseMs, key }
   })
 
   const appendTx = db.transaction((id: string, key: number, token: number, batch: readonly SessionEvent[], leaseMs: number) => {
     const now = Date.now()
     const first = batch[0].seq
-    if (q.fence.run(batch.length, now, now + leaseMs, key, token, first).changes !== 1) throw refusal(id, token, first)
+    const { clock, boot } = stamp()
+    if (q.fence.run(batch.length, now, now + leaseMs, clock, boot, key, token, first).changes !== 1) throw refusal(id, token, first)
     let i = 0
     if (batch.length >= ROWS) {
       const values = new Array<unknown>(ROWS * 3)
@@ -174,8 +255,10 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
       return settled((): SessionHandle => {
         const id = checkSessionId(sessionId)
         const { holder, leaseMs } = leaseRequest(openOptions)
-        const opened = guard(id, () => wrapped(id, () => openTx.immediate(id, holder, leaseMs, openOptions?.check)))
+        const opened = guard(id, () => wrapped(id, busyTimeoutMs, () => openTx.immediate(id, holder, leaseMs, openOptions?.check)))
         const lease = Object.freeze({ holder, token: opened.token, expiresAt: opened.expiresAt })
+        const mine = { id, token: opened.token }
+        held.add(mine)
         return {
           sessionId: id,
           created: opened.created,
@@ -184,16 +267,18 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
           append(batch: readonly SessionEvent[]) {
             if (batch.length === 0) return
             checkBatch(id, batch[0].seq, batch)
-            guard(id, () => appendTx.immediate(id, opened.key, lease.token, batch, leaseMs))
+            guard(id, () => wrapped(id, busyTimeoutMs, () => appendTx.immediate(id, opened.key, lease.token, batch, leaseMs)))
           },
           renew() {
             return settled(() => {
-              const changed = guard(id, () => q.renew.run(Date.now() + leaseMs, id, lease.token).changes)
+              const { clock, boot } = stamp()
+              const changed = guard(id, () => q.renew.run(Date.now() + leaseMs, clock, boot, id, lease.token).changes)
               if (changed !== 1) throw new StoreError('LEASE_LOST', id, `session ${id}: the lease (token ${lease.token}) was taken over`)
             })
           },
           release() {
             return settled(() => {
+              held.delete(mine)
               if (db.open) q.release.run(id, lease.token)
             })
           },
@@ -204,7 +289,7 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
       return settled(() => {
         const id = checkSessionId(sessionId)
         return guard(id, () =>
-          wrapped(id, () =>
+          wrapped(id, busyTimeoutMs, () =>
             db
               .transaction(() => {
                 const row = q.session.get(id)
@@ -217,26 +302,39 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
     },
     list(listOptions?: { limit?: number }) {
       return settled(() => {
-        const now = Date.now()
         const rows = guard('(store)', () => q.list.all(listOptions?.limit ?? -1))
-        return rows.map((row): SessionInfo => ({
-          id: row.id,
-          createdAt: row.created_at,
-          updatedAt: row.updated_at,
-          length: row.length,
-          lease: row.lease_holder !== null && row.lease_expires_at > now ? { holder: row.lease_holder, expiresAt: row.lease_expires_at } : null,
-        }))
+        return rows.map((row): SessionInfo => {
+          const left = watch.remaining(row.id, row)
+          return {
+            id: row.id,
+            createdAt: row.created_at,
+            updatedAt: row.updated_at,
+            length: row.length,
+            lease: row.lease_holder !== null && left > 0 ? { holder: row.lease_holder, expiresAt: Date.now() + left } : null,
+          }
+        })
       })
     },
     close() {
-      if (db.open) db.close()
-      return Promise.resolve()
+      return settled(() => {
+        if (!db.open) return
+        // the leases this store still holds go with it: the next opener need not wait for them to lapse
+        for (const { id, token } of held) {
+          try {
+            q.release.run(id, token)
+          } catch {
+            // best effort: an unreleased lease lapses on its own
+          }
+        }
+        held.clear()
+        db.close()
+      })
     },
   }
 }
 
 /** Our own refusals pass through; a SQLite failure (a damaged file, a busy lock) is named with the session. */
-function wrapped<T>(id: string, work: () => T): T {
+function wrapped<T>(id: string, busyTimeoutMs: number, work: () => T): T {
   try {
     return work()
   } catch (error) {
@@ -244,6 +342,11 @@ function wrapped<T>(id: string, work: () => T): T {
     const code = (error as { code?: unknown }).code
     if (typeof code === 'string' && /CORRUPT|NOTADB/.test(code)) {
       throw new StoredLogError(id, -1, `the SQLite file is damaged: ${(error as Error).message}`, { cause: error })
+    }
+    if (isBusy(error)) {
+      throw new StoreError('STORE_TIMEOUT', id, `session ${id}: another process held the SQLite write lock longer than busyTimeoutMs (${busyTimeoutMs} ms)`, {
+        cause: error,
+      })
     }
     throw new StoreError('STORE_FAULT', id, `session ${id}: SQLite failed: ${(error as Error).message}`, { cause: error })
   }

@@ -60,6 +60,9 @@ export class SessionWriter implements SessionSink, Durability {
   /** Events [0, pushed) were handed to this writer or were stored already. */
   #pushed: number
   #inflight: Promise<void> | null = null
+  /** Gives up on the commit in flight (abandon()). */
+  #abandonInflight: ((error: StoreError) => void) | null = null
+  #inflightBatch: readonly SessionEvent[] = []
   #fault: StoreError | null = null
   #failedType: SessionEventType | undefined
   #timer: ReturnType<typeof setTimeout> | null = null
@@ -136,13 +139,31 @@ export class SessionWriter implements SessionSink, Durability {
     return this.flush().then(noop, noop)
   }
 
-  /** Commits what is left, stops the timers and gives the lease up. */
+  /** Commits what is left, stops the timers and gives the lease up (a halted writer gave it up when it halted). */
   async close(): Promise<void> {
     if (this.#closed) return
     await this.settle()
     this.#closed = true
     this.#stopTimers()
-    await this.#handle.release()
+    if (this.#fault === null) await this.#handle.release()
+  }
+
+  /**
+   * Stops waiting for the commit in flight, if any: the session halts as for a failed commit (STORE_TIMEOUT),
+   * its batch counts as never acknowledged, and the lease is released (or lapses). Why: a forced disposal must
+   * not wait on a store that does not answer. The store may still commit the batch later; the log stays a prefix.
+   */
+  abandon(): void {
+    if (this.#abandonInflight === null || this.#fault !== null) return
+    const batch = this.#inflightBatch
+    const id = this.#session.id
+    this.#abandonInflight(
+      new StoreError(
+        'STORE_TIMEOUT',
+        id,
+        `session ${id}: the commit of seq ${batch[0].seq}..${batch[batch.length - 1].seq} was abandoned by a forced disposal`,
+      ),
+    )
   }
 
   #send(): Promise<void> | undefined {
@@ -162,13 +183,21 @@ export class SessionWriter implements SessionSink, Durability {
       this.#done(batch.length)
       return undefined
     }
-    const inflight = result.then(
+    const pending = result
+    const answered = new Promise<void>((resolve, reject) => {
+      this.#abandonInflight = reject
+      pending.then(resolve, reject)
+    })
+    this.#inflightBatch = batch
+    const inflight = answered.then(
       () => {
         this.#inflight = null
+        this.#abandonInflight = null
         this.#done(batch.length)
       },
       (error: unknown) => {
         this.#inflight = null
+        this.#abandonInflight = null
         throw this.#fail(error, batch)
       },
     )

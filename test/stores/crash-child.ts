@@ -40,3 +40,5 @@ agent.on('session/committed', ({ length }) => {
   for (; printed < length; printed++) process.stdout.write(`${JSON.stringify(agent.session.events[printed])}\n`)
 })
 agent.followup('go')
+// a stuck tool holds no handle of its own: keep the process (and its lease renewals) alive until it is killed
+setInterval(() => {}, 60_000)

@@ -3,11 +3,13 @@
 // refused, then takes over once the first is killed), and 200 agents in one
 // process share one database without losing or duplicating an event.
 import { spawn, type ChildProcess } from 'node:child_process'
+import { createServer, type Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createAgent, defineTool, type Agent, type SessionEvent } from '../../src/index.js'
-import { postgresStore } from '../../src/stores/index.js'
+import { createAgent, defineTool, SessionInUseError, StoreError, type Agent, type SessionEvent } from '../../src/index.js'
+import { postgresStore, type SessionStore } from '../../src/stores/index.js'
 import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
 import { createDatabase, startPostgres, type PostgresServer } from '../../scripts/embedded-postgres.js'
 import { plain, until } from './support.js'
@@ -157,4 +159,174 @@ describe('the scale-out example (examples/workers)', () => {
     expect(rows).toHaveLength(4)
     for (const row of rows) expect(row).toMatch(/\s2\s+[01]\s+ok$/)
   }, 60_000)
+})
+
+describe('every PostgreSQL store operation has a bound', () => {
+  const quiet = { error: () => {} }
+
+  /** Another client holding the session's row lock, as a long transaction elsewhere would. */
+  async function lockRow(url: string, sessionId: string): Promise<{ unlock(): Promise<void> }> {
+    const locker = new pg.Client({ connectionString: url })
+    await locker.connect()
+    await locker.query('BEGIN')
+    await locker.query('SELECT 1 FROM agentchart_sessions WHERE id = $1 FOR UPDATE', [sessionId])
+    return {
+      async unlock() {
+        await locker.query('ROLLBACK')
+        await locker.end()
+      },
+    }
+  }
+
+  /** Opens the session again once the stalled holder's lease is released or has lapsed; its log is whole and repaired. */
+  async function reopened(store: SessionStore, sessionId: string, acknowledged: readonly SessionEvent[]): Promise<void> {
+    for (;;) {
+      try {
+        const agent = await createAgent({ model: scriptedModel([textResponse('back')]), store, sessionId, logger: quiet })
+        expect(plain(agent.session.events.slice(0, acknowledged.length))).toEqual(plain(acknowledged))
+        expect(checkSessionInvariants(agent.session.events)).toEqual([])
+        expect((await agent.run('are you there?')).end).toEqual({ kind: 'completed' })
+        await agent.dispose()
+        return
+      } catch (error) {
+        if (!(error instanceof SessionInUseError)) throw error
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    }
+  }
+
+  it('a commit blocked by a row lock fails with STORE_TIMEOUT after commitTimeoutMs: run() and whenIdle() after cancel() settle, nothing acknowledged is lost', async () => {
+    const url = await createDatabase(server, 'bounds_commit')
+    const store = postgresStore({ connectionString: url, commitTimeoutMs: 300 })
+    const agent = await createAgent({ model: scriptedModel([textResponse('one')]), store, sessionId: 'locked', lease: { leaseMs: 1000 }, logger: quiet })
+    await agent.run('first')
+    const lock = await lockRow(url, 'locked')
+    // the turn's first commit waits on the lock: run() settles once the commit gave up
+    const result = await agent.run('second')
+    expect(result.turn === null || result.end.kind !== 'completed').toBe(true)
+    await expect(agent.flush()).rejects.toMatchObject({ name: 'StoreError', code: 'STORE_TIMEOUT' })
+    const acknowledged = agent.session.events.slice(0, agent.committedLength)
+    await agent.dispose()
+
+    // a turn cancelled mid-request: its closers wait on the lock, whenIdle() settles all the same
+    const other = await createAgent({ model: scriptedModel(['hang']), store, sessionId: 'cancelled', lease: { leaseMs: 1000 }, logger: quiet })
+    const requested = new Promise<void>((resolve) => other.on('agent/request', (config, next) => (resolve(), next())))
+    other.followup('hang on')
+    await requested
+    const lockOther = await lockRow(url, 'cancelled')
+    other.cancel()
+    await other.whenIdle()
+    await expect(other.flush()).rejects.toMatchObject({ code: 'STORE_TIMEOUT' })
+    const acknowledgedOther = other.session.events.slice(0, other.committedLength)
+    await other.dispose()
+
+    await lock.unlock()
+    await lockOther.unlock()
+    await reopened(store, 'locked', acknowledged)
+    await reopened(store, 'cancelled', acknowledgedOther)
+    await store.close()
+  }, 30_000)
+
+  it('dispose({ force: true, graceMs: 100 }) abandons a commit that does not come back: the session halts, the lease is released', async () => {
+    const url = await createDatabase(server, 'bounds_dispose')
+    // a commit bound far beyond this test's own timeout: only abandoning the commit can end the disposal
+    const store = postgresStore({ connectionString: url, commitTimeoutMs: 120_000 })
+    const agent = await createAgent({ model: scriptedModel(['hang']), store, sessionId: 'stuck', lease: { leaseMs: 60_000 }, logger: quiet })
+    const requested = new Promise<void>((resolve) => agent.on('agent/request', (config, next) => (resolve(), next())))
+    agent.followup('hang on')
+    await requested
+    const lock = await lockRow(url, 'stuck')
+    await agent.dispose({ force: true, graceMs: 100 })
+    await expect(agent.flush()).rejects.toMatchObject({ name: 'StoreError', code: 'STORE_TIMEOUT', message: /abandoned by a forced disposal/ })
+    const acknowledged = agent.session.events.slice(0, agent.committedLength)
+
+    // a turn whose model request waits for its first commit: run() and the disposal settle all the same
+    const waiting = await createAgent({ model: scriptedModel([textResponse('never')]), store, sessionId: 'waiting', lease: { leaseMs: 60_000 }, logger: quiet })
+    const lockWaiting = await lockRow(url, 'waiting')
+    const running = waiting.run('go')
+    await until(() => waiting.session.length > waiting.committedLength, 5000, 'the turn to wait for its commit')
+    await waiting.dispose({ force: true, graceMs: 100 })
+    expect((await running).end.kind).not.toBe('completed')
+    await expect(waiting.flush()).rejects.toMatchObject({ code: 'STORE_TIMEOUT' })
+    const acknowledgedWaiting = waiting.session.events.slice(0, waiting.committedLength)
+
+    await lock.unlock()
+    await lockWaiting.unlock()
+    // the 60 s leases did not have to lapse: the halted writers released them once the rows were free
+    await reopened(store, 'stuck', acknowledged)
+    await reopened(store, 'waiting', acknowledgedWaiting)
+    await store.close()
+  }, 20_000)
+
+  it('against a server that accepts connections and never answers, createAgent rejects with STORE_TIMEOUT and close() settles', async () => {
+    const sockets = new Set<Socket>()
+    const silent = createServer((socket) => {
+      sockets.add(socket)
+      socket.on('error', () => {})
+    })
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    const { port } = silent.address() as { port: number }
+    const url = `postgres://nobody:secret@127.0.0.1:${port}/nothing`
+    try {
+      const store = postgresStore({ connectionString: url, connectTimeoutMs: 200 })
+      const refused = await createAgent({ model: scriptedModel([]), store, sessionId: 's', logger: quiet }).catch((error: unknown) => error)
+      expect(refused).toBeInstanceOf(StoreError)
+      expect(refused).toMatchObject({ code: 'STORE_TIMEOUT', message: /connect/ })
+      await store.close()
+
+      // closed while a connection is still being made: close() settles within its bound, the open fails
+      const patient = postgresStore({ connectionString: url, connectTimeoutMs: 120_000, closeTimeoutMs: 200 })
+      const opening = createAgent({ model: scriptedModel([]), store: patient, sessionId: 's', logger: quiet }).catch((error: unknown) => error)
+      const before = sockets.size
+      await until(() => sockets.size > before, 5000, 'the store to reach the silent server')
+      await patient.close()
+      expect(await opening).toBeInstanceOf(StoreError)
+
+      // with the application's own pool (no connect timeout of its own) the store's bound holds all the same
+      const pool = new pg.Pool({ connectionString: url })
+      pool.on('error', () => {})
+      const shared = postgresStore({ pool, connectTimeoutMs: 200 })
+      const refusedShared = await createAgent({ model: scriptedModel([]), store: shared, sessionId: 's', logger: quiet }).catch((error: unknown) => error)
+      expect(refusedShared).toMatchObject({ name: 'StoreError', code: 'STORE_TIMEOUT' })
+      await shared.close()
+    } finally {
+      for (const socket of sockets) socket.destroy()
+      await new Promise((resolve) => silent.close(resolve))
+    }
+  }, 20_000)
+})
+
+describe('closing a PostgreSQL store', () => {
+  it('releases the leases of the sessions it opened: another store opens them at once', async () => {
+    const url = await createDatabase(server, 'close_releases')
+    const first = postgresStore({ connectionString: url })
+    const agent = await createAgent({
+      model: scriptedModel([textResponse('one')]),
+      store: first,
+      sessionId: 'chat',
+      lease: { leaseMs: 60_000 },
+      logger: { error: () => {} },
+    })
+    await agent.run('hello')
+    await first.close()
+    const second = postgresStore({ connectionString: url })
+    const again = await createAgent({ model: scriptedModel([textResponse('two')]), store: second, sessionId: 'chat', logger: { error: () => {} } })
+    expect((await again.run('again')).end).toEqual({ kind: 'completed' })
+    await again.dispose()
+    await agent.dispose()
+    await second.close()
+  })
+})
+
+describe('creating a PostgreSQL store from several places at once', () => {
+  it('every store succeeds: the tables are made once under an advisory lock, and nothing calls the data damaged', async () => {
+    const url = await createDatabase(server, 'created_together')
+    const stores = Array.from({ length: 6 }, () => postgresStore({ connectionString: url, schema: 'fresh', max: 1 }))
+    const outcomes = await Promise.allSettled(
+      stores.map((store, i) => store.open(`session-${i}`, { holder: `creator-${i}` }).then((handle) => handle.release())),
+    )
+    expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([])
+    expect((await stores[0].list()).map((s) => s.id).sort()).toEqual(['session-0', 'session-1', 'session-2', 'session-3', 'session-4', 'session-5'])
+    await Promise.all(stores.map((store) => store.close()))
+  })
 })
