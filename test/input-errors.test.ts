@@ -39,7 +39,7 @@ describe('userMessage', () => {
 describe('agent.on', () => {
   it('refuses a name that is no extension point or notification, listing the names, and registers nothing', async () => {
     const agent = createAgent({ model: scriptedModel([textResponse('ok')]) })
-    for (const name of ['agent/prestep', 'llm/stream', '', 7]) {
+    for (const name of ['agent/prestep', 'session/created', '', 7]) {
       const call = () => agent.on(name as never, (() => undefined) as never)
       expect(call).toThrow(ConfigError)
       expect(call).toThrow(/unknown listener name .*agent\/pre-step, .*session\/committed/)
@@ -58,6 +58,9 @@ describe('agent.on', () => {
       'agent/request',
       'agent/request-error',
       'agent/turn-stopping',
+      'system-prompt/assemble',
+      'llm/stream',
+      'tools/execute',
       'tools/pre-execute',
       'tools/post-execute',
       'tools/result',
