@@ -32,12 +32,12 @@ import { RunTracker } from './runs.js'
 import { describeValue, isRecordLike } from './foreign.js'
 import { approvalWaitOf, pendingApprovals, type PendingApproval } from './session/approvals.js'
 import { forkLineageOf, forkSession, type ForkOptions } from './session/fork.js'
-import { repairClosers, openTurnOf } from './session/repair.js'
+import { repairClosers, openTurnOf, type RepairCloser } from './session/repair.js'
 import { createSession, isSessionLike, type Session } from './session/session.js'
 import { checkSessionId, DEFAULT_LEASE_MS } from './stores/lease.js'
 import type { SessionHandle, SessionStore } from './stores/types.js'
 import { SessionWriter } from './stores/writer.js'
-import { checkToolList, toolSchemas, type ToolResultValue } from './tools/define.js'
+import { checkToolList, RECOVER_CALL, toolSchemas, type CallRecovery, type ToolDefinition, type ToolResultValue } from './tools/define.js'
 import { assembleFromOptions, type PromptAssembly, type PromptContext, type SystemPromptOption, type ToolsOption } from './runtime/assembly.js'
 import { resolveCompaction, type CompactionOptions } from './compaction.js'
 import { LiveTelemetry } from './telemetry/live.js'
@@ -377,6 +377,61 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
 interface Durable {
   readonly store: SessionStore
   readonly writer: SessionWriter
+  /** Results for calls a crash cut short that their tools could settle (RECOVER_CALL), by call id. */
+  readonly recovered?: ReadonlyMap<string, RecoveredResult>
+}
+
+type RecoveredResult = NonNullable<Awaited<ReturnType<CallRecovery>>>
+
+/**
+ * The repair closers of a crash-truncated log, with the results of calls their tools recovered in place of
+ * TOOL_OUTCOME_UNKNOWN (a finished subagent's answer, say); a recovered error keeps the catalogue's code.
+ */
+function withRecovered(closers: RepairCloser[], recovered: ReadonlyMap<string, RecoveredResult> | undefined): RepairCloser[] {
+  if (!recovered || recovered.size === 0) return closers
+  return closers.map((closer) => {
+    if (closer.type !== 'tool/result') return closer
+    const data = closer.data as EventData<'tool/result'>
+    const found = recovered.get(data.message.source.callId)
+    if (!found) return closer
+    const [block] = data.message.content
+    const message = { ...data.message, content: [{ ...block, content: found.content, isError: found.isError }] as typeof data.message.content }
+    const { error, ...rest } = data
+    return {
+      ...closer,
+      data: { ...rest, message, ...(found.isError ? { error } : {}), ...(found.meta !== undefined ? { meta: found.meta } : {}) },
+    }
+  })
+}
+
+/** Asks each tool with a RECOVER_CALL what became of its calls the crash cut short (they would close TOOL_OUTCOME_UNKNOWN). */
+async function recoverCalls(
+  events: readonly SessionEvent[],
+  tools: AgentOptions['tools'],
+  store: SessionStore,
+  sessionId: string,
+  logger: HookLogger,
+): Promise<Map<string, RecoveredResult>> {
+  const recovered = new Map<string, RecoveredResult>()
+  if (!Array.isArray(tools)) return recovered
+  for (const closer of repairClosers(events)) {
+    if (closer.type !== 'tool/result') continue
+    const data = closer.data as EventData<'tool/result'>
+    if (data.error?.code !== 'TOOL_OUTCOME_UNKNOWN') continue
+    const callId = data.message.source.callId
+    const call = events.findLast((e) => e.type === 'tool/call' && e.data.callId === callId) as
+      (SessionEvent & { type: 'tool/call'; data: EventData<'tool/call'> }) | undefined
+    const tool = (tools as readonly ToolDefinition<any>[]).find((t) => t.name === call?.data.name)
+    const recover = tool?.[RECOVER_CALL]
+    if (!call || !recover) continue
+    try {
+      const result = await recover({ callId, name: call.data.name, arguments: call.data.arguments, sessionId, store, logger })
+      if (result) recovered.set(callId, result)
+    } catch (error) {
+      logger.error(`agentchart: recovering call ${callId} (${call.data.name}) failed; it closes with an unknown outcome`, error)
+    }
+  }
+  return recovered
 }
 
 /** Live agents by session id, so a second instance cannot take over an open turn (RS-7). */
@@ -502,7 +557,7 @@ export class Agent {
       lastTurn,
       priorHeader,
       ...(lastRoute ? { contextKey: canonical(lastRoute.data) } : {}),
-      repair: resume ? [] : repairClosers(events),
+      repair: resume ? [] : withRecovered(repairClosers(events), durable?.recovered),
       ...(resume ? { resume } : {}),
       approvals: options.approvals === true,
       maxParallelToolCalls,
@@ -850,6 +905,13 @@ async function openStoredAgent(options: StoredAgentOptions): Promise<Agent> {
     },
   })
   const logger = options.logger ?? { error: (message: string, error: unknown) => console.error(`[agentchart] ${message}:`, error) }
+  let recovered: Map<string, RecoveredResult>
+  try {
+    recovered = await recoverCalls(session!.events, options.tools, store, sessionId, logger)
+  } catch (error) {
+    await handle.release().catch(() => {})
+    throw error
+  }
   let agent: Agent | undefined
   let writer: SessionWriter
   try {
@@ -860,7 +922,7 @@ async function openStoredAgent(options: StoredAgentOptions): Promise<Agent> {
       onFault: (error) => logger.error(`agentchart: the store failed; session ${sessionId} accepts no more appends (reopen it to repair and continue)`, error),
     })
     const { store: _store, sessionId: _id, lease: _lease, commits: _commits, ...agentOptions } = options
-    agent = new Agent({ ...agentOptions, session: session! }, { store, writer })
+    agent = new Agent({ ...agentOptions, session: session! }, { store, writer, recovered })
   } catch (error) {
     await handle.release().catch(() => {})
     throw error

@@ -9,6 +9,7 @@ import { UserMessageSchema, type ToolSchema, type UserMessage } from '../session
 import { userMessage } from '../messages.js'
 import { redactSecrets } from '../adapters/failure.js'
 import type { ToolOutcome } from '../machines/types.js'
+import type { SessionStore } from '../stores/types.js'
 import { errorOutcome } from '../machines/tool-batch.js'
 
 export type ExecutionMode = 'parallel' | 'exclusive'
@@ -43,7 +44,29 @@ export interface ToolDefinition<S extends SchemaInput<any> = SchemaInput<any>> {
    */
   readonly timeoutMs?: number
   readonly execute: (args: InferSchema<S>, context: ToolContext<any>) => string | ToolResultValue | Promise<string | ToolResultValue>
+  /** How a call of this tool cut short by a crash is settled when its session is resumed (agentTool has one). */
+  readonly [RECOVER_CALL]?: CallRecovery
 }
+
+/**
+ * The key of a tool's crash recovery. Why a symbol: it is how agentTool tells a resuming parent what became of
+ * a child, without the agent knowing about subagents; ordinary tools have none and keep the catalogue's repair.
+ */
+export const RECOVER_CALL: unique symbol = Symbol.for('agentchart.recoverCall')
+
+/** A call a crash cut short, as the resuming session knows it. */
+export interface InterruptedCall {
+  callId: string
+  name: string
+  /** The arguments as the model sent them (JSON text). */
+  arguments: string
+  sessionId: string
+  store: SessionStore
+  logger: { error(message: string, error: unknown): void }
+}
+
+/** The result a recovered call is closed with instead of TOOL_OUTCOME_UNKNOWN, or null to keep the repair's. */
+export type CallRecovery = (call: InterruptedCall) => Promise<{ content: string; isError: boolean; meta?: unknown } | null>
 
 /** Checked schemas of the definitions seen, so a hand-built definition is converted once too. */
 const checkedSchemas = new WeakMap<object, CheckedSchema>()

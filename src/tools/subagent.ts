@@ -10,7 +10,11 @@ import { userMessage } from '../messages.js'
 import type { RunResult, UsageTotals } from '../results.js'
 import type { UserMessage } from '../session/schemas.js'
 import type { InferSchema, SchemaInput } from '../schema.js'
-import { defineTool, type ExecutionMode, type ToolContext, type ToolDefinition, type ToolResultValue } from './define.js'
+import { LogIndex } from '../results.js'
+import { OutputSchemas } from '../request.js'
+import { createSession } from '../session/session.js'
+import type { ModelAdapter } from '../adapters/types.js'
+import { defineTool, RECOVER_CALL, type ExecutionMode, type InterruptedCall, type ToolContext, type ToolDefinition, type ToolResultValue } from './define.js'
 
 /** The plugin name a child's prompt carries in its source, with the parent's session and call. */
 export const SUBAGENT_SOURCE = 'agentchart/subagent'
@@ -87,10 +91,68 @@ export function agentTool<S extends SchemaInput<any>>(definition: AgentToolDefin
   if (!Number.isInteger(maxDepth) || maxDepth < 1)
     throw new ConfigError(`agentTool ${definition.name}: maxDepth must be a positive integer, got ${describeValue(maxDepth)}`, { path: 'maxDepth' })
   const { agent: childOptions, prompt, output, maxDepth: _depth, ...tool } = definition
-  return defineTool({
+  const defined = defineTool({
     ...tool,
     execute: (args, context: ToolContext<Agent>) => delegate(definition.name, maxDepth, childOptions(args, context), promptOf(args, prompt), output, context),
   })
+  return Object.freeze({ ...defined, [RECOVER_CALL]: recoverChild })
+}
+
+/** The session id a child gets beside its parent in the parent's store. */
+function childSessionId(parentSessionId: string, callId: string): string {
+  return `${parentSessionId}.${callId.replace(/[^A-Za-z0-9_.:-]/g, '_')}`
+}
+
+/** Opens a crashed child only to repair it: it never runs a turn, so it needs no real model. */
+const REPAIR_ONLY: ModelAdapter = Object.freeze({
+  provider: 'agentchart',
+  model: 'subagent-repair',
+  stream: () => {
+    throw new Error('a child opened to be repaired runs no turn')
+  },
+})
+
+/**
+ * A resuming parent asks what became of a child its crash cut short (stored beside it under the default id).
+ * A child whose turn finished gives the call its answer; a child caught mid-turn is repaired now (its turn ends
+ * `interrupted`, RS-4) and the call keeps the catalogue's unknown outcome (RS-5), naming the child either way.
+ */
+async function recoverChild(call: InterruptedCall): Promise<{ content: string; isError: boolean; meta?: unknown } | null> {
+  const childId = childSessionId(call.sessionId, call.callId)
+  let stored = await call.store.load(childId)
+  if (stored === undefined) return null // the child never reached the store: nothing is known of it
+  // the turn of the prompt this call sent: the turn/start before the user/message whose source names the call
+  const turnOf = (events: readonly unknown[]): number | null => {
+    let turn: number | null = null
+    for (const e of events as ReadonlyArray<{ type?: string; data?: { turn?: number; source?: Partial<SubagentSource> } }>) {
+      if (e.type === 'turn/start') turn = e.data?.turn ?? null
+      if (e.type === 'user/message' && e.data?.source?.plugin === SUBAGENT_SOURCE && e.data.source.parentCallId === call.callId) return turn
+    }
+    return null
+  }
+  const endOf = (events: readonly unknown[], turn: number) =>
+    events.find((e): e is { type: 'turn/end'; seq: number } => {
+      const event = e as { type?: string; data?: { turn?: number } }
+      return event.type === 'turn/end' && event.data?.turn === turn
+    })
+  const turn = turnOf(stored)
+  if (turn === null) return null
+  if (!endOf(stored, turn)) {
+    // the child's turn is still open in its log: repair it now, as opening it anywhere would
+    const child = await createAgent({ store: call.store, sessionId: childId, model: REPAIR_ONLY, logger: call.logger })
+    await child.dispose()
+    stored = (await call.store.load(childId)) ?? stored
+  }
+  const end = endOf(stored, turn)
+  if (!end) return null
+  const result = new LogIndex(createSession({ id: childId, seed: stored })).turnResult(turn, end.seq, new OutputSchemas())
+  const record: SubagentRecord = { sessionId: childId, turn, end: result.end.kind, steps: result.steps, usage: result.usage }
+  if (result.end.kind === 'completed') return { content: defaultOutput(result), isError: false, meta: { subagent: record } }
+  const content =
+    result.end.kind === 'interrupted'
+      ? `Error: the subagent (session ${childId}) was cut short by a crash; its outcome is unknown. Retry only if its task is safe to repeat.`
+      : `Error: ${defaultOutput(result)}`
+  return { content, isError: true, meta: { subagent: record } }
 }
 
 async function delegate(
@@ -135,7 +197,7 @@ async function spawn(options: AgentOptions | StoredAgentOptions, parent: Agent, 
   const own = options as AgentOptions & Partial<StoredAgentOptions>
   const store = own.store ?? (own.session === undefined ? parent.store : undefined)
   if (store === undefined) return createAgent(own as AgentOptions)
-  const sessionId = own.sessionId ?? `${parent.sessionId}.${callId.replace(/[^A-Za-z0-9_.:-]/g, '_')}`
+  const sessionId = own.sessionId ?? childSessionId(parent.sessionId, callId)
   return createAgent({ ...(own as StoredAgentOptions), store, sessionId })
 }
 
