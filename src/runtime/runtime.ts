@@ -27,6 +27,7 @@ import type {
 } from '../machines/types.js'
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
 import type { LlmCallConfig, LlmFailure, Message, RequestHeader, SessionEvent, SessionEventType, ToolSchema, UserMessage } from '../session/schemas.js'
+import { pendingApprovals } from '../session/approvals.js'
 import { SCHEMA_CHECKED, messageOf, surfaceNodeOf, type CheckedIntent, type Session } from '../session/session.js'
 import type { Durability } from '../stores/writer.js'
 import { classify, type ToolDefinition } from '../tools/define.js'
@@ -393,7 +394,13 @@ export class Runtime {
         else this.#append(effect)
         return
       case 'fx.notify':
-        if (!refusal) this.#notify(effect.name, effect.payload)
+        if (refusal) return
+        // TL-18: a question is announced only once it is stored, so the person paged can always answer it
+        if (effect.name === 'tools/approval-requested' && this.#gate) {
+          const { name, payload } = effect
+          return this.#gate.afterCommit(() => this.#announceQuestion(name, payload))
+        }
+        this.#notify(effect.name, effect.payload)
         return
       case 'fx.reject':
         this.#refuse(refusalError(effect))
@@ -672,6 +679,12 @@ export class Runtime {
     }
     // listeners get the machine's data frozen: what they do to it cannot reach the machine's context
     this.hooks.emit(name, { ...deepFreeze(payload), agent })
+  }
+
+  /** A held approval notice, delivered only while its question is still open (a cancel may have closed it meanwhile). */
+  #announceQuestion(name: string, payload: Record<string, unknown>): void {
+    const { callId } = payload as { callId: string }
+    if (pendingApprovals(this.options.session.events).some((p) => p.callId === callId)) this.#notify(name, payload)
   }
 
   #tool(name: string): ToolDefinition | undefined {
