@@ -455,7 +455,8 @@ function findFile(name: string, read: boolean, direct = false): Plan {
       const first = seen.get(asGiven)
       if (!first) return { calls: [asGiven] }
       if (!first.isError) return { answer: describeFile(name, first.content) }
-      if (/^refused/.test(first.content)) return { answer: `I did not read ${name}: ${first.content}.` }
+      // refused, or not a regular file (a FIFO, a device): it is there, and searching for it would not help
+      if (/^refused|only regular files are read$/.test(first.content)) return { answer: `I did not read ${name}: ${first.content}.` }
       if (/is a directory/.test(first.content)) return listDir(name)({ seen, earlier: [] })
     }
     const found = seen.get(lookup)

@@ -58,7 +58,7 @@ const FATAL_CODES = new Set(['AUTH', 'INVALID_CREDENTIAL', 'MISSING_CREDENTIAL',
  * How long a cancelled turn waits for a tool still running before it is closed without it (CX-17): a Ctrl-C
  * always ends the turn, even if a tool ignored its abort signal (its call closes TOOL_OUTCOME_UNKNOWN).
  */
-export const CANCEL_GRACE_MS = 2000
+const CANCEL_GRACE_MS = 2000
 
 /** Cancel what runs, within the grace. */
 const cancelTurn = (agent: Agent) => agent.cancel({ kind: 'user' }, { graceMs: CANCEL_GRACE_MS })
