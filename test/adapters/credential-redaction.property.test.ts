@@ -6,6 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
+import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { deepseekModel, openaiModel } from '../../src/adapters/openai.js'
 import type { ModelAdapter } from '../../src/adapters/types.js'
@@ -95,6 +96,21 @@ async function thrownBy(model: ModelAdapter): Promise<unknown> {
 
 const bearer = (headers: IncomingHttpHeaders) => String(headers.authorization ?? '')
 
+/** The adapter as each way of giving it a key builds it: options, the environment (read at the first request), a client. */
+function modelFor(family: string, key: string, baseURL: string): ModelAdapter {
+  switch (family) {
+    case 'deepseek':
+      return deepseekModel({ model: 'm', apiKey: key, baseURL })
+    case 'key from the environment':
+      process.env.OPENAI_API_KEY = key
+      return openaiModel({ model: 'm', baseURL })
+    case 'injected client':
+      return openaiModel({ model: 'm', client: new OpenAI({ apiKey: key, baseURL, maxRetries: 0 }) })
+    default:
+      return openaiModel({ model: 'm', apiKey: key, baseURL })
+  }
+}
+
 describe('the exact credential is redacted from what an adapter reports (issue 30)', () => {
   let server: ChatServer
   let answer: (headers: IncomingHttpHeaders) => Reply = () => ({ kind: 'status', status: 500, body: {} })
@@ -106,6 +122,7 @@ describe('the exact credential is redacted from what an adapter reports (issue 3
     server = await startChatServer((_body, _received, headers) => answer(headers))
   })
   afterAll(async () => {
+    delete process.env.OPENAI_API_KEY
     await server.close()
     rmSync(dir, { recursive: true, force: true })
   })
@@ -119,12 +136,11 @@ describe('the exact credential is redacted from what an adapter reports (issue 3
           fc.constantFrom(...(Object.keys(keyFormats) as (keyof typeof keyFormats)[])).chain((format) => keyFormats[format]),
           fc.constantFrom(...Object.keys(echoStyles)),
           fc.constantFrom<Channel>('status', 'stream'),
-          fc.constantFrom('openai', 'deepseek'),
+          fc.constantFrom('openai', 'deepseek', 'key from the environment', 'injected client'),
           async (key, style, channel, family) => {
             keys.push(key)
             answer = (headers) => replyFor(echoStyles[style](key, bearer(headers)), channel, style === 'plain text')
-            const options = { model: 'm', apiKey: key, baseURL: server.baseURL }
-            const model = family === 'openai' ? openaiModel(options) : deepseekModel(options)
+            const model = modelFor(family, key, server.baseURL)
 
             expectNoCredential('the error the adapter threw', await thrownBy(model), key)
 
