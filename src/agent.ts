@@ -30,7 +30,7 @@ import { LogIndex, type RunResult, type UsageTotals } from './results.js'
 import { defaultRetry, sleepFor, type RequestErrorAction, type RetryPolicyOptions } from './retry.js'
 import { RunTracker } from './runs.js'
 import { describeValue, isRecordLike } from './foreign.js'
-import { approvalWaitOf, pendingApprovals, type PendingApproval } from './session/approvals.js'
+import { approvalWaitOf, pendingApprovalsWithin, type PendingApproval } from './session/approvals.js'
 import { forkLineageOf, forkSession, type ForkOptions } from './session/fork.js'
 import { repairClosers, openTurnOf, type RepairCloser } from './session/repair.js'
 import { createSession, isSessionLike, type Session } from './session/session.js'
@@ -679,9 +679,12 @@ export class Agent {
     if (graceMs !== undefined) this.#runtime.abandonAfter(graceMs)
   }
 
-  /** The calls waiting for a person's answer (TL-18), read from the log: they survive a restart over a store. */
+  /**
+   * The calls waiting for a person's answer (TL-18), read from the log: they survive a restart over a store. Over a
+   * store only committed questions are listed, so each one listed is still there after a crash.
+   */
   get pendingApprovals(): readonly PendingApproval[] {
-    return pendingApprovals(this.session.events)
+    return pendingApprovalsWithin(this.session.events, this.committedLength)
   }
 
   /** Run the waiting call `callId` (its body runs once; no second pre-execute). Refuses unknown or answered ids. */

@@ -31,7 +31,8 @@ const SECRETS: ReadonlyArray<[RegExp, string]> = [
   // key and token query values: ?api_key=..., &access_token=..., &key=...
   [/([?&;](?:api[_-]?key|apikey|key|access[_-]?token|token|secret|password)=)[^\s&#"']+/gi, `$1${REDACTED}`],
   // api_key=... outside a query string
-  [/\b((?:api[_-]?key|apikey|access[_-]?token|secret[_-]?key)\s*[=:]\s*["']?)[^\s"',;&]+/gi, `$1${REDACTED}`],
+  // (a JSON field too: the name's closing quote may stand before the colon, as in {"api_key":"..."})
+  [/\b((?:api[_-]?key|apikey|access[_-]?token|secret[_-]?key)["']?\s*[=:]\s*["']?)[^\s"',;&]+/gi, `$1${REDACTED}`],
   // provider key formats: sk-..., sk-proj-..., sk-ant-...
   [/\bsk-[A-Za-z0-9_-]{8,}/g, REDACTED],
   // a URL's user-info: the password of scheme://user:password@host, up to the authority's last @

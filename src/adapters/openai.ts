@@ -30,6 +30,7 @@ import type {
   ToolSchema,
 } from '../session/schemas.js'
 import { abortedFailure, llmFailure, LlmError, toLlmFailure, type LlmFailureInit } from './failure.js'
+import { credentialRedactor, urlCredentials, withoutCredentials, type Redactor } from './credentials.js'
 import { uniqueCallId } from './assemble.js'
 import type { ModelAdapter, ModelRequest } from './types.js'
 
@@ -183,7 +184,11 @@ function chatModel(options: OpenAIModelOptions, forced: Dialect | undefined): Mo
   const keyVariable = provider === 'deepseek' ? 'DEEPSEEK_API_KEY' : 'OPENAI_API_KEY'
 
   let connection: Connection | undefined = injected
-    ? { client: injected, hasKey: typeof injected.apiKey === 'string' && injected.apiKey.length > 0 }
+    ? {
+        client: injected,
+        hasKey: typeof injected.apiKey === 'string' && injected.apiKey.length > 0,
+        redact: credentialRedactor([injected.apiKey, ...urlCredentials(injected.baseURL)]),
+      }
     : undefined
 
   /** The client, built once a key is known (or not needed); throws MISSING_CREDENTIAL (not cached) while none is. */
@@ -207,7 +212,9 @@ function chatModel(options: OpenAIModelOptions, forced: Dialect | undefined): Mo
       ...(baseURL !== undefined ? { baseURL } : {}),
       ...(local ? { defaultHeaders: { Authorization: null } } : {}),
     })
-    connection = { client, hasKey: !local }
+    // what the client really sends: the key given or read from the environment, the base URL it resolved
+    const sent = local ? [] : [apiKey, client.apiKey]
+    connection = { client, hasKey: !local, redact: credentialRedactor([...sent, ...urlCredentials(baseURL), ...urlCredentials(client.baseURL)]) }
     return connection
   }
 
@@ -226,6 +233,8 @@ interface Connection {
   readonly client: OpenAI
   /** Whether a static key is known (a 401 then means INVALID_CREDENTIAL rather than AUTH). */
   readonly hasKey: boolean
+  /** Cuts the key and the base URL's credentials out of what this connection's failures report. */
+  readonly redact: Redactor
 }
 
 interface StreamContext {
@@ -238,7 +247,7 @@ interface StreamContext {
 async function* streamChat(request: ModelRequest, context: StreamContext): AsyncGenerator<StreamChunk> {
   const { signal } = request
   if (signal.aborted) throw abortError(signal)
-  const { client, hasKey } = await context.connect()
+  const { client, hasKey, redact } = await context.connect()
   const sdk = await loadSdk()
   const body = buildChatBody(request, context)
   // A per-request signal: the SDK adds an abort listener to the signal it is
@@ -247,7 +256,8 @@ async function* streamChat(request: ModelRequest, context: StreamContext): Async
   const forward = () => linked.abort(signal.reason)
   signal.addEventListener('abort', forward, { once: true })
   let requestId: string | undefined
-  const fail = (thrown: unknown) => toLlmError(thrown, { sdk, provider: context.provider, signal, hasKey, requestId })
+  // a provider may echo the credential it was sent in any part of its error: nothing reported keeps it
+  const fail = (thrown: unknown) => withoutCredentials(toLlmError(thrown, { sdk, provider: context.provider, signal, hasKey, requestId }), redact)
   try {
     let iterator: AsyncIterator<ChatCompletionChunk>
     try {

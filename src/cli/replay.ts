@@ -1,6 +1,6 @@
 // `agentchart replay <file>`: load a stored session log, validate it the way a
 // resumed session would, check the loop's invariants, and render it as a tree.
-import { readFile } from 'node:fs/promises'
+import { createReadStream } from 'node:fs'
 import { AgentchartError } from '../errors.js'
 import type { SessionEvent } from '../session/schemas.js'
 import { createSession } from '../session/session.js'
@@ -98,12 +98,118 @@ export function replayEvents(raw: readonly unknown[]): ReplayResult {
   return { ok: violations.length === 0, kind: 'checked', events, turns, violations, tree: formatSessionTree(events) }
 }
 
+/**
+ * The longest line a log file may hold, in bytes (256 MiB). Why: a line is decoded into one string, and V8
+ * refuses strings past about 512 MiB with a bare "Invalid string length"; a line this long is refused first,
+ * by its number. A JSON array log (one document) is bounded the same way as a whole.
+ */
+export const MAX_LINE_BYTES = 256 * 1024 * 1024
+
+/** Bytes read from a log file at a time. */
+const READ_CHUNK_BYTES = 1024 * 1024
+
+export interface ReadLogOptions {
+  /** Refuse a line (or a JSON array document) longer than this many bytes; default MAX_LINE_BYTES. */
+  maxLineBytes?: number
+}
+
+/**
+ * Read a session log file line by line: each line must be valid UTF-8 and at most `maxLineBytes` long, and
+ * JSONL lines are parsed as they come. Why: bytes that are not UTF-8 must not turn silently into U+FFFD in a
+ * log that is replayed as the truth, and one huge line must fail with its number, not exhaust the process.
+ * Throws a SessionLogSyntaxError naming the line.
+ */
+export async function readSessionLog(file: string, options: ReadLogOptions = {}): Promise<unknown[]> {
+  const limit = options.maxLineBytes ?? MAX_LINE_BYTES
+  const events: unknown[] = []
+  // a log that opens with '[' is one JSON array, parsed whole once every line is in
+  const doc: { lines: string[] | null; bytes: number } = { lines: null, bytes: 0 }
+  let number = 0
+  const line = (bytes: Buffer) => {
+    number++
+    let text: string
+    try {
+      // fatal: invalid bytes are refused, not replaced; ignoreBOM keeps U+FEFF, which only line 1 may start with
+      text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes)
+    } catch {
+      throw new SessionLogSyntaxError(`line ${number} is not valid UTF-8 (byte ${firstInvalidByte(bytes) + 1} of the line)`, number)
+    }
+    if (number === 1 && text.startsWith('\uFEFF')) text = text.slice(1)
+    if (text.endsWith('\r')) text = text.slice(0, -1)
+    if (doc.lines !== null) {
+      doc.bytes += bytes.length + 1
+      if (doc.bytes > limit) throw tooLong(`the JSON array reaches past ${limit} bytes at line ${number}; write the log as JSONL`, number)
+      doc.lines.push(text)
+      return
+    }
+    if (text.trim() === '') return
+    if (events.length === 0 && text.trimStart().startsWith('[')) {
+      doc.lines = [text]
+      doc.bytes = bytes.length
+      return
+    }
+    try {
+      events.push(JSON.parse(text))
+    } catch (err) {
+      throw new SessionLogSyntaxError(err instanceof Error ? err.message : String(err), number)
+    }
+  }
+  let pending: Buffer[] = []
+  let pendingBytes = 0
+  for await (const chunk of createReadStream(file, { highWaterMark: READ_CHUNK_BYTES }) as AsyncIterable<Buffer>) {
+    let start = 0
+    for (let end = chunk.indexOf(0x0a); end !== -1; end = chunk.indexOf(0x0a, start)) {
+      const piece = chunk.subarray(start, end)
+      if (pendingBytes + piece.length > limit) throw tooLong(`line ${number + 1} is longer than ${limit} bytes`, number + 1)
+      line(pending.length === 0 ? piece : Buffer.concat([...pending, piece]))
+      pending = []
+      pendingBytes = 0
+      start = end + 1
+    }
+    const rest = chunk.subarray(start)
+    pendingBytes += rest.length
+    // the line is refused while it is read, before it is whole: it is never held past the limit
+    if (pendingBytes > limit) throw tooLong(`line ${number + 1} is longer than ${limit} bytes`, number + 1)
+    if (rest.length > 0) pending.push(rest)
+  }
+  if (pending.length > 0) line(Buffer.concat(pending))
+  if (doc.lines === null) return events
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(doc.lines.join('\n'))
+  } catch (err) {
+    throw new SessionLogSyntaxError(err instanceof Error ? err.message : String(err))
+  }
+  if (!Array.isArray(parsed)) throw new SessionLogSyntaxError('expected a JSON array of events')
+  return parsed as unknown[]
+}
+
+function tooLong(message: string, line: number): SessionLogSyntaxError {
+  return new SessionLogSyntaxError(message, line)
+}
+
+/** The offset of the first byte where `bytes` stops being UTF-8 (a fatal decoder says only that it did). */
+function firstInvalidByte(bytes: Buffer): number {
+  let i = 0
+  while (i < bytes.length) {
+    const b = bytes[i]
+    const size = b < 0x80 ? 1 : b >= 0xc2 && b < 0xe0 ? 2 : b >= 0xe0 && b < 0xf0 ? 3 : b >= 0xf0 && b < 0xf5 ? 4 : 0
+    if (size === 0 || i + size > bytes.length) return i
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(i, i + size))
+    } catch {
+      return i
+    }
+    i += size
+  }
+  return i
+}
+
 /** Read, validate and check the session log in `file` (JSON array or JSONL). */
-export async function replayFile(file: string): Promise<ReplayResult> {
-  const text = await readFile(file, 'utf8')
+export async function replayFile(file: string, options: ReadLogOptions = {}): Promise<ReplayResult> {
   let raw: unknown[]
   try {
-    raw = parseSessionLog(text)
+    raw = await readSessionLog(file, options)
   } catch (err) {
     if (!(err instanceof SessionLogSyntaxError)) throw err
     return { ok: false, kind: 'invalid', ...(err.line !== undefined ? { path: `line ${err.line}` } : {}), message: `not a session log: ${err.message}` }

@@ -13,7 +13,7 @@ import type { StreamChunk } from '../session/schemas.js'
 import { errorResponse, textResponse, toolCallResponse } from '../testing/responses.js'
 import { defineTool } from '../tools/define.js'
 import { serveViewer, type ViewerHandle } from '../viewer/server.js'
-import { sqliteStore } from '../stores/sqlite.js'
+import { NotAStoreError, openSqliteReader, type SqliteReader } from '../stores/sqlite-reader.js'
 import { formatReplay, replayEvents, replayFile, type ReplayResult } from './replay.js'
 
 export interface ViewCommand {
@@ -147,8 +147,7 @@ export async function runView(command: ViewCommand, io: ViewIO): Promise<number>
   }
   let viewer: ViewerHandle
   let demo: { agent: Agent; run: Promise<void> } | null = null
-  const stored =
-    command.log !== undefined ? await fromLog(command.log) : command.store !== undefined ? await fromStore(command.store, command.session, io) : null
+  const stored = command.log !== undefined ? await fromLog(command.log) : command.store !== undefined ? fromStore(command.store, command.session, io) : null
   if (stored !== null) {
     if ('exit' in stored) return stored.exit
     const { result, title } = stored
@@ -189,32 +188,39 @@ async function fromLog(file: string): Promise<Stored> {
 /**
  * One session of a SQLite store, read without taking its lease (a driver may
  * still be appending; the view is the log as committed when it was opened).
+ * The file is opened read-only: a viewer never creates, migrates or switches
+ * the journal mode of a database, whoever's it is.
  */
-async function fromStore(path: string, sessionId: string | undefined, io: ViewIO): Promise<Stored> {
-  // sqliteStore creates a missing file: a viewer must not
+function fromStore(path: string, sessionId: string | undefined, io: ViewIO): Stored {
   if (!existsSync(path)) {
     io.err(`no store at ${path}`)
     return { exit: 1 }
   }
-  const store = sqliteStore({ path })
+  let reader: SqliteReader
+  try {
+    reader = openSqliteReader(path)
+  } catch (error) {
+    io.err(error instanceof NotAStoreError ? error.message : `cannot read the store at ${path}: ${(error as Error).message}`)
+    return { exit: 1 }
+  }
   try {
     let id = sessionId
     if (id === undefined) {
-      const [latest] = await store.list({ limit: 1 })
+      const [latest] = reader.list(1)
       if (latest === undefined) {
         io.err(`the store at ${path} holds no sessions`)
         return { exit: 1 }
       }
-      id = latest.id
+      id = latest
     }
-    const events = await store.load(id)
+    const events = reader.load(id)
     if (events === undefined) {
-      const known = (await store.list({ limit: 10 })).map((s) => s.id)
+      const known = reader.list(10)
       io.err(`the store at ${path} has no session ${JSON.stringify(id)}${known.length ? ` (it has ${known.map((k) => JSON.stringify(k)).join(', ')})` : ''}`)
       return { exit: 1 }
     }
     return { result: replayEvents(events), title: `${basename(path)} · ${id}` }
   } finally {
-    await store.close()
+    reader.close()
   }
 }

@@ -28,6 +28,7 @@ import type {
 } from '../machines/types.js'
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
 import type { LlmCallConfig, LlmFailure, Message, RequestHeader, SessionEvent, SessionEventType, UserMessage } from '../session/schemas.js'
+import { pendingApprovals } from '../session/approvals.js'
 import { SCHEMA_CHECKED, messageOf, surfaceNodeOf, type CheckedIntent, type Session } from '../session/session.js'
 import type { Durability } from '../stores/writer.js'
 import { classify, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
@@ -426,6 +427,11 @@ export class Runtime {
         return
       case 'fx.notify':
         if (refusal) return
+        // TL-18: a question is announced only once it is stored, so the person paged can always answer it
+        if (effect.name === 'tools/approval-requested' && this.#gate) {
+          const { name, payload } = effect
+          return this.#gate.afterCommit(() => this.#announceQuestion(name, payload))
+        }
         // the idle notification waits for the end of processing, and so does everything after it (keeping their order)
         if (this.#depth > 0 && (this.#deferred.length > 0 || (effect.name === 'agent/status' && effect.payload.status === 'idle')))
           this.#deferred.push({ name: effect.name, payload: effect.payload })
@@ -761,6 +767,12 @@ export class Runtime {
     }
     // listeners get the machine's data frozen: what they do to it cannot reach the machine's context
     this.hooks.emit(name, { ...deepFreeze(payload), agent })
+  }
+
+  /** A held approval notice, delivered only while its question is still open (a cancel may have closed it meanwhile). */
+  #announceQuestion(name: string, payload: Record<string, unknown>): void {
+    const { callId } = payload as { callId: string }
+    if (pendingApprovals(this.options.session.events).some((p) => p.callId === callId)) this.#notify(name, payload)
   }
 
   #tool(name: string): ToolDefinition | undefined {

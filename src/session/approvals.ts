@@ -28,14 +28,14 @@ interface OpenStep {
   maxTokensSeen: boolean
 }
 
-/** The open step of the log's open turn, read from the end (a turn is short next to a session). */
-function openStepOf(events: readonly SessionEvent[]): OpenStep | null {
-  let from = events.length - 1
+/** The open step of the log's open turn within its first `length` events, read from the end (a turn is short next to a session). */
+function openStepOf(events: readonly SessionEvent[], length = events.length): OpenStep | null {
+  let from = length - 1
   while (from >= 0 && events[from].type !== 'turn/start' && events[from].type !== 'turn/end') from--
   if (from < 0 || events[from].type !== 'turn/start') return null
   let open: OpenStep | null = null
   let maxTokensSeen = false
-  for (let i = from + 1; i < events.length; i++) {
+  for (let i = from + 1; i < length; i++) {
     const e = events[i]
     if (e.type === 'step/start')
       open = { ...e.data, planned: [], calls: new Map(), results: new Set(), requests: new Map(), answered: new Set(), maxTokensSeen }
@@ -55,7 +55,15 @@ function openStepOf(events: readonly SessionEvent[]): OpenStep | null {
 
 /** The questions of the open step that nobody answered and no result closed, oldest first. */
 export function pendingApprovals(events: readonly SessionEvent[]): PendingApproval[] {
-  const open = openStepOf(events)
+  return pendingApprovalsWithin(events, events.length)
+}
+
+/**
+ * The pending questions of the log's first `length` events (an agent over a store passes its committed length).
+ * Why: a question the store could still lose must not be listed to the person who would answer it.
+ */
+export function pendingApprovalsWithin(events: readonly SessionEvent[], length: number): PendingApproval[] {
+  const open = openStepOf(events, Math.min(length, events.length))
   if (open === null) return []
   const out: PendingApproval[] = []
   for (const [callId, request] of open.requests) {

@@ -7,6 +7,8 @@ import type { AddressInfo } from 'node:net'
 export type Reply =
   | { kind: 'sse'; events: readonly unknown[]; headers?: Record<string, string> }
   | { kind: 'status'; status: number; body: unknown; headers?: Record<string, string> }
+  /** A status with a body sent as it is (not JSON), e.g. a proxy's plain-text error page. */
+  | { kind: 'text'; status: number; text: string; headers?: Record<string, string> }
 
 export interface Received {
   path: string
@@ -25,8 +27,10 @@ export interface ChatServer {
 /** No response is held open longer than this. */
 const HOLD_CAP_MS = 4_000
 
-/** Starts a server on 127.0.0.1 that answers every request with `answer(body, received so far)`. */
-export async function startChatServer(answer: (body: Record<string, any>, received: readonly Received[]) => Reply): Promise<ChatServer> {
+/** Starts a server on 127.0.0.1 that answers every request with `answer(body, received so far, its headers)`. */
+export async function startChatServer(
+  answer: (body: Record<string, any>, received: readonly Received[], headers: IncomingHttpHeaders) => Reply,
+): Promise<ChatServer> {
   const received: Received[] = []
   const open = new Set<ServerResponse>()
   const handle = (req: IncomingMessage, res: ServerResponse) => {
@@ -39,11 +43,16 @@ export async function startChatServer(answer: (body: Record<string, any>, receiv
       const body = text ? (JSON.parse(text) as Record<string, any>) : {}
       let reply: Reply
       try {
-        reply = answer(body, received)
+        reply = answer(body, received, req.headers)
       } catch (error) {
         reply = { kind: 'status', status: 500, body: { error: { message: `test server: ${(error as Error).message}` } } }
       }
       received.push({ path: req.url ?? '', headers: req.headers, body, status: reply.kind === 'sse' ? 200 : reply.status })
+      if (reply.kind === 'text') {
+        res.writeHead(reply.status, { 'content-type': 'text/plain', 'x-request-id': `req-${received.length}`, ...reply.headers })
+        res.end(reply.text)
+        return
+      }
       const cap = setTimeout(() => res.destroy(), HOLD_CAP_MS)
       res.on('close', () => clearTimeout(cap))
       if (reply.kind === 'status') {

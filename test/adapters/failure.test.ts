@@ -147,3 +147,11 @@ describe('abortedFailure and llmFailure', () => {
     })
   })
 })
+
+describe('TU-13 credentials in a JSON body', () => {
+  it('a key in a JSON field {"api_key":"..."} is redacted, the quote between name and colon notwithstanding', () => {
+    const message = toLlmFailure(new Error('rejected {"api_key":"q9Zx71Lm0PpT","access_token": "tok-88aa77bb", "model":"m"}')).message
+    expect(message).not.toMatch(/q9Zx71Lm0PpT|tok-88aa77bb/)
+    expect(message).toContain('{"api_key":"[redacted]","access_token": "[redacted]", "model":"m"}')
+  })
+})

@@ -11,7 +11,7 @@ import { ApprovalError, createAgent, createSession, defineTool, SessionInUseErro
 import { sqliteStore } from '../../src/stores/index.js'
 import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { track, trace } from '../helpers.js'
-import { until } from '../stores/support.js'
+import { controlledStore, until, type PendingCommit } from '../stores/support.js'
 
 const quiet = { error: () => {} }
 
@@ -307,6 +307,120 @@ describe('approvals across a real process restart on SQLite (TL-18)', () => {
     expect(stored.filter((e) => e.type === 'tool/approval-answer')).toHaveLength(1)
     expect(stored.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'completed' } } })
     expect(checkSessionInvariants(stored)).toEqual([])
+    await store.close()
+  }, 60_000)
+})
+
+describe('a question is reported only once it is committed (TL-18, issue 30)', () => {
+  it('TL-18: tools/approval-requested fires, and pendingApprovals lists the call, only once the question is in the store', async () => {
+    const control = controlledStore('manual')
+    const { tool, runs } = deployTool()
+    const agent = await createAgent({ model: scriptedModel(oneCall()), tools: [tool], approvals: true, store: control.store, sessionId: 'ops', logger: quiet })
+    track(agent)
+    askForDeploy(agent)
+    const heard: { committedLength: number; questionSeq: number; stored: boolean; pending: string[] }[] = []
+    agent.on('tools/approval-requested', ({ callId }) => {
+      const question = agent.session.events.find((e) => e.type === 'tool/approval-request' && e.data.callId === callId)!
+      const batch = control.batches.find((b) => b.events.some((e) => e.seq === question.seq))
+      heard.push({
+        committedLength: agent.committedLength,
+        questionSeq: question.seq,
+        stored: batch?.outcome === 'committed',
+        pending: agent.pendingApprovals.map((p) => p.callId),
+      })
+    })
+    agent.followup('deploy')
+    // every commit goes through at once, except the one that holds the question
+    let held: PendingCommit | undefined
+    while (held === undefined) {
+      const commit = await control.nextCommit()
+      if (commit.events.some((e) => e.type === 'tool/approval-request')) held = commit
+      else commit.resolve()
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    // the question is in memory, not in the store: nobody has heard of it
+    expect(agent.session.events.some((e) => e.type === 'tool/approval-request')).toBe(true)
+    expect(heard).toEqual([])
+    expect(agent.pendingApprovals).toEqual([])
+    held.resolve()
+    await until(() => heard.length > 0, 5_000, 'the approval notification')
+    expect(heard).toEqual([{ committedLength: expect.any(Number), questionSeq: expect.any(Number), stored: true, pending: ['c1'] }])
+    expect(heard[0].committedLength).toBeGreaterThan(heard[0].questionSeq)
+    expect(agent.pendingApprovals.map((p) => p.callId)).toEqual(['c1'])
+    control.mode = 'auto'
+    for (const commit of [...control.waiting]) commit.resolve()
+    agent.approve('c1')
+    await agent.whenIdle()
+    expect(runs).toEqual([{ env: 'prod' }])
+    expect(checkSessionInvariants((await control.store.load('ops')) as SessionEvent[])).toEqual([])
+  })
+
+  it('TL-18: a question whose commit fails is never announced', async () => {
+    const control = controlledStore('manual')
+    const { tool, runs } = deployTool()
+    const agent = await createAgent({
+      model: scriptedModel(oneCall()),
+      tools: [tool],
+      approvals: true,
+      store: control.store,
+      sessionId: 'ops-failing',
+      logger: quiet,
+    })
+    askForDeploy(agent)
+    const heard: string[] = []
+    agent.on('tools/approval-requested', ({ callId }) => void heard.push(callId))
+    agent.followup('deploy')
+    for (;;) {
+      const commit = await control.nextCommit()
+      if (!commit.events.some((e) => e.type === 'tool/approval-request')) {
+        commit.resolve()
+        continue
+      }
+      control.mode = 'auto'
+      commit.reject(new Error('disk full'))
+      break
+    }
+    await until(() => agent.status === 'idle', 5_000, 'the halted turn to end')
+    expect(heard).toEqual([])
+    expect(agent.pendingApprovals).toEqual([])
+    expect(runs).toEqual([])
+    await agent.dispose()
+  })
+})
+
+describe('a process killed right after the notification (TL-18, issue 30)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'agentchart-approvals-kill-'))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+  const child = fileURLToPath(new URL('./approval-child.ts', import.meta.url))
+
+  it('TL-18: a process SIGKILLed inside its tools/approval-requested listener reopens with the question pending', async () => {
+    const path = join(dir, 'killed.db')
+    const proc = spawn(process.execPath, ['--import', 'tsx', child, path, 'ops-killed', 'kill-on-notify'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    let err = ''
+    proc.stdout.on('data', (d: Buffer) => (out += String(d)))
+    proc.stderr.on('data', (d: Buffer) => (err += String(d)))
+    const signal = await new Promise<NodeJS.Signals | null>((resolve) => proc.on('exit', (_code, s) => resolve(s)))
+    expect(signal, err).toBe('SIGKILL')
+    expect(out).toContain('NOTIFIED c1')
+
+    const store = sqliteStore({ path })
+    const { tool, runs } = deployTool()
+    let agent: Agent | undefined
+    while (!agent) {
+      try {
+        agent = await createAgent({ model: scriptedModel([textResponse('deployed')]), tools: [tool], store, sessionId: 'ops-killed', logger: quiet })
+      } catch (error) {
+        if (!(error instanceof SessionInUseError)) throw error
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    }
+    expect(agent.pendingApprovals).toMatchObject([{ callId: 'c1', name: 'deploy', reason: 'deploying to prod needs a person' }])
+    expect(agent.session.events.some((e) => e.type === 'turn/end')).toBe(false)
+    agent.approve('c1')
+    await agent.whenIdle()
+    expect(runs).toEqual([{ env: 'prod' }])
+    await agent.dispose()
     await store.close()
   }, 60_000)
 })

@@ -161,6 +161,64 @@ describe('replay', () => {
   })
 })
 
+describe('replay refuses what it cannot read faithfully (issue 30)', () => {
+  it('refuses a log with bytes that are not UTF-8, naming the line, instead of reading them as U+FFFD', async () => {
+    const events = await realLog()
+    const lines = events.map((e) => JSON.stringify(e))
+    const at = lines.findIndex((l) => l.includes('1 + 2?'))
+    const bytes = Buffer.from(`${lines.join('\n')}\n`)
+    const start = bytes.indexOf(Buffer.from(lines[at]))
+    const column = lines[at].indexOf('1 + 2?')
+    bytes[start + column] = 0xff // the '1' of the prompt: a byte that UTF-8 never uses
+    writeFileSync(join(dir, 'not-utf8.jsonl'), bytes)
+
+    const result = await replayFile(join(dir, 'not-utf8.jsonl'))
+    expect(result).toEqual({
+      ok: false,
+      kind: 'invalid',
+      path: `line ${at + 1}`,
+      message: `not a session log: line ${at + 1} is not valid UTF-8 (byte ${column + 1} of the line)`,
+    })
+    const { io, err } = capture()
+    expect(await runCli(['replay', 'not-utf8.jsonl'], io)).toBe(1)
+    expect(err).toEqual([`invalid session log (line ${at + 1}): not a session log: line ${at + 1} is not valid UTF-8 (byte ${column + 1} of the line)`])
+  })
+
+  it('refuses an over-long line by its number, before holding it whole', async () => {
+    const events = await realLog()
+    const lines = events.map((e) => JSON.stringify(e))
+    // a prompt of 10,000 characters makes its line longer than the bound given
+    const at = lines.findIndex((l) => l.includes('1 + 2?'))
+    lines[at] = lines[at].replace('1 + 2?', 'x'.repeat(10_000))
+    writeFileSync(join(dir, 'long-line.jsonl'), `${lines.join('\n')}\n`)
+    expect(await replayFile(join(dir, 'long-line.jsonl'), { maxLineBytes: 4096 })).toEqual({
+      ok: false,
+      kind: 'invalid',
+      path: `line ${at + 1}`,
+      message: `not a session log: line ${at + 1} is longer than 4096 bytes`,
+    })
+    // the same log as one JSON array document is bounded as a whole
+    writeFileSync(
+      join(dir, 'long-array.json'),
+      JSON.stringify(
+        events.map((e, i) => (i === at ? JSON.parse(lines[at]) : e)),
+        null,
+        1,
+      ),
+    )
+    const array = await replayFile(join(dir, 'long-array.json'), { maxLineBytes: 4096 })
+    expect(array).toMatchObject({
+      ok: false,
+      kind: 'invalid',
+      message: expect.stringMatching(
+        /^not a session log: (line \d+ is longer than 4096 bytes|the JSON array reaches past 4096 bytes at line \d+; write the log as JSONL)$/,
+      ),
+    })
+    // within the default bound the log is read as before
+    expect(await replayFile(join(dir, 'long-line.jsonl'))).toMatchObject({ kind: 'checked', ok: true })
+  })
+})
+
 describe('dispatch', () => {
   it('prints the usage for --help and no arguments', async () => {
     for (const argv of [[], ['--help'], ['-h'], ['help'], ['replay', '--help']]) {

@@ -1,12 +1,16 @@
 // `agentchart view`: a stored log read-only, or the paced demo live, until stopped.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
 import { runCli, type CliIO } from '../../src/cli/main.js'
 import { createAgent } from '../../src/index.js'
 import { sqliteStore } from '../../src/stores/index.js'
 import { scriptedModel, textResponse } from '../../src/testing/index.js'
+import { until } from '../stores/support.js'
 import { get, openLive } from '../viewer/sse.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'agentchart-view-'))
@@ -126,4 +130,71 @@ describe('agentchart view', () => {
     const both = start(['--store', 'chat.db', '--log', 'session.jsonl'])
     expect(await both.exit).toBe(2)
   })
+
+  it('refuses a SQLite file that is not an agentchart store, and leaves it as it was: no tables created, no WAL', async () => {
+    const path = join(dir, 'foreign.db')
+    const foreign = new Database(path)
+    foreign.exec('CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)')
+    foreign.prepare('INSERT INTO notes (body) VALUES (?)').run('an application of its own')
+    foreign.close()
+    const bytes = readFileSync(path)
+    const run = start(['--store', 'foreign.db'])
+    expect(await run.exit).toBe(1)
+    expect(run.err).toEqual([`${path} is not an agentchart store: a SQLite database without the tables agentchart_sessions and agentchart_events`])
+    expect(readFileSync(path).equals(bytes)).toBe(true)
+    expect(existsSync(`${path}-wal`) || existsSync(`${path}-shm`)).toBe(false)
+    const after = new Database(path, { readonly: true })
+    expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all()).toEqual([{ name: 'notes' }])
+    expect(after.pragma('journal_mode', { simple: true })).toBe('delete')
+    after.close()
+
+    writeFileSync(join(dir, 'notes.txt'), 'just some text, not a database\n'.repeat(200))
+    const text = start(['--store', 'notes.txt'])
+    expect(await text.exit).toBe(1)
+    expect(text.err).toEqual([`${join(dir, 'notes.txt')} is not an agentchart store: not a SQLite database`])
+  })
+
+  it('views a read-only store file (chmod 0444, in a directory nobody may write) and writes nothing beside it', async () => {
+    const shelf = mkdtempSync(join(tmpdir(), 'agentchart-view-ro-'))
+    const path = join(shelf, 'chat.db')
+    try {
+      const store = sqliteStore({ path })
+      const agent = await createAgent({ model: scriptedModel([textResponse('read-only answer')]), store, sessionId: 'kept', logger: { error: () => {} } })
+      agent.followup('hi')
+      await agent.whenIdle()
+      const log = JSON.parse(JSON.stringify(agent.session.events)) as unknown
+      await agent.dispose()
+      await store.close()
+      chmodSync(path, 0o444)
+      chmodSync(shelf, 0o555)
+      const files = readdirSync(shelf)
+      const bytes = readFileSync(path)
+      // root ignores file modes: the viewer then runs as another user, for whom they hold
+      const asOther = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
+      const cli = fileURLToPath(new URL('../../src/cli/index.ts', import.meta.url))
+      const proc = spawn(process.execPath, ['--import', 'tsx', cli, 'view', '--store', path], { stdio: ['ignore', 'pipe', 'pipe'], ...asOther })
+      let out = ''
+      let err = ''
+      proc.stdout.on('data', (d: Buffer) => (out += String(d)))
+      proc.stderr.on('data', (d: Buffer) => (err += String(d)))
+      const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)))
+      try {
+        await until(() => /agentchart viewer: \S+/.test(out) || proc.exitCode !== null, 20_000, 'the viewer to listen')
+        expect(err).toBe('')
+        const channel = await openLive(liveUrl(/agentchart viewer: (\S+)/.exec(out)![1]))
+        expect(await channel.until('hello')).toMatchObject({ mode: 'stored', title: 'chat.db · kept' })
+        await channel.until('end')
+        expect(channel.messages.flatMap((m) => (m.kind === 'events' ? m.events : []))).toEqual(log)
+        channel.close()
+      } finally {
+        proc.kill('SIGTERM')
+      }
+      expect(await exited).toBe(0)
+      expect(readdirSync(shelf)).toEqual(files)
+      expect(readFileSync(path).equals(bytes)).toBe(true)
+    } finally {
+      chmodSync(shelf, 0o755)
+      rmSync(shelf, { recursive: true, force: true })
+    }
+  }, 30_000)
 })

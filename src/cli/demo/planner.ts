@@ -455,7 +455,8 @@ function findFile(name: string, read: boolean, direct = false): Plan {
       const first = seen.get(asGiven)
       if (!first) return { calls: [asGiven] }
       if (!first.isError) return { answer: describeFile(name, first.content) }
-      if (/^refused/.test(first.content)) return { answer: `I did not read ${name}: ${first.content}.` }
+      // refused, or not a regular file (a FIFO, a device): it is there, and searching for it would not help
+      if (/^refused|only regular files are read$/.test(first.content)) return { answer: `I did not read ${name}: ${first.content}.` }
       if (/is a directory/.test(first.content)) return listDir(name)({ seen, earlier: [] })
     }
     const found = seen.get(lookup)
@@ -598,11 +599,17 @@ const recap: Plan = ({ earlier }) => {
 /** A short, content-derived description of a file: its shape, its title or keys, its first lines. */
 export function describeFile(path: string, content: string): string {
   const truncated = /\n\[truncated: showing (\d+) of (\d+) characters\]$/.exec(content)
-  const body = truncated ? content.slice(0, truncated.index) : content
+  // a file cut before its end was read: its size is known in bytes only
+  const cut = truncated ? null : /\n\[truncated: showing the first (\d+) characters of (\d+) bytes\]$/.exec(content)
+  const marker = truncated ?? cut
+  const body = marker ? content.slice(0, marker.index) : content
   const lines = body.split('\n')
+  const count = (text: string) => Number(text).toLocaleString('en-US')
   const size = truncated
-    ? `${Number(truncated[2]).toLocaleString('en-US')} characters (I read the first ${Number(truncated[1]).toLocaleString('en-US')})`
-    : `${lines.length} line${lines.length === 1 ? '' : 's'}`
+    ? `${count(truncated[2])} characters (I read the first ${count(truncated[1])})`
+    : cut
+      ? `${count(cut[2])} bytes (I read the first ${count(cut[1])} characters)`
+      : `${lines.length} line${lines.length === 1 ? '' : 's'}`
   const ext = /\.([A-Za-z0-9]+)$/.exec(path)?.[1]?.toLowerCase() ?? ''
   const head = `${path} has ${size}.`
   if (ext === 'json') return `${head} ${describeJson(path, body)}`

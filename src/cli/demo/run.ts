@@ -54,6 +54,15 @@ export class DemoError extends Error {
 /** Codes after which every later request would fail the same way: the chat ends. */
 const FATAL_CODES = new Set(['AUTH', 'INVALID_CREDENTIAL', 'MISSING_CREDENTIAL', 'UNKNOWN_MODEL'])
 
+/**
+ * How long a cancelled turn waits for a tool still running before it is closed without it (CX-17): a Ctrl-C
+ * always ends the turn, even if a tool ignored its abort signal (its call closes TOOL_OUTCOME_UNKNOWN).
+ */
+const CANCEL_GRACE_MS = 2000
+
+/** Cancel what runs, within the grace. */
+const cancelTurn = (agent: Agent) => agent.cancel({ kind: 'user' }, { graceMs: CANCEL_GRACE_MS })
+
 const SYSTEM_PROMPT = (root: string) =>
   `You are the agentchart demo agent, working in the directory ${root}. ` +
   'Use list_dir, read_file and search to look at the files before you answer, and say which files your answer comes from. ' +
@@ -396,7 +405,7 @@ async function oneShot(agent: Agent, ctx: DriveContext, prompt: string, view?: T
   const stop = (signal: 'SIGINT' | 'SIGTERM') => () => {
     if (signalled === null) view?.print(view.style.yellow('  ⏹ cancelling the turn'))
     signalled ??= signal
-    agent.cancel({ kind: 'user' })
+    cancelTurn(agent)
   }
   const onSigint = stop('SIGINT')
   const onSigterm = stop('SIGTERM')
@@ -456,7 +465,7 @@ async function chat(agent: Agent, ctx: DriveContext, view: TreeView, prompt: str
       if (agent.status === 'running' && !cancelling) {
         cancelling = true
         view.note(s.yellow('⏹ cancelling the turn… (Ctrl-C again quits)'))
-        agent.cancel({ kind: 'user' })
+        cancelTurn(agent)
       } else if (agent.status !== 'running' && keyboard.buffer !== '') {
         keyboard.clear() // like a shell: Ctrl-C on a half-typed line drops the line
       } else done(0)
@@ -514,7 +523,7 @@ async function chat(agent: Agent, ctx: DriveContext, view: TreeView, prompt: str
     if (agent.status === 'running') {
       // quitting mid-turn still closes the turn, so the log stays balanced (and the tree shows how it ended)
       view.print(s.yellow('  ⏹ quitting: closing the turn first'))
-      agent.cancel({ kind: 'user' })
+      cancelTurn(agent)
       await agent.whenIdle()
     }
   }

@@ -122,6 +122,8 @@ export function previewResult(content: string, meta: unknown): string {
   const n = (v: unknown) => (typeof v === 'number' ? v.toLocaleString('en-US') : '?')
   if (typeof m.entries === 'number') return `${n(m.entries)} entr${m.entries === 1 ? 'y' : 'ies'}`
   if (typeof m.chars === 'number') return typeof m.shown === 'number' ? `first ${n(m.shown)} of ${n(m.chars)} chars` : `${n(m.chars)} chars`
+  // a file cut before its end was read: its size is known in bytes
+  if (typeof m.bytes === 'number' && typeof m.shown === 'number') return `first ${n(m.shown)} chars of ${n(m.bytes)} bytes`
   if (typeof m.lines === 'number' && typeof m.files === 'number') {
     const names = typeof m.names === 'number' && m.names > 0 ? `, ${n(m.names)} file name${m.names === 1 ? '' : 's'}` : ''
     return `${n(m.lines)} matching line${m.lines === 1 ? '' : 's'} in ${n(m.files)} file${m.files === 1 ? '' : 's'}${names}`

@@ -1,8 +1,12 @@
 // The demo's tools: list, read and search files under one directory, and
 // nothing else. Every path is resolved, followed through symlinks and checked
 // to stay inside the directory; a path that leaves it is an error result the
-// model can read, never an exception and never a read outside.
-import { lstat, readdir, readFile, readlink, realpath, stat } from 'node:fs/promises'
+// model can read, never an exception and never a read outside. What is read
+// is opened first and checked as opened (its real path, a regular file), so a
+// path swapped for a symlink between the check and the read cannot lead out,
+// and it is read in chunks up to what the result can show.
+import { constants, type Stats } from 'node:fs'
+import { lstat, open, readdir, readlink, realpath, stat, type FileHandle } from 'node:fs/promises'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { z } from 'zod/v4'
 import { defineTool, type ToolDefinition, type ToolResultValue } from '../../index.js'
@@ -31,6 +35,38 @@ export const SKIPPED_DIRS: ReadonlySet<string> = new Set(['.git', 'node_modules'
 export class OutsideWorkspaceError extends Error {
   override readonly name = 'OutsideWorkspaceError'
   readonly code = 'OUTSIDE_WORKSPACE'
+}
+
+/** A path that is not a regular file (a FIFO, a device, a socket): reading one could block or never end. */
+export class NotRegularFileError extends Error {
+  override readonly name = 'NotRegularFileError'
+  readonly code = 'NOT_REGULAR_FILE'
+}
+
+/** What kind of non-regular file `info` is, in the words the model reads. */
+function kindOf(info: Stats): string {
+  if (info.isFIFO()) return 'a FIFO (named pipe)'
+  if (info.isCharacterDevice()) return 'a character device'
+  if (info.isBlockDevice()) return 'a block device'
+  if (info.isSocket()) return 'a socket'
+  return 'not a regular file'
+}
+
+/**
+ * Open flags: never block on a FIFO (O_NONBLOCK), never follow a symlink put in the last component after the
+ * check (O_NOFOLLOW), never adopt a terminal (O_NOCTTY); a flag the platform lacks is left out.
+ */
+const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0) | (constants.O_NOCTTY ?? 0)
+const DIRECTORY_FLAGS = OPEN_FLAGS | (constants.O_DIRECTORY ?? 0)
+
+/** Bytes read from a file per call: one result never needs more than a few of them. */
+const CHUNK_BYTES = 64 * 1024
+
+/** A file opened inside the workspace, checked as opened: its handle, its path, and what fstat says of it. */
+export interface OpenedFile {
+  readonly handle: FileHandle
+  readonly path: WorkspacePath
+  readonly info: Stats
 }
 
 /** A resolved path inside the workspace: its real absolute path and its path relative to the root ('.' for the root). */
@@ -80,6 +116,76 @@ export class Workspace {
     return { absolute: real, relative: relative(this.root, real) || '.' }
   }
 
+  /**
+   * Open the regular file at `path` for reading, confined. Why: a check of the path followed by a read of the
+   * path can be raced (a directory swapped for a symlink in between); the file is opened first, and then the
+   * opened file itself is checked: a regular file, whose real path is inside the workspace.
+   * Throws OutsideWorkspaceError, NotRegularFileError, or the fs error (ENOENT, EISDIR…).
+   */
+  async openFile(path: string): Promise<OpenedFile> {
+    const target = await this.resolve(path)
+    // refused before opening: opening some devices has effects of its own
+    const before = await lstat(target.absolute)
+    if (before.isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' })
+    if (!before.isFile()) throw new NotRegularFileError(`${JSON.stringify(path)} is ${kindOf(before)}: only regular files are read`)
+    return this.#openChecked(target.absolute, OPEN_FLAGS, path, 'file')
+  }
+
+  /** Open the directory at `absolute` (a path the caller found inside), checked as opened like openFile. */
+  async openDirectory(absolute: string, path: string): Promise<OpenedFile> {
+    return this.#openChecked(absolute, DIRECTORY_FLAGS, path, 'directory')
+  }
+
+  /**
+   * The names in an opened directory. On Linux they are read through `/proc/self/fd`, so they are the names
+   * of the directory that was checked, whatever the path names by now.
+   */
+  async namesIn(opened: OpenedFile): Promise<string[]> {
+    try {
+      return await readdir(`/proc/self/fd/${opened.handle.fd}`)
+    } catch {
+      return readdir(opened.path.absolute)
+    }
+  }
+
+  async #openChecked(absolute: string, flags: number, path: string, kind: 'file' | 'directory'): Promise<OpenedFile> {
+    let handle: FileHandle
+    try {
+      handle = await open(absolute, flags)
+    } catch (error) {
+      // the last component became a symlink after the check (O_NOFOLLOW refuses it)
+      if ((error as { code?: unknown }).code === 'ELOOP') throw this.#symlinkOut(path)
+      throw error
+    }
+    try {
+      const info = await handle.stat()
+      if (kind === 'file' && !info.isFile()) throw new NotRegularFileError(`${JSON.stringify(path)} is ${kindOf(info)}: only regular files are read`)
+      if (kind === 'directory' && !info.isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' })
+      const real = await this.#realPathOf(handle, absolute, info)
+      if (real === null || !this.#inside(real)) throw this.#symlinkOut(path)
+      return { handle, path: { absolute: real, relative: relative(this.root, real) || '.' }, info }
+    } catch (error) {
+      await handle.close()
+      throw error
+    }
+  }
+
+  /**
+   * Where an opened file really is: what `/proc/self/fd/N` points to (Linux), else the real path of `absolute`
+   * if it still names the very file that was opened (same device and inode); null when it does not.
+   */
+  async #realPathOf(handle: FileHandle, absolute: string, info: Stats): Promise<string | null> {
+    try {
+      const linked = await readlink(`/proc/self/fd/${handle.fd}`)
+      if (isAbsolute(linked)) return linked
+    } catch {
+      // no /proc: compare identities below
+    }
+    const real = await realpath(absolute)
+    const now = await stat(real)
+    return now.dev === info.dev && now.ino === info.ino ? real : null
+  }
+
   #symlinkOut(path: string): OutsideWorkspaceError {
     return new OutsideWorkspaceError(`refused: ${JSON.stringify(path)} goes through a symlink that leads outside the working directory`)
   }
@@ -104,7 +210,8 @@ export class Workspace {
 
 /** A tool failure as the model reads it (an error result, not a thrown exception). */
 function failure(error: unknown, path: string): ToolResultValue {
-  if (error instanceof OutsideWorkspaceError) return { content: error.message, isError: true, meta: { code: error.code } }
+  if (error instanceof OutsideWorkspaceError || error instanceof NotRegularFileError)
+    return { content: error.message, isError: true, meta: { code: error.code } }
   const code = (error as { code?: unknown })?.code
   if (code === 'ENOENT') return { content: `no such file or directory: ${JSON.stringify(path)}`, isError: true, meta: { code } }
   if (code === 'ENOTDIR') return { content: `not a directory: ${JSON.stringify(path)}`, isError: true, meta: { code } }
@@ -133,11 +240,33 @@ async function describeEntry(ws: Workspace, dir: string, name: string): Promise<
   return `other ${name}`
 }
 
-const isBinary = (buffer: Buffer) => buffer.subarray(0, 8192).includes(0)
+/** How much of a file the binary check looks at. */
+const SNIFF_BYTES = 8192
+const isBinary = (buffer: Buffer) => buffer.subarray(0, SNIFF_BYTES).includes(0)
 
-/** Whether a signal has aborted; tools stop between files when it has. */
+/** Whether a signal has aborted; tools stop between files and between chunks when it has. */
 function checkAborted(signal: AbortSignal): void {
   if (signal.aborted) throw Object.assign(new Error('aborted'), { name: 'AbortError', code: 'ABORTED' })
+}
+
+/** At most `maxBytes` of an opened file, read chunk by chunk; `complete` says whether that was all of it. */
+async function readCapped(opened: OpenedFile, maxBytes: number, signal: AbortSignal): Promise<{ bytes: Buffer; complete: boolean }> {
+  const chunks: Buffer[] = []
+  let total = 0
+  for (;;) {
+    checkAborted(signal)
+    const want = Math.min(CHUNK_BYTES, maxBytes - total)
+    if (want <= 0) break
+    const buffer = Buffer.alloc(want)
+    const { bytesRead } = await opened.handle.read(buffer, 0, want, total)
+    if (bytesRead === 0) return { bytes: Buffer.concat(chunks, total), complete: true }
+    chunks.push(bytesRead === want ? buffer : buffer.subarray(0, bytesRead))
+    total += bytesRead
+  }
+  // the cap is reached: one more byte says whether anything lies beyond it
+  const probe = Buffer.alloc(1)
+  const { bytesRead } = await opened.handle.read(probe, 0, 1, total)
+  return { bytes: Buffer.concat(chunks, total), complete: bytesRead === 0 }
 }
 
 /**
@@ -153,9 +282,16 @@ export function workspaceTools(ws: Workspace): ToolDefinition<any>[] {
     executionMode: 'parallel',
     async execute({ path }, { signal }) {
       try {
-        const target = await ws.resolve(path)
+        const resolved = await ws.resolve(path)
         checkAborted(signal)
-        const names = (await readdir(target.absolute)).sort()
+        const opened = await ws.openDirectory(resolved.absolute, path)
+        let names: string[]
+        try {
+          names = (await ws.namesIn(opened)).sort()
+        } finally {
+          await opened.handle.close()
+        }
+        const target = opened.path
         const lines = await Promise.all(names.map((name) => describeEntry(ws, target.absolute, name)))
         const header = `${target.relative === '.' ? '.' : `${target.relative}/`} (${names.length} entr${names.length === 1 ? 'y' : 'ies'})`
         return { content: [header, ...lines].join('\n'), meta: { entries: names.length } }
@@ -175,18 +311,34 @@ export function workspaceTools(ws: Workspace): ToolDefinition<any>[] {
     executionMode: 'parallel',
     async execute({ path, maxChars }, { signal }) {
       try {
-        const target = await ws.resolve(path)
-        checkAborted(signal)
-        const buffer = await readFile(target.absolute)
-        if (isBinary(buffer)) return { content: `${target.relative} is a binary file (${formatBytes(buffer.length)}); it was not read`, isError: true }
-        const text = buffer.toString('utf8')
         const limit = Math.min(maxChars ?? ws.limits.readChars, ws.limits.readChars)
-        if (text.length <= limit) return { content: text, meta: { path: target.relative, chars: text.length } }
+        const opened = await ws.openFile(path)
+        let read: { bytes: Buffer; complete: boolean }
+        try {
+          // a character is at most 4 bytes of UTF-8: this many bytes always hold `limit` characters if the file has
+          // them, and at least the 8 KiB the binary check looks at (so a short file is still counted whole)
+          read = await readCapped(opened, Math.max(limit * 4 + 4, SNIFF_BYTES), signal)
+        } finally {
+          await opened.handle.close()
+        }
+        const target = opened.path
+        const size = Math.max(opened.info.size, read.bytes.length)
+        if (isBinary(read.bytes)) return { content: `${target.relative} is a binary file (${formatBytes(size)}); it was not read`, isError: true }
+        const text = read.bytes.toString('utf8')
+        if (read.complete && text.length <= limit) return { content: text, meta: { path: target.relative, chars: text.length } }
+        if (read.complete) {
+          return {
+            content: `${text.slice(0, limit)}\n[truncated: showing ${limit} of ${text.length} characters]`,
+            meta: { path: target.relative, chars: text.length, shown: limit },
+          }
+        }
+        // the rest was never read: its length in characters is unknown, its size in bytes is not
         return {
-          content: `${text.slice(0, limit)}\n[truncated: showing ${limit} of ${text.length} characters]`,
-          meta: { path: target.relative, chars: text.length, shown: limit },
+          content: `${text.slice(0, limit)}\n[truncated: showing the first ${limit} characters of ${size} bytes]`,
+          meta: { path: target.relative, bytes: size, shown: limit },
         }
       } catch (error) {
+        if ((error as { name?: unknown }).name === 'AbortError') throw error
         return failure(error, path)
       }
     },
@@ -212,15 +364,29 @@ export function workspaceTools(ws: Workspace): ToolDefinition<any>[] {
         let total = 0
         let withHits = 0
         let skipped = 0
-        const visit = async (dir: string): Promise<void> => {
-          for (const name of (await readdir(dir)).sort()) {
+        const visit = async (dir: string, top: boolean): Promise<void> => {
+          // the directory as opened and checked: a swap for a symlink cannot list what lies outside
+          let opened: OpenedFile
+          try {
+            opened = await ws.openDirectory(dir, relative(ws.root, dir) || '.')
+          } catch (error) {
+            if (top) throw error
+            return // a directory that changed under the walk (swapped for a link, removed) is passed over
+          }
+          let entries: string[]
+          try {
+            entries = (await ws.namesIn(opened)).sort()
+          } finally {
+            await opened.handle.close()
+          }
+          for (const name of entries) {
             checkAborted(signal)
             const full = join(dir, name)
             const rel = relative(ws.root, full)
             const info = await lstat(full)
             if (info.isSymbolicLink()) continue // never followed: a link may lead outside
             if (info.isDirectory()) {
-              if (!SKIPPED_DIRS.has(name)) await visit(full)
+              if (!SKIPPED_DIRS.has(name)) await visit(full, false)
               continue
             }
             if (!info.isFile()) continue
@@ -230,7 +396,20 @@ export function workspaceTools(ws: Workspace): ToolDefinition<any>[] {
               continue
             }
             files++
-            const buffer = await readFile(full)
+            let buffer: Buffer
+            try {
+              const file = await ws.openFile(rel)
+              try {
+                buffer = (await readCapped(file, ws.limits.searchFileBytes, signal)).bytes
+              } finally {
+                await file.handle.close()
+              }
+            } catch (error) {
+              // a file that changed under the walk (swapped, removed, no longer regular) is passed over
+              if ((error as { name?: unknown }).name === 'AbortError') throw error
+              files--
+              continue
+            }
             if (isBinary(buffer)) continue
             let hits = 0
             buffer
@@ -247,7 +426,7 @@ export function workspaceTools(ws: Workspace): ToolDefinition<any>[] {
             total += hits
           }
         }
-        if ((await stat(start.absolute)).isDirectory()) await visit(start.absolute)
+        if ((await stat(start.absolute)).isDirectory()) await visit(start.absolute, true)
         else throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' })
         const out = [`${names.length} file name${names.length === 1 ? '' : 's'} containing ${JSON.stringify(query)}:`, ...names]
         out.push(`${total} matching line${total === 1 ? '' : 's'} in ${withHits} of ${files} file${files === 1 ? '' : 's'} searched:`, ...lines)

@@ -1,8 +1,8 @@
 // `agentchart demo` as a command: the default run answers from this
 // repository offline, --json is one event a line, --log survives a restart,
 // and every mistake a newcomer can make is one clear line and a non-zero exit.
-import { execFile, spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { execFile, execFileSync, spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { createServer as createNetServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -109,6 +109,35 @@ describe('signals when not in a terminal', () => {
     const events = parseSessionLog(readFileSync(log, 'utf8')) as SessionEvent[]
     expect(checkSessionInvariants(events)).toEqual([])
     expect(events.findLast((e) => e.type === 'assistant/message')).toMatchObject({ data: { interrupted: true } })
+  }, 60_000)
+})
+
+describe('a file that is not a regular file (issue 30)', () => {
+  it('read_file on a FIFO answers at once with why, and the demo exits 0 without any signal', async () => {
+    const project = join(dir, 'with-fifo')
+    mkdirSync(project)
+    writeFileSync(join(project, 'package.json'), '{"name":"fifo"}\n')
+    execFileSync('mkfifo', [join(project, 'pipe.txt')])
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'demo', '--dir', project, 'read', 'pipe.txt'], {
+      cwd: repoRoot,
+      env: { ...process.env, OPENAI_API_KEY: '', DEEPSEEK_API_KEY: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    child.stdout.on('data', (chunk: Buffer) => (stdout += String(chunk)))
+    const signalled: string[] = []
+    // a demo that hangs is stopped the way a person would, then for good: the test fails either way
+    const interrupt = setTimeout(() => {
+      signalled.push('SIGINT')
+      child.kill('SIGINT')
+    }, 15_000)
+    const kill = setTimeout(() => child.kill('SIGKILL'), 25_000)
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)))
+    clearTimeout(interrupt)
+    clearTimeout(kill)
+    expect(signalled).toEqual([])
+    expect(code).toBe(0)
+    expect(stdout).toContain('I did not read pipe.txt: "pipe.txt" is a FIFO (named pipe): only regular files are read.')
   }, 60_000)
 })
 

@@ -1,9 +1,11 @@
 // The demo's tools stay inside their directory: `..`, absolute paths and
 // symlinks that lead out are refused as error results, and nothing outside is
 // read, listed or searched.
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { closeSync, constants, mkdirSync, mkdtempSync, openSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parseListing, parseSearch, Workspace, workspaceTools } from '../../../src/cli/demo/workspace.js'
 import type { ToolDefinition, ToolResultValue } from '../../../src/index.js'
@@ -130,4 +132,109 @@ describe('results the model can use', () => {
       ['search', 'exclusive'],
     ])
   })
+})
+
+describe('what read_file opens (issue 30)', () => {
+  /** Opening the FIFO for writing releases a reader that blocked on it, so a failing run cannot hang the worker. */
+  const release = (fifo: string) => {
+    try {
+      closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK))
+    } catch {
+      // no reader waits (ENXIO): nothing to release
+    }
+  }
+
+  it('refuses a FIFO with a clear error, at once, without blocking on it', async () => {
+    const fifo = join(root, 'pipe')
+    execFileSync('mkfifo', [fifo])
+    try {
+      const outcome = await Promise.race([run('read_file', { path: 'pipe' }), new Promise<'blocked'>((resolve) => setTimeout(() => resolve('blocked'), 3000))])
+      expect(outcome).toEqual({ content: '"pipe" is a FIFO (named pipe): only regular files are read', isError: true, meta: { code: 'NOT_REGULAR_FILE' } })
+      // search passes it over (it is no file), and still finishes
+      expect((await run('search', { query: 'pipe' })).content).toContain('0 file names containing "pipe":')
+    } finally {
+      release(fifo)
+      rmSync(fifo)
+    }
+  })
+
+  it.skipIf(process.getuid?.() !== 0)('refuses a character device with a clear error instead of reading it without end', async () => {
+    const device = join(root, 'zero')
+    execFileSync('mknod', [device, 'c', '1', '5']) // what /dev/zero is
+    try {
+      expect(await run('read_file', { path: 'zero', maxChars: 100 })).toEqual({
+        content: '"zero" is a character device: only regular files are read',
+        isError: true,
+        meta: { code: 'NOT_REGULAR_FILE' },
+      })
+    } finally {
+      rmSync(device)
+    }
+  })
+
+  it('reads at most what it returns: a 3 GiB file with maxChars 100 is read from its start, not whole', async () => {
+    const big = join(root, 'big.log')
+    writeFileSync(big, 'x'.repeat(64 * 1024))
+    truncateSync(big, 3 * 1024 ** 3) // sparse: more than a Buffer can hold, so reading it whole would fail
+    try {
+      const result = await run('read_file', { path: 'big.log', maxChars: 100 })
+      expect(result).toEqual({
+        content: `${'x'.repeat(100)}\n[truncated: showing the first 100 characters of ${3 * 1024 ** 3} bytes]`,
+        meta: { path: 'big.log', bytes: 3 * 1024 ** 3, shown: 100 },
+      })
+    } finally {
+      rmSync(big)
+    }
+  })
+
+  it('honours its abort signal: an aborted read ends with AbortError and reads nothing', async () => {
+    const controller = new AbortController()
+    controller.abort()
+    const tool = tools.read_file
+    await expect(
+      tool.execute(tool.input.parse({ path: 'package.json' }), { callId: 'c', name: 'read_file', signal: controller.signal, agent: null }),
+    ).rejects.toMatchObject({
+      name: 'AbortError',
+    })
+  })
+
+  it('opens, then checks the opened file: a directory swapped for a symlink to outside mid-read never yields a file outside', async () => {
+    const inner = join(root, 'swapped')
+    const parked = join(root, '.swapped-real')
+    mkdirSync(inner)
+    writeFileSync(join(inner, 'note.txt'), 'inside')
+    const outside = join(base, 'outside-swap')
+    mkdirSync(outside)
+    writeFileSync(join(outside, 'note.txt'), SECRET)
+    // another thread swaps the directory for a link to outside and back, as fast as it can
+    const swapper = new Worker(
+      `const { renameSync, symlinkSync, unlinkSync } = require('node:fs')
+       const { inner, parked, outside } = require('node:worker_threads').workerData
+       for (;;) {
+         renameSync(inner, parked)
+         symlinkSync(outside, inner)
+         unlinkSync(inner)
+         renameSync(parked, inner)
+       }`,
+      { eval: true, workerData: { inner, parked, outside } },
+    )
+    const seen = { inside: 0, refused: 0, other: 0, leaked: 0 }
+    try {
+      for (let round = 0; round < 60; round++) {
+        const results = await Promise.all(Array.from({ length: 50 }, () => run('read_file', { path: 'swapped/note.txt' })))
+        for (const r of results) {
+          if (r.content === SECRET) seen.leaked++
+          else if (r.content === 'inside') seen.inside++
+          else if (r.isError) seen.refused++
+          else seen.other++
+        }
+      }
+    } finally {
+      await swapper.terminate()
+      for (const path of [inner, parked, outside]) rmSync(path, { recursive: true, force: true })
+    }
+    expect(seen.leaked).toBe(0)
+    expect(seen.other).toBe(0)
+    expect(seen.inside).toBeGreaterThan(0)
+  }, 60_000)
 })
