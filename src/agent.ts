@@ -36,12 +36,17 @@ import { createSession, isSessionLike, type Session } from './session/session.js
 import { checkSessionId, DEFAULT_LEASE_MS } from './stores/lease.js'
 import type { SessionHandle, SessionStore } from './stores/types.js'
 import { SessionWriter } from './stores/writer.js'
-import { toolSchemas, type ToolDefinition } from './tools/define.js'
+import type { ToolDefinition } from './tools/define.js'
+import { isToolSource, type ToolSource } from './tools/source.js'
 import { resolveCompaction, type CompactionOptions } from './compaction.js'
 
 export interface AgentOptions {
   model: ModelAdapter
-  tools?: readonly ToolDefinition<any>[]
+  /**
+   * Tools made by defineTool, and tool sources (such as `await mcpTools(client)`), which the agent reads again
+   * before each step's request so a changed list takes effect at the next step (docs/mcp.md).
+   */
+  tools?: readonly (ToolDefinition<any> | ToolSource)[] | ToolSource
   systemPrompt?: string
   maxTokens?: number
   /**
@@ -299,12 +304,14 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
   const maxParallelToolCalls = positiveInt('maxParallelToolCalls', options.maxParallelToolCalls) ?? 10
   const maxSteps = stepLimit(options.maxSteps)
   // each option is checked here so a wrong one fails now with its name, not later as a bare TypeError
-  if (options.tools !== undefined && !isArrayLike(options.tools)) {
+  if (options.tools !== undefined && !isArrayLike(options.tools) && !isToolSource(options.tools)) {
     throw new ConfigError(`tools must be an array of tools made by defineTool, got ${describeValue(options.tools)}`, { path: 'tools' })
   }
-  const tools = [...(options.tools ?? [])]
+  // a source (even one that is also an array, as mcpTools' is) is kept whole: it is read again before each step
+  const tools: (ToolDefinition | ToolSource)[] = isToolSource(options.tools) ? [options.tools] : [...(options.tools ?? [])]
   const names = new Set<string>()
   for (const [index, tool] of tools.entries()) {
+    if (isToolSource(tool)) continue // its tools are checked at each step; a duplicate name there is left out and logged
     if (!isRecordLike(tool) || typeof tool.name !== 'string') {
       throw new ConfigError(`tools[${index}] must be a tool made by defineTool, got ${describeValue(tool)}`, { path: `tools.${index}` })
     }
@@ -448,7 +455,6 @@ export class Agent {
       session,
       model,
       tools,
-      toolSchemas: toolSchemas(tools),
       systemPrompt: options.systemPrompt || undefined,
       seedConfig: seed,
       outputSchemas,

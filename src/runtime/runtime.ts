@@ -30,6 +30,7 @@ import type { LlmCallConfig, LlmFailure, Message, RequestHeader, SessionEvent, S
 import { SCHEMA_CHECKED, messageOf, surfaceNodeOf, type CheckedIntent, type Session } from '../session/session.js'
 import type { Durability } from '../stores/writer.js'
 import { classify, type ToolDefinition } from '../tools/define.js'
+import { StepTools, type ToolEntry } from './step-tools.js'
 import { toLoggedConfig, type OutputSchemas } from '../request.js'
 import type { RequestErrorAction, RetryPayload } from '../retry.js'
 import { hookDecision } from './decisions.js'
@@ -47,8 +48,8 @@ export const MAX_TIMER_MS = 2 ** 31 - 1
 export interface RuntimeOptions {
   session: Session
   model: ModelAdapter
-  tools: readonly ToolDefinition[]
-  toolSchemas: readonly ToolSchema[]
+  /** Plain tools and tool sources (re-read before each step's request, docs/mcp.md). */
+  tools: readonly ToolEntry[]
   systemPrompt?: string
   seedConfig: LlmCallConfig
   /** Checks of the JSON output schemas seen, shared with the agent's turn results. */
@@ -144,16 +145,19 @@ export class Runtime {
   /** Grace periods of cancels (`cancel({ graceMs })`) still counting; cleared when the machine rests. */
   readonly #graces = new Set<ReturnType<typeof setTimeout>>()
   readonly #gate: DurabilityGate | null
-  /** The records of the last request prepared, reused while its frozen config comes back unchanged. */
+  /** The records of the last request prepared, reused while its frozen config and its tools come back unchanged. */
   #prepared: PreparedRequest | null = null
+  #preparedTools: readonly ToolSchema[] | null = null
   /** The stock machine builds its events from parsed values (SCHEMA_CHECKED); a `.provide()` variant's are parsed again. */
   readonly #stock: boolean
   #facts: Facts
+  /** The tools of the step prepared last; tool sources are read again before each request. */
+  readonly #tools: StepTools
 
   constructor(readonly options: RuntimeOptions) {
     this.hooks = options.hooks
     this.lists = options.inbox
-    deepFreeze(options.toolSchemas) // they travel in every request (RQ-6)
+    this.#tools = new StepTools(options.tools, options.hooks.logger)
     const machine = options.machine ?? agentMachine
     this.#machine = machine
     this.#stock = machine === agentMachine
@@ -219,7 +223,7 @@ export class Runtime {
     const listened = HOOK_NAMES.filter((name) => hooks.count(name) > 0 || (name === 'agent/request-error' && options.retry !== undefined))
     const observed = options.session.observers > 0 || NOTIFICATION_NAMES.some((name) => hooks.count(name) > 0)
     const approver = options.approvals === true || hooks.count('tools/approval-requested') > 0
-    const modes = this.#facts?.modes ?? modesOf(options.tools)
+    const modes = this.#tools.current.modes
     return { listened, observed, approver, modes }
   }
 
@@ -526,6 +530,8 @@ export class Runtime {
       const value = await this.hooks.waterfall('agent/request', { turn, step, signal, agent: this.options.agent }, () => frozenSeed)
       // a listener's config may carry a schema as its response format: the log keeps its JSON Schema
       const config = value === frozenSeed ? frozenSeed : toLoggedConfig(value, this.options.outputSchemas, 'agent/request result', true)
+      // a tool source's change takes effect here, at a step's request, never inside a step
+      if (this.#tools.live && (await this.#tools.refresh()).modes !== this.#facts.modes) this.refreshFacts()
       return { type: 'request.prepared', id, ...this.#requestRecords(config) }
     })
   }
@@ -535,9 +541,11 @@ export class Runtime {
    * config comes back step after step, and canonical JSON of a header with tool schemas is the dear part.
    */
   #requestRecords(config: LlmCallConfig): PreparedRequest {
-    const { systemPrompt, toolSchemas, model } = this.options
+    const { systemPrompt, model } = this.options
+    const toolSchemas = this.#tools.current.schemas
     // the adapter's context window is read each time: it is the one part that is not fixed for the runtime's life
-    if (this.#prepared?.config === config && this.#prepared.context.contextWindow === model.contextWindow) return this.#prepared
+    const prepared = this.#prepared
+    if (prepared?.config === config && prepared.context.contextWindow === model.contextWindow && this.#preparedTools === toolSchemas) return prepared
     const header: RequestHeader = {
       config: config,
       ...(systemPrompt ? { system: systemPrompt } : {}),
@@ -545,12 +553,14 @@ export class Runtime {
     }
     const context = { provider: config.provider, model: config.model, ...(model.contextWindow ? { contextWindow: model.contextWindow } : {}) }
     this.#prepared = { config, header, headerKey: canonical(header), context, contextKey: canonical(context) }
+    this.#preparedTools = toolSchemas
     return this.#prepared
   }
 
   async #stream(signal: AbortSignal, id: number, turn: number, step: number, config: LlmCallConfig): Promise<void> {
     const answer = this.#pending.track(id, { type: 'model.failed', id, failure: abandonedFailure() })
-    const { session, model, systemPrompt, toolSchemas } = this.options
+    const { session, model, systemPrompt } = this.options
+    const toolSchemas = this.#tools.current.schemas
     const request: ModelRequest = Object.freeze({
       sessionId: session.id,
       config,
@@ -610,6 +620,7 @@ export class Runtime {
   /** Estimated tokens per message, remembered by identity (logged messages are frozen and never change). */
   readonly #tokens = new WeakMap<object, number>()
   #baseTokens: number | undefined
+  #baseTools: readonly ToolSchema[] | null = null
 
   #estimate = (message: Message): number => {
     let tokens = this.#tokens.get(message)
@@ -624,16 +635,22 @@ export class Runtime {
   #measure(reason: CompactionReason, entering: readonly UserMessage[]): CompactionPlan | null {
     const compaction = this.options.compaction
     if (compaction === undefined) return null
-    const { session, systemPrompt, toolSchemas } = this.options
-    this.#baseTokens ??=
-      compaction.baseTokens ?? estimateTextTokens(systemPrompt ?? '') + (toolSchemas.length ? estimateTextTokens(JSON.stringify(toolSchemas)) : 0)
+    const { session, systemPrompt } = this.options
+    const toolSchemas = this.#tools.current.schemas
+    // measured again only when a tool source changed the tools
+    if (this.#baseTokens === undefined || this.#baseTools !== toolSchemas) {
+      this.#baseTools = toolSchemas
+      this.#baseTokens =
+        compaction.baseTokens ?? estimateTextTokens(systemPrompt ?? '') + (toolSchemas.length ? estimateTextTokens(JSON.stringify(toolSchemas)) : 0)
+    }
     const nodes = session.surface().map((seq) => surfaceNodeOf(session.at(seq)!))
     return planCompaction({ nodes, entering, baseTokens: this.#baseTokens, policy: compaction.policy, reason, estimate: this.#estimate })
   }
 
   /** Runs the summariser over the planned range; answers compaction.summarised or compaction.failed (CP-2, CP-3). */
   #summarise(signal: AbortSignal, effect: Extract<Effect, { type: 'fx.summarise' }>): void {
-    const { session, model, toolSchemas } = this.options
+    const { session, model } = this.options
+    const toolSchemas = this.#tools.current.schemas
     const compaction = this.options.compaction!
     const { plan } = effect
     const messages = plan.sources.map((seq) => messageOf(session.at(seq)!)).filter((message) => message.content.length > 0)
@@ -675,7 +692,7 @@ export class Runtime {
   }
 
   #tool(name: string): ToolDefinition | undefined {
-    return this.options.tools.find((t) => t.name === name)
+    return this.#tools.current.byName.get(name)
   }
 
   #append(effect: AppendEffect): void {
@@ -727,11 +744,4 @@ function refusalError(refusal: Extract<Effect, { type: 'fx.reject' }>): Error {
     default:
       return new InboxError(code, message)
   }
-}
-
-/** TL-2: each tool's execution mode as a fact: fixed, or `per-call` when it is a function of the arguments. */
-function modesOf(tools: readonly ToolDefinition[]): Facts['modes'] {
-  const modes: Record<string, 'parallel' | 'exclusive' | 'per-call'> = {}
-  for (const tool of tools) modes[tool.name] = typeof tool.executionMode === 'function' ? 'per-call' : tool.executionMode
-  return Object.freeze(modes)
 }

@@ -1,0 +1,19 @@
+// Tools that can change while an agent lives (an MCP server's list after
+// `notifications/tools/list_changed`). The agent copies plain tools once at
+// createAgent; a tool source it asks again before every step's request, so a
+// change takes effect at the next step and never inside one.
+import type { ToolDefinition } from './define.js'
+
+/**
+ * A list of tools the agent re-reads before each step's request. `currentTools` may return a promise (the
+ * step's request waits for it, e.g. while a changed list is being fetched again); the tools it returns are
+ * those of that step: offered to the model, and the ones its calls run with.
+ */
+export interface ToolSource {
+  readonly currentTools: () => readonly ToolDefinition<any>[] | Promise<readonly ToolDefinition<any>[]>
+}
+
+/** True for anything with a `currentTools` function: a tool source, whether or not it is also an array of tools. */
+export function isToolSource(value: unknown): value is ToolSource {
+  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as ToolSource).currentTools === 'function'
+}
