@@ -240,10 +240,10 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
  * `tools/list`; the returned set follows `notifications/tools/list_changed` until `set.close()`.
  */
 export async function mcpTools(client: McpClient, options: McpToolsOptions = {}): Promise<McpToolSet> {
-  if (!isRecordLike(client as unknown) || typeof client.listTools !== 'function' || typeof client.callTool !== 'function') {
+  if (!isRecordLike(client) || typeof client.listTools !== 'function' || typeof client.callTool !== 'function') {
     throw new ConfigError(`mcpTools needs a Client of @modelcontextprotocol/sdk, got ${describeValue(client)}`, { path: 'client' })
   }
-  if (!isRecordLike(options as unknown)) throw new ConfigError(`mcpTools options must be an object, got ${describeValue(options)}`, { path: 'options' })
+  if (!isRecordLike(options)) throw new ConfigError(`mcpTools options must be an object, got ${describeValue(options)}`, { path: 'options' })
   const { include, exclude, executionMode = 'exclusive', prefix = '', timeoutMs, onProgress, logger }: McpToolsOptions = options
   for (const [key, filter] of [
     ['include', include],
