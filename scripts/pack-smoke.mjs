@@ -96,7 +96,8 @@ const TSCONFIG = JSON.stringify({
   files: ['consumer.ts'],
 })
 
-const SUBPATHS = ['agentchart', 'agentchart/machines', 'agentchart/testing', 'agentchart/adapters/openai', 'agentchart/adapters/deepseek']
+// agentchart/mcp imports without its peers (the SDK and ajv load when mcpTools runs)
+const SUBPATHS = ['agentchart', 'agentchart/machines', 'agentchart/testing', 'agentchart/adapters/openai', 'agentchart/adapters/deepseek', 'agentchart/mcp']
 
 /** The model of the tool turn: agentchart/testing's scripted model, or the same answers from a hand-written adapter. */
 const SCRIPTED = `import { scriptedModel, textResponse, toolCallResponse } from 'agentchart/testing'
