@@ -182,7 +182,9 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
         skipped.push({ name: tool.name, reason: messageOf(error) })
       }
     }
-    for (const each of skipped) logger.error(`agentchart/mcp: tool ${each.name} is left out: ${each.reason}`, undefined)
+    // said once per tool, not at every listing: `set.skipped` keeps the reasons
+    const before = new Set(this.#skipped.map((each) => each.name))
+    for (const each of skipped) if (!before.has(each.name)) logger.error(`agentchart/mcp: tool ${each.name} is left out: ${each.reason}`, undefined)
     const changed = tools.length !== this.#tools.length || tools.some((tool, i) => tool !== this.#tools[i])
     this.#made = made
     this.#skipped = Object.freeze(skipped)
