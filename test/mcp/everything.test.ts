@@ -8,7 +8,8 @@ import { defineTool, type SessionEvent } from '../../src/index.js'
 import { mcpTools, type McpResultMeta, type McpToolSet } from '../../src/mcp/index.js'
 import { textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { ofType, scriptedAgent, trace } from '../helpers.js'
-import { everything } from './servers.js'
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import { everything, EVERYTHING } from './servers.js'
 
 let server: Awaited<ReturnType<typeof everything>>
 let tools: McpToolSet
@@ -152,5 +153,52 @@ describe('MCP tools from server-everything over stdio', () => {
     await server.client.callTool({ name: 'echo', arguments: { message: 'after' } })
     expect(server.wire.received.filter((m: any) => m.id === id)).toEqual([])
     slow.close()
+  })
+
+  it('results of resources and resource links: a text resource inline, a link as its name and uri', async () => {
+    const { agent } = scriptedAgent(
+      [
+        toolCallResponse([call('c1', 'get-resource-reference', { resourceType: 'Text', resourceId: 2 }), call('c2', 'get-resource-links', { count: 1 })]),
+        textResponse('ok'),
+      ],
+      { tools },
+    )
+    await agent.run('resources')
+    expect(resultOf(agent.session.events, 'c1').data.message.content[0].content).toMatch(
+      /^Returning resource reference for Resource 2:\n\[resource <demo:\/\/resource\/dynamic\/text\/2> \(text\/plain\)\]\nResource 2: This is a plaintext resource/,
+    )
+    expect(resultOf(agent.session.events, 'c2').data.message.content[0].content).toMatch(
+      /\n\[resource link\] .+ <demo:\/\/resource\/dynamic\/(text|blob)\/1> \(text\/plain\): /,
+    )
+  })
+
+  it('a server process that dies mid-call gives the call an MCP_DISCONNECTED result; the app reconnects and the same set works again', async () => {
+    const own = await everything()
+    const pid = own.transport.pid!
+    let alive = true
+    // the first progress says the call is running on the server: the process dies under it
+    const die = () => void (alive && ((alive = false), process.kill(pid, 'SIGKILL')))
+    const set = await mcpTools(own.client, { include: ['trigger-long-running-operation', 'echo'], onProgress: die })
+    const { agent } = scriptedAgent(
+      [
+        toolCallResponse([call('c1', 'trigger-long-running-operation', { duration: 5, steps: 50 })]),
+        textResponse('the server died'),
+        toolCallResponse([call('c2', 'echo', { message: 'back' })]),
+        textResponse('ok'),
+      ],
+      { tools: set },
+    )
+    const first = await agent.run('wait')
+    expect(first.end.kind).toBe('completed')
+    expect(resultOf(agent.session.events, 'c1').data.error).toEqual({ name: 'McpToolError', code: 'MCP_DISCONNECTED' })
+    // reconnecting is the app's: here, the same client over a new process
+    await own.client.close()
+    await own.client.connect(new StdioClientTransport({ command: process.execPath, args: [EVERYTHING, 'stdio'], stderr: 'pipe' }))
+    await set.refresh()
+    const second = await agent.run('again')
+    expect(second.end.kind).toBe('completed')
+    expect(resultOf(agent.session.events, 'c2').data.message.content[0].content).toBe('Echo: back')
+    set.close()
+    await own.client.close()
   })
 })
