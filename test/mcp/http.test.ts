@@ -3,11 +3,12 @@
 // server killed in the middle of a call, and a listing in pages.
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
-import { defineTool, type SessionEvent } from '../../src/index.js'
-import { mcpTools, McpToolError } from '../../src/mcp/index.js'
+import { ConfigError, defineTool, type SessionEvent } from '../../src/index.js'
+import { mcpTools, McpToolError, type McpResultMeta } from '../../src/mcp/index.js'
 import { textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { ofType, scriptedAgent, trace } from '../helpers.js'
 import { httpServer } from './servers.js'
@@ -149,5 +150,78 @@ describe('MCP tools over Streamable HTTP', () => {
     const failure = await mcpTools(server.client).catch((error: unknown) => error)
     expect(failure).toBeInstanceOf(McpToolError)
     expect(failure).toMatchObject({ code: 'MCP_LIST_FAILED', message: expect.stringContaining('the cursor "p2" twice') })
+  })
+
+  it('maps every kind of MCP content: audio and binary resources kept in meta, user-only blocks withheld, isError as an error result', async () => {
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=='
+    const results: Record<string, object> = {
+      mixed: {
+        content: [
+          { type: 'text', text: 'here it is' },
+          { type: 'audio', data: 'UklGRg==', mimeType: 'audio/wav' },
+          { type: 'resource', resource: { uri: 'file:///a.bin', mimeType: 'application/octet-stream', blob: 'AAEC' } },
+          { type: 'resource', resource: { uri: 'file:///a.png', mimeType: 'image/png', blob: png } },
+          { type: 'text', text: 'for your eyes only', annotations: { audience: ['user'] } },
+        ],
+      },
+      failing: { content: [{ type: 'text', text: 'disk full' }], isError: true },
+      structured: { content: [], structuredContent: { temperature: 21 } },
+    }
+    const low = new Server({ name: 'content', version: '1.0.0' }, { capabilities: { tools: {} } })
+    low.setRequestHandler(ListToolsRequestSchema, () => ({ tools: Object.keys(results).map((name) => ({ name, inputSchema: { type: 'object' } })) }))
+    low.setRequestHandler(CallToolRequestSchema, (request) => results[request.params.name] as never)
+    const server = await httpServer(low)
+    closers.push(server.close)
+    const tools = await mcpTools(server.client)
+    const { agent, model } = scriptedAgent([toolCallResponse([call('c1', 'mixed'), call('c2', 'failing'), call('c3', 'structured')]), textResponse('ok')], {
+      tools,
+    })
+    await agent.run('go')
+    const mixed = resultOf(agent.session.events, 'c1').data
+    expect(mixed.message.content[0].content).toBe(
+      [
+        'here it is',
+        '[audio audio/wav, 4 bytes: not shown to the model]',
+        '[resource <file:///a.bin> (application/octet-stream), binary: not shown to the model]',
+        '[image image/png, 70 bytes: attached after the tool results]',
+      ].join('\n'),
+    )
+    const meta = mixed.meta as McpResultMeta
+    expect(meta.withheld).toEqual([(results.mixed as any).content[1], (results.mixed as any).content[2], (results.mixed as any).content[4]])
+    expect(model.requests[1].messages.at(-1)!.content[1]).toEqual({ type: 'image', attachment: { mediaType: 'image/png', data: png } })
+    const failing = resultOf(agent.session.events, 'c2').data
+    expect(failing.message.content[0]).toMatchObject({ content: 'disk full', isError: true })
+    const structured = resultOf(agent.session.events, 'c3').data
+    expect(structured.message.content[0].content).toBe('{"temperature":21}')
+    expect((structured.meta as McpResultMeta).structuredContent).toEqual({ temperature: 21 })
+  })
+
+  it('refuses what is not a connected client, and bad options, with a ConfigError naming the option', async () => {
+    const mcp = new McpServer({ name: 'plain', version: '1.0.0' })
+    mcp.registerTool('one', { description: 'one', inputSchema: {} }, () => text('one'))
+    const server = await httpServer(mcp)
+    closers.push(server.close)
+    const refusal = (promise: Promise<unknown>) =>
+      promise.then(
+        () => null,
+        (error: unknown) => error as ConfigError,
+      )
+    const unconnected = new Client({ name: 'never-connected', version: '1.0.0' })
+    for (const [promise, path, message] of [
+      [mcpTools({} as never), 'client', /needs a Client of @modelcontextprotocol\/sdk/],
+      [mcpTools(unconnected), 'client', /needs a connected client/],
+      [mcpTools(server.client, { include: 'one' as never }), 'include', /array of tool names or a function/],
+      [mcpTools(server.client, { executionMode: 'fast' as never }), 'executionMode', /'parallel', 'exclusive' or a function/],
+      [mcpTools(server.client, { prefix: 3 as never }), 'prefix', /prefix must be a string/],
+      [mcpTools(server.client, { timeoutMs: -1 }), 'timeoutMs', /positive number of milliseconds/],
+    ] as const) {
+      const error = await refusal(promise)
+      expect(error).toBeInstanceOf(ConfigError)
+      expect(error).toMatchObject({ path, message: expect.stringMatching(message) })
+    }
+    // a name agentchart cannot take is left out and said why, not a failure of the whole listing
+    const spaced = await mcpTools(server.client, { prefix: 'a prefix with spaces ', logger: { error: () => {} } })
+    expect(spaced.map((t) => t.name)).toEqual([])
+    expect(spaced.skipped).toEqual([{ name: 'one', reason: expect.stringMatching(/tool name must be 1-64 letters/) }])
   })
 })
