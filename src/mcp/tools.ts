@@ -56,6 +56,8 @@ export interface SkippedMcpTool {
   reason: string
 }
 
+const CREATE = Symbol('create')
+
 /** The longest timer Node keeps (a longer one fires at once): the SDK's request timeout turned off. */
 const NO_SDK_TIMEOUT = 2 ** 31 - 1
 
@@ -94,8 +96,8 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
   #unfollow: (() => void) | null = null
   #changeListeners = new Set<(tools: readonly ToolDefinition[]) => void>()
 
-  /** @internal made by mcpTools */
-  static async create(settings: Settings): Promise<McpToolSet> {
+  /** Made by mcpTools only (the key is not exported): a set needs a client and checked settings. */
+  static async [CREATE](settings: Settings): Promise<McpToolSet> {
     const set = new McpToolSet()
     set.#settings = settings
     set.#take(await listAll(settings.client))
@@ -261,7 +263,10 @@ export async function mcpTools(client: McpClient, options: McpToolsOptions = {})
       path: 'executionMode',
     })
   }
-  if (typeof prefix !== 'string') throw new ConfigError(`mcpTools: prefix must be a string, got ${describeValue(prefix)}`, { path: 'prefix' })
+  // a prefix of other characters would make every name one agentchart refuses
+  if (typeof prefix !== 'string' || !/^[A-Za-z0-9_.-]*$/.test(prefix)) {
+    throw new ConfigError(`mcpTools: prefix must be a string of letters, digits, '_', '.' or '-', got ${describeValue(prefix)}`, { path: 'prefix' })
+  }
   if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0)) {
     throw new ConfigError(`mcpTools: timeoutMs must be a positive number of milliseconds, got ${describeValue(timeoutMs)}`, { path: 'timeoutMs' })
   }
@@ -272,7 +277,7 @@ export async function mcpTools(client: McpClient, options: McpToolsOptions = {})
   if (client.getServerCapabilities() === undefined) {
     throw new ConfigError('mcpTools needs a connected client: await client.connect(transport) first', { path: 'client' })
   }
-  return McpToolSet.create({
+  return McpToolSet[CREATE]({
     client,
     ...(include !== undefined ? { include } : {}),
     ...(exclude !== undefined ? { exclude } : {}),

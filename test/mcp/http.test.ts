@@ -39,7 +39,9 @@ describe('MCP tools over Streamable HTTP', () => {
       await extra.sendNotification({ method: 'notifications/tools/list_changed' })
       return text('locked')
     })
-    const server = await httpServer(mcp)
+    // the app's own list_changed handler (the SDK's listChanged option) still hears every change
+    let heard = 0
+    const server = await httpServer(mcp, { listChanged: { tools: { autoRefresh: false, debounceMs: 0, onChanged: () => void heard++ } } })
     closers.push(server.close)
     const tools = await mcpTools(server.client)
     closers.push(() => tools.close())
@@ -74,6 +76,7 @@ describe('MCP tools over Streamable HTTP', () => {
       ['change', 3],
     ])
     expect(tools.map((t) => t.name)).toEqual(['unlock', 'lock'])
+    expect(heard).toBeGreaterThanOrEqual(2) // unlock's and lock's announcements at least
   })
 
   it('a server killed in the middle of a call: the call gets an MCP_DISCONNECTED error result and the turn goes on to complete', async () => {
@@ -213,15 +216,19 @@ describe('MCP tools over Streamable HTTP', () => {
       [mcpTools(server.client, { include: 'one' as never }), 'include', /array of tool names or a function/],
       [mcpTools(server.client, { executionMode: 'fast' as never }), 'executionMode', /'parallel', 'exclusive' or a function/],
       [mcpTools(server.client, { prefix: 3 as never }), 'prefix', /prefix must be a string/],
+      [mcpTools(server.client, { prefix: 'with space ' }), 'prefix', /letters, digits/],
       [mcpTools(server.client, { timeoutMs: -1 }), 'timeoutMs', /positive number of milliseconds/],
     ] as const) {
       const error = await refusal(promise)
       expect(error).toBeInstanceOf(ConfigError)
       expect(error).toMatchObject({ path, message: expect.stringMatching(message) })
     }
-    // a name agentchart cannot take is left out and said why, not a failure of the whole listing
-    const spaced = await mcpTools(server.client, { prefix: 'a prefix with spaces ', logger: { error: () => {} } })
-    expect(spaced.map((t) => t.name)).toEqual([])
-    expect(spaced.skipped).toEqual([{ name: 'one', reason: expect.stringMatching(/tool name must be 1-64 letters/) }])
+    // a name agentchart cannot take (MCP allows 128 characters, agentchart 64) is left out and said why
+    mcp.registerTool('x'.repeat(70), { description: 'long', inputSchema: {} }, () => text('long'))
+    const errors: string[] = []
+    const long = await mcpTools(server.client, { logger: { error: (message) => errors.push(message) } })
+    expect(long.map((t) => t.name)).toEqual(['one'])
+    expect(long.skipped).toEqual([{ name: 'x'.repeat(70), reason: expect.stringMatching(/tool name must be 1-64 letters/) }])
+    expect(errors).toEqual([expect.stringMatching(/^agentchart\/mcp: tool x{70} is left out: tool name must be/)])
   })
 })

@@ -68,6 +68,7 @@ export async function everything(): Promise<{ client: Client; wire: Wire; transp
 /** An in-process SDK server over Streamable HTTP on 127.0.0.1, and a client connected to it. */
 export async function httpServer(
   server: McpServer | Server,
+  clientOptions: ConstructorParameters<typeof Client>[1] = {},
 ): Promise<{ client: Client; wire: Wire; http: HttpServer; kill: () => void; close: () => Promise<void> }> {
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => 'session-1' })
   await server.connect(transport)
@@ -78,7 +79,7 @@ export async function httpServer(
     reconnectionOptions: { initialReconnectionDelay: 10, maxReconnectionDelay: 20, reconnectionDelayGrowFactor: 1, maxRetries: 1 },
   })
   const wire = tap(clientTransport)
-  const client = new Client({ name: 'agentchart-test', version: '1.0.0' })
+  const client = new Client({ name: 'agentchart-test', version: '1.0.0' }, clientOptions)
   client.onerror = () => {} // a killed server makes the transport report errors; the tests assert what the calls get
   await client.connect(clientTransport)
   wire.listen()
