@@ -27,6 +27,8 @@ const isToolLike = (value: unknown): value is ToolDefinition => isRecordLike(val
 
 export class StepTools {
   readonly #entries: readonly ToolEntry[]
+  /** The sources among the entries, told apart once (a source is asked nothing else until a step). */
+  readonly #sources: ReadonlySet<ToolEntry>
   readonly #logger: HookLogger
   /** What each source listed last (a failing source keeps its last list). */
   readonly #listed = new Map<ToolSource, readonly ToolDefinition[]>()
@@ -42,14 +44,14 @@ export class StepTools {
   constructor(entries: readonly ToolEntry[], logger: HookLogger) {
     this.#entries = entries
     this.#logger = logger
-    this.live = entries.some(isToolSource)
-    this.#plain = new Set(entries.filter((entry): entry is ToolDefinition => !isToolSource(entry)))
+    this.#sources = new Set(entries.filter(isToolSource))
+    this.live = this.#sources.size > 0
+    this.#plain = new Set(entries.filter((entry): entry is ToolDefinition => !this.#sources.has(entry)))
     // a source's first list is taken as it is when it answers at once; a promise waits for the first step
-    for (const entry of entries) {
-      if (!isToolSource(entry)) continue
+    for (const source of this.#sources as ReadonlySet<ToolSource>) {
       try {
-        const listed = entry.currentTools()
-        if (!(listed instanceof Promise)) this.#listed.set(entry, this.#checked(listed))
+        const listed = source.currentTools()
+        if (!(listed instanceof Promise)) this.#listed.set(source, this.#checked(listed))
         else listed.catch(() => {}) // the first step asks again and reports a failure then
       } catch {
         // the same: reported at the first step
@@ -65,10 +67,9 @@ export class StepTools {
 
   /** Re-reads every source; the same snapshot when no tool changed, so the header and facts stay as they were. */
   async refresh(): Promise<ToolSnapshot> {
-    for (const entry of this.#entries) {
-      if (!isToolSource(entry)) continue
+    for (const source of this.#sources as ReadonlySet<ToolSource>) {
       try {
-        this.#listed.set(entry, this.#checked(await entry.currentTools()))
+        this.#listed.set(source, this.#checked(await source.currentTools()))
       } catch (error) {
         this.#logger.error('agentchart: a tool source failed to list its tools; the step keeps its last list', error)
       }
@@ -109,8 +110,8 @@ export class StepTools {
   #flatten(): ToolDefinition[] {
     const out: ToolDefinition[] = []
     for (const entry of this.#entries) {
-      if (isToolSource(entry)) out.push(...(this.#listed.get(entry) ?? []))
-      else out.push(entry)
+      if (!this.#sources.has(entry)) out.push(entry as ToolDefinition)
+      else out.push(...(this.#listed.get(entry as ToolSource) ?? []))
     }
     return out
   }

@@ -15,5 +15,10 @@ export interface ToolSource {
 
 /** True for anything with a `currentTools` function: a tool source, whether or not it is also an array of tools. */
 export function isToolSource(value: unknown): value is ToolSource {
-  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as ToolSource).currentTools === 'function'
+  if ((typeof value !== 'object' && typeof value !== 'function') || value === null) return false
+  try {
+    return typeof (value as ToolSource).currentTools === 'function'
+  } catch {
+    return false // a getter that throws (a hostile or revoked proxy) is no source; createAgent then names the entry
+  }
 }
