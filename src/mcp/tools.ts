@@ -100,8 +100,19 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
   static async [CREATE](settings: Settings): Promise<McpToolSet> {
     const set = new McpToolSet()
     set.#settings = settings
-    set.#take(await listAll(settings.client))
+    // followed before the first listing, so a change announced while it runs is listed after it
     if (settings.client.getServerCapabilities()?.tools?.listChanged) set.#unfollow = await followToolList(settings.client, () => void set.refresh())
+    const first = listAll(settings.client).then((listed) => (set.#take(listed), set.#tools))
+    set.#refreshing = first
+    try {
+      await first
+    } catch (error) {
+      set.close()
+      throw error
+    } finally {
+      set.#refreshing = null
+    }
+    if (set.#again) void set.refresh()
     return set
   }
 
@@ -194,7 +205,13 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
     this.#tools = Object.freeze(tools)
     this.length = 0
     this.push(...tools)
-    for (const listener of [...this.#changeListeners]) listener(this.#tools)
+    for (const listener of [...this.#changeListeners]) {
+      try {
+        listener(this.#tools)
+      } catch (error) {
+        logger.error('agentchart/mcp: an onChange listener threw', error)
+      }
+    }
   }
 
   /** One remote tool as an agentchart tool: the server's schema sent as is and checked with Ajv. */

@@ -46,6 +46,8 @@ describe('MCP tools over Streamable HTTP', () => {
     const tools = await mcpTools(server.client)
     closers.push(() => tools.close())
     expect(tools.map((t) => t.name)).toEqual(['unlock', 'lock'])
+    const changes: string[][] = []
+    tools.onChange((now) => changes.push(now.map((t) => t.name)))
     const local = defineTool({ name: 'local', description: 'a plain tool beside them', input: z.object({}), execute: () => 'local' })
     const { agent, model } = scriptedAgent(
       [
@@ -76,6 +78,10 @@ describe('MCP tools over Streamable HTTP', () => {
       ['change', 3],
     ])
     expect(tools.map((t) => t.name)).toEqual(['unlock', 'lock'])
+    expect(changes).toEqual([
+      ['unlock', 'lock', 'secret'],
+      ['unlock', 'lock'],
+    ])
     expect(heard).toBeGreaterThanOrEqual(2) // unlock's and lock's announcements at least
   })
 
