@@ -36,7 +36,10 @@ export interface McpToolsOptions {
   exclude?: McpToolFilter
   /** Every tool's execution mode, or one per remote tool (e.g. parallel for `annotations.readOnlyHint`); default exclusive. */
   executionMode?: ExecutionMode | ((tool: Tool) => ExecutionMode)
-  /** Put before every remote name, as is: `prefix: 'files_'` makes `read` the tool `files_read`. */
+  /**
+   * Put before every remote name: `prefix: 'files'` and `prefix: 'files_'` both make `read` the tool `files_read`
+   * (a prefix that ends in '_', '.' or '-' is used as is, any other is joined with '_').
+   */
   prefix?: string
   /**
    * A call still running after this many milliseconds ends as a TOOL_TIMEOUT error result and its request is
@@ -299,7 +302,8 @@ export async function mcpTools(client: McpClient, options: McpToolsOptions = {})
     ...(include !== undefined ? { include } : {}),
     ...(exclude !== undefined ? { exclude } : {}),
     executionMode,
-    prefix,
+    // one separator, whichever way the prefix was written
+    prefix: prefix === '' || /[_.-]$/.test(prefix) ? prefix : `${prefix}_`,
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     ...(onProgress ? { onProgress } : {}),
     logger: logger ?? { error: (message, error) => console.error(`[agentchart] ${message}`, ...(error === undefined ? [] : [error])) },

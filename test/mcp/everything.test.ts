@@ -48,6 +48,10 @@ describe('MCP tools from server-everything over stdio', () => {
   it('include, exclude and prefix choose and rename the tools; a call goes out under the remote name', async () => {
     const some = await mcpTools(server.client, { include: ['echo', 'get-sum'], exclude: (t) => t.name === 'get-sum', prefix: 'everything_' })
     expect(some.map((t) => t.name)).toEqual(['everything_echo'])
+    // one separator, however the prefix was written
+    const joined = await mcpTools(server.client, { include: ['echo'], prefix: 'ev' })
+    expect(joined.map((t) => t.name)).toEqual(['ev_echo'])
+    joined.close()
     const { agent } = scriptedAgent([toolCallResponse([call('c1', 'everything_echo', { message: 'hello' })]), textResponse('done')], { tools: some })
     const result = await agent.run('echo hello')
     expect(result.end.kind).toBe('completed')
