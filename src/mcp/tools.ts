@@ -96,6 +96,10 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
   #made = new Map<string, ToolDefinition>()
   #refreshing: Promise<readonly ToolDefinition[]> | null = null
   #again = false
+  /** A call answered since the last listing: the server may have changed its tools, announced or not yet. */
+  #stale = false
+  /** The server announces list changes (capability tools.listChanged): only then can its tools change. */
+  #changes = false
   #unfollow: (() => void) | null = null
   #changeListeners = new Set<(tools: readonly ToolDefinition[]) => void>()
 
@@ -104,7 +108,8 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
     const set = new McpToolSet()
     set.#settings = settings
     // followed before the first listing, so a change announced while it runs is listed after it
-    if (settings.client.getServerCapabilities()?.tools?.listChanged) set.#unfollow = await followToolList(settings.client, () => void set.refresh())
+    set.#changes = settings.client.getServerCapabilities()?.tools?.listChanged === true
+    if (set.#changes) set.#unfollow = await followToolList(settings.client, () => void set.refresh())
     const first = listAll(settings.client).then((listed) => (set.#take(listed), set.#tools))
     set.#refreshing = first
     try {
@@ -124,9 +129,18 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
     return this.#skipped
   }
 
-  /** The tools as they are now; while a changed list is being fetched, a promise of the new list (the step waits). */
+  /**
+   * The tools as they are now; while a changed list is being fetched, a promise of the new list (the step waits).
+   * After a call of this set was answered, a server that announces list changes is listed again first: the call
+   * may have changed the tools, and its notification may travel on another stream than its result.
+   */
   currentTools(): readonly ToolDefinition[] | Promise<readonly ToolDefinition[]> {
-    return this.#refreshing ?? this.#tools
+    if (this.#refreshing) return this.#refreshing
+    if (this.#stale && this.#unfollow !== null) {
+      this.#stale = false
+      return this.refresh()
+    }
+    return this.#tools
   }
 
   /**
@@ -141,6 +155,7 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
     const run = async () => {
       do {
         this.#again = false
+        this.#stale = false
         try {
           this.#take(await listAll(this.#settings.client, RELIST_TIMEOUT_MS))
         } catch (error) {
@@ -247,6 +262,7 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
             // with a timeoutMs, agentchart's timer is the limit (TOOL_TIMEOUT, then the signal cancels the request)
             ...(timeoutMs !== undefined ? { timeout: NO_SDK_TIMEOUT } : {}),
           })
+          this.#stale = this.#changes
           return toToolResult(name, remote, result)
         } catch (error) {
           throw failureOf(remote, error, signal, watch.signal)

@@ -85,6 +85,26 @@ describe('MCP tools over Streamable HTTP', () => {
     expect(heard).toBeGreaterThanOrEqual(2) // unlock's and lock's announcements at least
   })
 
+  it("a tool a call's handler registers (announced on the server's standalone stream, which may lag the result) is offered at the next step", async () => {
+    const mcp = new McpServer({ name: 'registering', version: '1.0.0' })
+    mcp.registerTool('unlock', { description: 'adds the secret tool', inputSchema: {} }, () => {
+      mcp.registerTool('secret', { description: 'the secret', inputSchema: {} }, () => text('the secret'))
+      return text('unlocked')
+    })
+    const server = await httpServer(mcp)
+    closers.push(server.close)
+    const tools = await mcpTools(server.client)
+    closers.push(() => tools.close())
+    const { agent, model } = scriptedAgent([toolCallResponse([call('c1', 'unlock')]), toolCallResponse([call('c2', 'secret')]), textResponse('done')], {
+      tools,
+    })
+    await agent.run('go')
+    expect(model.requests.map((r) => (r.tools ?? []).map((t) => t.name))).toEqual([['unlock'], ['secret', 'unlock'], ['secret', 'unlock']])
+    expect(resultOf(agent.session.events, 'c2').data.message.content[0].content).toBe('the secret')
+    // listed at mcpTools, then before each step that follows an answered call (and on each notification)
+    expect(server.wire.sent.filter((m: any) => m.method === 'tools/list').length).toBeGreaterThanOrEqual(3)
+  })
+
   it('a server killed in the middle of a call: the call gets an MCP_DISCONNECTED error result and the turn goes on to complete', async () => {
     const mcp = new McpServer({ name: 'doomed', version: '1.0.0' })
     let entered!: () => void
