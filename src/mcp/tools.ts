@@ -9,7 +9,7 @@ import { describeValue, isArrayLike, isRecordLike } from '../foreign.js'
 import type { HookLogger } from '../runtime/hooks.js'
 import { toFrozenJson } from '../session/lossless.js'
 import { defineTool, type ExecutionMode, type ToolDefinition } from '../tools/define.js'
-import type { ToolSource } from '../tools/source.js'
+import type { ToolRead, ToolSource } from '../tools/source.js'
 import { loadValidators, type ArgumentCheck, type Validators } from './arguments.js'
 import type { McpClient } from './client.js'
 import { followToolList, messageOf, watchOf } from './connection.js'
@@ -100,6 +100,8 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
   #stale = false
   /** The server announces list changes (capability tools.listChanged): only then can its tools change. */
   #changes = false
+  /** The turn the set was last read for: a new turn lists the tools again. */
+  #turn: number | undefined
   #unfollow: (() => void) | null = null
   #changeListeners = new Set<(tools: readonly ToolDefinition[]) => void>()
 
@@ -131,12 +133,15 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
 
   /**
    * The tools as they are now; while a changed list is being fetched, a promise of the new list (the step waits).
-   * After a call of this set was answered, a server that announces list changes is listed again first: the call
-   * may have changed the tools, and its notification may travel on another stream than its result.
+   * A server that announces list changes is also listed again at the first request of each turn and after a
+   * step in which a call of this set was answered: a change made since may still be on its way, on another
+   * stream than the results (docs/mcp.md).
    */
-  currentTools(): readonly ToolDefinition[] | Promise<readonly ToolDefinition[]> {
+  currentTools(read?: ToolRead): readonly ToolDefinition[] | Promise<readonly ToolDefinition[]> {
+    const newTurn = read !== undefined && read.turn !== this.#turn
+    if (read !== undefined) this.#turn = read.turn
     if (this.#refreshing) return this.#refreshing
-    if (this.#stale && this.#unfollow !== null) {
+    if ((this.#stale || newTurn) && this.#unfollow !== null) {
       this.#stale = false
       return this.refresh()
     }

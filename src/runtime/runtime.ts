@@ -531,7 +531,7 @@ export class Runtime {
       // a listener's config may carry a schema as its response format: the log keeps its JSON Schema
       const config = value === frozenSeed ? frozenSeed : toLoggedConfig(value, this.options.outputSchemas, 'agent/request result', true)
       // a tool source's change takes effect here, at a step's request, never inside a step
-      if (this.#tools.live && (await this.#tools.refresh()).modes !== this.#facts.modes) this.refreshFacts()
+      if (this.#tools.live && (await this.#tools.refresh({ turn, step })).modes !== this.#facts.modes) this.refreshFacts()
       return { type: 'request.prepared', id, ...this.#requestRecords(config) }
     })
   }

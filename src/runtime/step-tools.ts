@@ -7,7 +7,7 @@ import { deepFreeze } from '../session/lossless.js'
 import type { ToolSchema } from '../session/schemas.js'
 import { isRecordLike } from '../foreign.js'
 import { toolSchemas, type ToolDefinition } from '../tools/define.js'
-import { isToolSource, type ToolSource } from '../tools/source.js'
+import { isToolSource, type ToolRead, type ToolSource } from '../tools/source.js'
 import type { HookLogger } from './hooks.js'
 
 /** The tools one step offers and runs with. */
@@ -66,10 +66,10 @@ export class StepTools {
   }
 
   /** Re-reads every source; the same snapshot when no tool changed, so the header and facts stay as they were. */
-  async refresh(): Promise<ToolSnapshot> {
+  async refresh(read: ToolRead): Promise<ToolSnapshot> {
     for (const source of this.#sources as ReadonlySet<ToolSource>) {
       try {
-        this.#listed.set(source, this.#checked(await source.currentTools()))
+        this.#listed.set(source, this.#checked(await source.currentTools(read)))
       } catch (error) {
         this.#logger.error('agentchart: a tool source failed to list its tools; the step keeps its last list', error)
       }

@@ -4,13 +4,20 @@
 // change takes effect at the next step and never inside one.
 import type { ToolDefinition } from './define.js'
 
+/** Which request a tool source is read for. */
+export interface ToolRead {
+  readonly turn: number
+  readonly step: number
+}
+
 /**
  * A list of tools the agent re-reads before each step's request. `currentTools` may return a promise (the
  * step's request waits for it, e.g. while a changed list is being fetched again); the tools it returns are
- * those of that step: offered to the model, and the ones its calls run with.
+ * those of that step: offered to the model, and the ones its calls run with. At createAgent it is read
+ * without a `ToolRead`, for the tools known before any step.
  */
 export interface ToolSource {
-  readonly currentTools: () => readonly ToolDefinition<any>[] | Promise<readonly ToolDefinition<any>[]>
+  readonly currentTools: (read?: ToolRead) => readonly ToolDefinition<any>[] | Promise<readonly ToolDefinition<any>[]>
 }
 
 /** True for anything with a `currentTools` function: a tool source, whether or not it is also an array of tools. */

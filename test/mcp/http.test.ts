@@ -105,6 +105,20 @@ describe('MCP tools over Streamable HTTP', () => {
     expect(server.wire.sent.filter((m: any) => m.method === 'tools/list').length).toBeGreaterThanOrEqual(3)
   })
 
+  it('a tool the server registers between turns is offered at the first step of the next turn', async () => {
+    const mcp = new McpServer({ name: 'between', version: '1.0.0' })
+    mcp.registerTool('first', { description: 'first', inputSchema: {} }, () => text('first'))
+    const server = await httpServer(mcp)
+    closers.push(server.close)
+    const tools = await mcpTools(server.client)
+    closers.push(() => tools.close())
+    const { agent, model } = scriptedAgent([textResponse('one'), textResponse('two')], { tools })
+    await agent.run('one')
+    mcp.registerTool('second', { description: 'second', inputSchema: {} }, () => text('second'))
+    await agent.run('two') // at once: the announcement may still be on its way
+    expect(model.requests.map((r) => (r.tools ?? []).map((t) => t.name))).toEqual([['first'], ['first', 'second']])
+  })
+
   it('a server killed in the middle of a call: the call gets an MCP_DISCONNECTED error result and the turn goes on to complete', async () => {
     const mcp = new McpServer({ name: 'doomed', version: '1.0.0' })
     let entered!: () => void

@@ -15,6 +15,7 @@ const plain = (name: string, execute: () => string | Promise<string> = () => nam
 describe('tool sources', () => {
   it('a tool a source adds during a step is offered from the next step on, not inside the step; the header logs the change', async () => {
     const live: ToolDefinition[] = []
+    const reads: unknown[] = []
     const late = plain('late')
     const { agent, model } = scriptedAgent(
       [
@@ -22,9 +23,11 @@ describe('tool sources', () => {
         toolCallResponse([{ id: 'c2', name: 'late', arguments: '{}' }]),
         textResponse('done'),
       ],
-      { tools: [plain('fixed'), { currentTools: () => live }] },
+      { tools: [plain('fixed'), { currentTools: (read) => (reads.push(read), live) }] },
     )
     await agent.run('go')
+    // read once at createAgent, then before each request, told which one
+    expect(reads).toEqual([undefined, { turn: 1, step: 1 }, { turn: 1, step: 2 }, { turn: 1, step: 3 }])
     expect(offered(model.requests)).toEqual([['fixed'], ['fixed', 'late'], ['fixed', 'late']])
     expect(results(agent.session.events).map((e) => e.data.error?.code ?? e.data.message.content[0].content)).toEqual(['UNKNOWN_TOOL', 'late'])
     expect(ofType(agent, 'request/header').map((e) => e.data.reason)).toEqual(['initial', 'change'])
