@@ -13,10 +13,11 @@ import { everything, EVERYTHING } from './servers.js'
 
 let server: Awaited<ReturnType<typeof everything>>
 let tools: McpToolSet
+const logged: string[] = []
 
 beforeAll(async () => {
   server = await everything()
-  tools = await mcpTools(server.client)
+  tools = await mcpTools(server.client, { logger: { error: (message) => logged.push(message) } })
 })
 afterAll(async () => {
   tools?.close()
@@ -36,6 +37,10 @@ describe('MCP tools from server-everything over stdio', () => {
     const offered = listed.tools.filter((t) => t.execution?.taskSupport !== 'required')
     expect(tools.map((t) => t.name)).toEqual(offered.map((t) => t.name))
     expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['echo', 'get-sum', 'get-tiny-image', 'trigger-long-running-operation']))
+    // a tool that runs only as an MCP task is left out, said once, and kept in skipped with its reason
+    const tasks = listed.tools.filter((t) => t.execution?.taskSupport === 'required').map((t) => t.name)
+    expect(tools.skipped).toEqual(tasks.map((name) => ({ name, reason: expect.stringMatching(/runs only as an MCP task/) })))
+    expect(logged).toEqual(tasks.map((name) => expect.stringContaining(`tool ${name} is left out`)))
     const { agent, model } = scriptedAgent([textResponse('ok')], { tools })
     await agent.run('hi')
     const sent = model.requests[0].tools!

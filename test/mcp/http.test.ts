@@ -155,12 +155,16 @@ describe('MCP tools over Streamable HTTP', () => {
     mcp.registerTool('ping', { description: 'pong', inputSchema: {} }, () => text('pong'))
     const server = await httpServer(mcp)
     closers.push(server.close)
-    const tools = await mcpTools(server.client)
+    const logged: string[] = []
+    const tools = await mcpTools(server.client, { logger: { error: (message, error) => logged.push(`${message}: ${(error as Error).message}`) } })
     closers.push(() => tools.close())
     server.kill()
-    const { agent } = scriptedAgent([toolCallResponse([call('c1', 'ping')]), textResponse('no server')], { tools })
+    const { agent, model } = scriptedAgent([toolCallResponse([call('c1', 'ping')]), textResponse('no server')], { tools })
     expect((await agent.run('go')).end.kind).toBe('completed')
     expect(resultOf(agent.session.events, 'c1').data.error).toEqual({ name: 'McpToolError', code: 'MCP_DISCONNECTED' })
+    // the turn's first request listed the tools again: that failed, was reported, and the set kept its tools
+    expect(logged).toEqual([expect.stringMatching(/^agentchart\/mcp: listing the changed tools failed; the tools stay as they were: .*fetch failed/)])
+    expect(model.requests[0].tools?.map((t) => t.name)).toEqual(['ping'])
   })
 
   it('lists every page of tools/list, following nextCursor; a repeated cursor fails the listing with MCP_LIST_FAILED', async () => {
