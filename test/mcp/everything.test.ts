@@ -39,6 +39,7 @@ describe('MCP tools from server-everything over stdio', () => {
     expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['echo', 'get-sum', 'get-tiny-image', 'trigger-long-running-operation']))
     // a tool that runs only as an MCP task is left out, said once, and kept in skipped with its reason
     const tasks = listed.tools.filter((t) => t.execution?.taskSupport === 'required').map((t) => t.name)
+    expect(tasks).toEqual(['simulate-research-query'])
     expect(tools.skipped).toEqual(tasks.map((name) => ({ name, reason: expect.stringMatching(/runs only as an MCP task/) })))
     expect(logged).toEqual(tasks.map((name) => expect.stringContaining(`tool ${name} is left out`)))
     const { agent, model } = scriptedAgent([textResponse('ok')], { tools })
