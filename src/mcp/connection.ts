@@ -2,6 +2,7 @@
 // server that went away ends as an error result instead of waiting out the
 // SDK's request timeout, and `notifications/tools/list_changed`, fanned out to
 // every tool set made over the client. One watch per client, however many sets.
+import { ConfigError } from '../errors.js'
 import { CONNECTION_CLOSED, McpToolError } from './errors.js'
 import type { McpClient } from './client.js'
 
@@ -102,7 +103,16 @@ export async function followToolList(client: McpClient, listener: () => void): P
 }
 
 async function install(client: McpClient, watch: ClientWatch): Promise<void> {
-  const { ToolListChangedNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js')
+  let sdk: typeof import('@modelcontextprotocol/sdk/types.js')
+  try {
+    sdk = await import('@modelcontextprotocol/sdk/types.js')
+  } catch (error) {
+    throw new ConfigError('agentchart/mcp needs @modelcontextprotocol/sdk where agentchart can import it: npm install @modelcontextprotocol/sdk', {
+      path: '@modelcontextprotocol/sdk',
+      cause: error,
+    })
+  }
+  const { ToolListChangedNotificationSchema } = sdk
   // the SDK's handler map is internal; read defensively, so a missing map only means nothing to chain
   const handlers = (client as { _notificationHandlers?: unknown })._notificationHandlers
   const prior = handlers instanceof Map ? (handlers.get('notifications/tools/list_changed') as ((n: unknown) => unknown) | undefined) : undefined
