@@ -1,5 +1,5 @@
 // An MCP tool result as an agentchart tool result. A tool result is text in
-// agentchart (and in every chat API: images cannot go into a tool message),
+// agentchart (and OpenAI-style chat APIs take no image in a tool message),
 // so images travel as a user message after the step's results (TL-12), and
 // what the model cannot read (audio, binary resources) is kept whole in `meta`.
 import { isRecordLike } from '../foreign.js'
