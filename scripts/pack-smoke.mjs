@@ -96,6 +96,7 @@ const TSCONFIG = JSON.stringify({
   files: ['consumer.ts'],
 })
 
+// agentchart/mcp imports without its peers (the SDK and ajv load when mcpTools runs)
 const SUBPATHS = [
   'agentchart',
   'agentchart/machines',
@@ -103,6 +104,7 @@ const SUBPATHS = [
   'agentchart/adapters/openai',
   'agentchart/adapters/deepseek',
   'agentchart/telemetry',
+  'agentchart/mcp',
 ]
 
 /** The model of the tool turn: agentchart/testing's scripted model, or the same answers from a hand-written adapter. */

@@ -38,6 +38,8 @@ import { checkSessionId, DEFAULT_LEASE_MS } from './stores/lease.js'
 import type { SessionHandle, SessionStore } from './stores/types.js'
 import { SessionWriter } from './stores/writer.js'
 import { checkToolList, RECOVER_CALL, toolSchemas, type CallRecovery, type ToolDefinition, type ToolResultValue } from './tools/define.js'
+import { isToolSource } from './tools/source.js'
+import { StepTools, type ToolEntry } from './runtime/step-tools.js'
 import { assembleFromOptions, type PromptAssembly, type PromptContext, type SystemPromptOption, type ToolsOption } from './runtime/assembly.js'
 import { resolveCompaction, type CompactionOptions } from './compaction.js'
 import { LiveTelemetry } from './telemetry/live.js'
@@ -46,8 +48,9 @@ import { checkTelemetryOptions, type TelemetryOptions } from './telemetry/tracer
 export interface AgentOptions {
   model: ModelAdapter
   /**
-   * The tools the model may call: a list, or a function of the step (`PromptContext`) returning the list, read
-   * at every step before agent/pre-step (HK-12); a list that changes takes effect at the next step.
+   * The tools the model may call: tools made by defineTool and tool sources (such as `await mcpTools(client)`,
+   * re-read at every step, docs/mcp.md), or a function of the step (`PromptContext`) returning the tools. They are
+   * read at every step before agent/pre-step (HK-12); a list that changes takes effect at the next step.
    */
   tools?: ToolsOption<Agent>
   /** The system prompt: text, or a function of the step (`PromptContext`, sync or async) re-read at every step (HK-12). */
@@ -340,8 +343,14 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
   const maxParallelToolCalls = positiveInt('maxParallelToolCalls', options.maxParallelToolCalls) ?? 10
   const maxSteps = stepLimit(options.maxSteps)
   // each option is checked here so a wrong one fails now with its name, not later as a bare TypeError
-  // HK-12: a function of the step's context is assembled at every step; a list is checked once, now
-  const tools = typeof options.tools === 'function' ? [] : options.tools === undefined ? [] : checkToolList(options.tools, 'tools')
+  // HK-12: a tools function is assembled at every step; a source (even one that is also an array, as mcpTools'
+  // is) is kept whole and read again at every step; plain tools are checked once, now
+  const given = options.tools
+  const tools: ToolEntry[] = isToolSource(given)
+    ? [given]
+    : typeof given === 'function' || given === undefined
+      ? []
+      : checkToolList(given, 'tools', { allow: isToolSource })
   const { systemPrompt } = options
   if (systemPrompt !== undefined && typeof systemPrompt !== 'string' && typeof systemPrompt !== 'function') {
     throw new ConfigError(`systemPrompt must be a string or a function of the step's context, got ${describeValue(systemPrompt)}`, { path: 'systemPrompt' })
@@ -538,6 +547,14 @@ export class Agent {
     const outputSchemas = new OutputSchemas()
     const seed = seedConfig({ provider: model.provider, model: model.model }, model.defaultConfig, options.request, maxTokens, outputSchemas)
     this.#hooks = new Hooks(options.logger ?? { error: (message, error) => console.error(`[agentchart] ${message}:`, error) })
+    // tool sources are read at every step's assembly, through one snapshot of their lists (docs/mcp.md)
+    const sources = tools.some(isToolSource) ? new StepTools(tools, this.#hooks.logger) : null
+    const plain = sources ? sources.current.tools : (tools as ToolDefinition[])
+    const assembledTools: ToolsOption<Agent> | undefined = sources
+      ? async ({ turn, step }) => (await sources.refresh({ turn, step })).tools
+      : typeof options.tools === 'function'
+        ? options.tools
+        : undefined
     // spans follow the log itself, not the listeners: they neither watch the agent nor slow a step down
     const spans = telemetry ? new LiveTelemetry(session, telemetry, this.#hooks.logger) : null
     this.#runtime = new Runtime({
@@ -545,11 +562,11 @@ export class Agent {
       model,
       assembly: {
         ...(typeof options.systemPrompt === 'string' && options.systemPrompt ? { system: options.systemPrompt } : {}),
-        tools,
-        toolSchemas: toolSchemas(tools),
+        tools: plain,
+        toolSchemas: toolSchemas(plain),
       },
-      ...(typeof options.systemPrompt === 'function' || typeof options.tools === 'function'
-        ? { assemble: (context: PromptContext) => assembleFromOptions(options.systemPrompt, options.tools ?? [], context as PromptContext<Agent>) }
+      ...(assembledTools !== undefined || typeof options.systemPrompt === 'function'
+        ? { assemble: (context: PromptContext) => assembleFromOptions(options.systemPrompt, assembledTools ?? plain, context as PromptContext<Agent>) }
         : {}),
       seedConfig: seed,
       outputSchemas,

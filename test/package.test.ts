@@ -52,6 +52,17 @@ describe('package', () => {
     }
   })
 
+  it('agentchart/mcp loads the MCP SDK and ajv only when mcpTools runs (type imports and dynamic imports); the core never does', () => {
+    for (const entry of ['src/index.ts', 'src/machines/index.ts', 'src/mcp/index.ts']) {
+      const packages = runtimePackages(entry)
+      expect(packages.has('@modelcontextprotocol/sdk'), entry).toBe(false)
+      expect(packages.has('ajv'), entry).toBe(false)
+    }
+    expect(pkg.exports['./mcp']).toEqual({ types: './dist/mcp/index.d.ts', import: './dist/mcp/index.js' })
+    expect(readFileSync(join(root, 'src/mcp/arguments.ts'), 'utf8')).toMatch(/'ajv', 'ajv\/dist\/2019\.js', 'ajv\/dist\/2020\.js'/)
+    expect(readFileSync(join(root, 'src/mcp/connection.ts'), 'utf8')).toMatch(/import\('@modelcontextprotocol\/sdk\/types\.js'\)/)
+  })
+
   it('the OpenAI adapter loads openai only when a request needs it (a type import and a dynamic import)', () => {
     expect(runtimePackages('src/adapters/openai.ts').has('openai')).toBe(false)
     expect(readFileSync(join(root, 'src/adapters/openai.ts'), 'utf8')).toMatch(/import\('openai'\)/)
@@ -79,15 +90,17 @@ describe('package', () => {
       'better-sqlite3': '>=12 <14',
       pg: '^8',
       '@modelcontextprotocol/sdk': '^1.20.0',
+      ajv: '^8.0.0',
       '@opentelemetry/api': '^1.9.0',
     })
     expect(pkg.peerDependenciesMeta).toEqual({
-      '@modelcontextprotocol/sdk': { optional: true },
-      '@opentelemetry/api': { optional: true },
       openai: { optional: true },
       '@statelyai/inspect': { optional: true },
       'better-sqlite3': { optional: true },
       pg: { optional: true },
+      '@modelcontextprotocol/sdk': { optional: true },
+      ajv: { optional: true },
+      '@opentelemetry/api': { optional: true },
     })
     expect(Object.keys(pkg.dependencies).sort()).toEqual(['@xstate/graph', 'rxjs', 'xstate'])
     const loaded = new Set([
@@ -96,6 +109,7 @@ describe('package', () => {
       ...runtimePackages('src/cli/index.ts'),
       ...runtimePackages('src/stores/index.ts'),
       ...runtimePackages('src/telemetry/index.ts'),
+      ...runtimePackages('src/mcp/index.ts'),
     ])
     const builtin = [...loaded].filter((p) => p.startsWith('node:'))
     const declared = new Set([...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies)])

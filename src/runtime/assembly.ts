@@ -5,6 +5,7 @@
 import { describeValue, fieldsOf, isArrayLike, isRecordLike } from '../foreign.js'
 import type { ToolSchema, UserMessage } from '../session/schemas.js'
 import { checkToolList, toolSchemas, type ToolDefinition } from '../tools/define.js'
+import type { ToolSource } from '../tools/source.js'
 
 /** What one step is assembled for: the payload of `system-prompt/assemble` and of a `systemPrompt` or `tools` function. */
 export interface PromptContext<A = unknown> {
@@ -28,9 +29,14 @@ export interface PromptAssembly {
 
 /** createAgent's `systemPrompt`: fixed text, or text made for each step (sync or async). */
 export type SystemPromptOption<A = unknown> = string | ((context: PromptContext<A>) => string | Promise<string>)
-/** createAgent's `tools`: a fixed list, or the list for each step (a change takes effect at the next step, TL-5). */
+/**
+ * createAgent's `tools`: tools and tool sources (a source is read again at every step), or a function giving the
+ * list for each step; a change takes effect at the next step (TL-5).
+ */
 export type ToolsOption<A = unknown> =
-  readonly ToolDefinition<any>[] | ((context: PromptContext<A>) => readonly ToolDefinition<any>[] | Promise<readonly ToolDefinition<any>[]>)
+  | readonly (ToolDefinition<any> | ToolSource)[]
+  | ToolSource
+  | ((context: PromptContext<A>) => readonly ToolDefinition<any>[] | Promise<readonly ToolDefinition<any>[]>)
 
 /** An assembly as requests use it: the joined text and the tools' schemas. */
 export interface Assembled {
@@ -42,7 +48,7 @@ export interface Assembled {
 /** The assembly of a step with no listener: the options, evaluated for this step. */
 export async function assembleFromOptions<A>(
   systemPrompt: SystemPromptOption<A> | undefined,
-  tools: ToolsOption<A>,
+  tools: readonly ToolDefinition<any>[] | ((context: PromptContext<A>) => readonly ToolDefinition<any>[] | Promise<readonly ToolDefinition<any>[]>),
   context: PromptContext<A>,
 ): Promise<PromptAssembly> {
   const text = typeof systemPrompt === 'function' ? await systemPrompt(context) : systemPrompt

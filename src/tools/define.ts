@@ -129,18 +129,19 @@ export function toolSchemas(tools: readonly ToolDefinition[]): ToolSchema[] {
  * A tool list as given (createAgent's `tools`, or what prompt assembly returns): an array of tools made by
  * defineTool with distinct names. Throws a ConfigError naming the entry; `path` is where the list came from.
  */
-export function checkToolList(value: unknown, path: string): ToolDefinition[] {
+export function checkToolList<T = never>(value: unknown, path: string, options: { allow?: (entry: unknown) => entry is T } = {}): Array<ToolDefinition | T> {
   if (!isArrayLike(value)) throw new ConfigError(`${path} must be an array of tools made by defineTool, got ${describeValue(value)}`, { path })
   const tools = Array.from(value as ArrayLike<unknown>)
   const names = new Set<string>()
   for (const [index, tool] of tools.entries()) {
+    if (options.allow?.(tool)) continue // an entry the caller reads otherwise (a tool source)
     if (!isRecordLike(tool) || typeof tool.name !== 'string') {
       throw new ConfigError(`${path}[${index}] must be a tool made by defineTool, got ${describeValue(tool)}`, { path: `${path}.${index}` })
     }
     if (names.has(tool.name)) throw new ConfigError(`${path}: two tools are named ${tool.name}`, { path })
     names.add(tool.name)
   }
-  return tools as ToolDefinition[]
+  return tools as Array<ToolDefinition | T>
 }
 
 /** TL-1/TL-9: check parsed model arguments against the tool's schema; a refusal names every failing path. */

@@ -1,4 +1,4 @@
-// The worked examples of docs/approvals.md, docs/forks.md and docs/subagents.md: each doc shows
+// The worked examples of docs/approvals.md, docs/forks.md, docs/subagents.md and docs/mcp.md: each doc shows
 // the example's code and the log it really writes; this test runs the code
 // and fails when either drifts (AGENTCHART_REFRESH_DOCS=1 rewrites the logs).
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -8,6 +8,7 @@ import { checkSessionInvariants } from '../../src/testing/index.js'
 import { approvalsExample } from '../../examples/approvals.js'
 import { forksExample } from '../../examples/forks.js'
 import { subagentsExample } from '../../examples/subagents.js'
+import { mcpExample } from '../../examples/mcp.js'
 
 /** One line per event, chunks left out: `seq type {data}` with message ids and times dropped. */
 function logLines(events: readonly SessionEvent[]): string {
@@ -58,5 +59,14 @@ describe('worked examples', () => {
     captured('docs/subagents.md', 'code', readFileSync('examples/subagents.ts', 'utf8').trimEnd())
     captured('docs/subagents.md', 'planner', logLines(planner))
     captured('docs/subagents.md', 'child', logLines(children.find((c) => c.some((e) => JSON.stringify(e.data).includes('weather')))!))
+  })
+
+  it('docs/mcp.md shows examples/mcp.ts and the log it writes against server-everything', async () => {
+    const { events, tools, text } = await mcpExample()
+    expect(tools).toEqual(['everything_echo', 'everything_get-sum'])
+    expect(text).toBe('2 + 40 is 42.')
+    expect(checkSessionInvariants(events)).toEqual([])
+    captured('docs/mcp.md', 'code', readFileSync('examples/mcp.ts', 'utf8').trimEnd())
+    captured('docs/mcp.md', 'log', logLines(events))
   })
 })
