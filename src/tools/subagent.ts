@@ -4,7 +4,8 @@
 // cancelled child gives the call an error result and the parent's turn goes on. The two logs name each other:
 // the child's prompt says which session and call made it, the call's result `meta.subagent` names the child.
 import { createAgent, type Agent, type AgentOptions, type StoredAgentOptions } from '../agent.js'
-import { AgentchartError, ConfigError } from '../errors.js'
+import { AgentchartError, ConfigError, SessionInUseError } from '../errors.js'
+import { DEFAULT_LEASE_MS } from '../stores/lease.js'
 import { describeValue } from '../foreign.js'
 import { userMessage } from '../messages.js'
 import type { RunResult, UsageTotals } from '../results.js'
@@ -113,6 +114,22 @@ const REPAIR_ONLY: ModelAdapter = Object.freeze({
 })
 
 /**
+ * Opens a crashed child to repair it, waiting out the lease the killed process left behind (it died with the
+ * parent, so it lapses about when the parent's did), for at most one default lease and a second.
+ */
+async function openForRepair(call: InterruptedCall, childId: string): Promise<Agent> {
+  const deadline = Date.now() + DEFAULT_LEASE_MS + 1_000
+  for (;;) {
+    try {
+      return await createAgent({ store: call.store, sessionId: childId, model: REPAIR_ONLY, logger: call.logger })
+    } catch (error) {
+      if (!(error instanceof SessionInUseError) || Date.now() > Math.min(deadline, error.expiresAt + 1_000)) throw error
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+}
+
+/**
  * A resuming parent asks what became of a child its crash cut short (stored beside it under the default id).
  * A child whose turn finished gives the call its answer; a child caught mid-turn is repaired now (its turn ends
  * `interrupted`, RS-4) and the call keeps the catalogue's unknown outcome (RS-5), naming the child either way.
@@ -139,7 +156,7 @@ async function recoverChild(call: InterruptedCall): Promise<{ content: string; i
   if (turn === null) return null
   if (!endOf(stored, turn)) {
     // the child's turn is still open in its log: repair it now, as opening it anywhere would
-    const child = await createAgent({ store: call.store, sessionId: childId, model: REPAIR_ONLY, logger: call.logger })
+    const child = await openForRepair(call, childId)
     await child.dispose()
     stored = (await call.store.load(childId)) ?? stored
   }
