@@ -443,6 +443,14 @@ async function recoverCalls(
   return recovered
 }
 
+/** Each agent's inspector, so the children it delegates to (agentTool) report to the same one. */
+const inspectors = new WeakMap<Agent, NonNullable<AgentOptions['inspect']>>()
+
+/** The inspector `agent` was made with, if any (in-house: agentTool hands it to children). */
+export function inspectorOf(agent: Agent): AgentOptions['inspect'] {
+  return inspectors.get(agent)
+}
+
 /** Live agents by session id, so a second instance cannot take over an open turn (RS-7). */
 const liveAgents = new Map<string, WeakRef<Agent>>()
 /** An agent dropped without dispose() leaves the registry when it is collected. */
@@ -608,6 +616,7 @@ export class Agent {
       running: () => this.status === 'running',
       ...(durable ? { committed: () => durable.writer.settle() } : {}),
     })
+    if (options.inspect) inspectors.set(this, options.inspect)
     liveAgents.set(session.id, new WeakRef(this))
     collected.register(this, session.id, this)
     // over a store, createAgent's promise resolves later: openStoredAgent announces once the caller has the agent

@@ -3,7 +3,7 @@
 // rule): the parent's cancel cancels it with cause `parent`, the call disposes it when it ends, a failed or
 // cancelled child gives the call an error result and the parent's turn goes on. The two logs name each other:
 // the child's prompt says which session and call made it, the call's result `meta.subagent` names the child.
-import { createAgent, type Agent, type AgentOptions, type StoredAgentOptions } from '../agent.js'
+import { createAgent, inspectorOf, type Agent, type AgentOptions, type StoredAgentOptions } from '../agent.js'
 import { AgentchartError, ConfigError, SessionInUseError } from '../errors.js'
 import { DEFAULT_LEASE_MS } from '../stores/lease.js'
 import { describeValue } from '../foreign.js'
@@ -211,7 +211,10 @@ async function delegate(
 async function spawn(options: AgentOptions | StoredAgentOptions, parent: Agent, callId: string): Promise<Agent> {
   if (typeof options !== 'object' || options === null)
     throw new SubagentError('SUBAGENT_CONFIG', `the child's options must be an object, got ${describeValue(options)}`)
-  const own = options as AgentOptions & Partial<StoredAgentOptions>
+  const given = options as AgentOptions & Partial<StoredAgentOptions>
+  // the child reports to the parent's inspector unless its options name their own: one inspector shows both
+  const inspect = given.inspect ?? inspectorOf(parent)
+  const own = inspect && !given.inspect ? { ...given, inspect } : given
   const store = own.store ?? (own.session === undefined ? parent.store : undefined)
   if (store === undefined) return createAgent(own as AgentOptions)
   const sessionId = own.sessionId ?? childSessionId(parent.sessionId, callId)

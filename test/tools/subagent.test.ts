@@ -273,6 +273,30 @@ describe('subagents: agentTool', () => {
     expect((ofType(parent, 'tool/result')[0].data.meta as { subagent: { sessionId: string } }).subagent.sessionId).toBe('p1.c1')
   })
 
+  it("the child reports to the parent's inspector: one inspector sees the parent's and the child's agent actors", async () => {
+    const seen = new Map<string, Set<string>>() // root actor session id -> machine ids of its snapshots
+    const inspect = (event: { type: string; rootId?: string; actorRef?: { sessionId: string; logic?: { id?: string } } }) => {
+      if (event.type !== '@xstate.snapshot' || !event.rootId) return
+      const ids = seen.get(event.rootId) ?? new Set<string>()
+      seen.set(event.rootId, ids.add(event.actorRef?.logic?.id ?? '?'))
+    }
+    const ask = agentTool({
+      name: 'ask',
+      description: 'Ask a child',
+      input: z.object({ task: z.string() }),
+      agent: () => ({ model: scriptedModel([textResponse('child answer')]) }),
+    })
+    const parent = track(
+      createAgent({
+        model: scriptedModel([toolCallResponse([call('a1', 'ask', { task: 'x' })]), textResponse('done')]),
+        tools: [ask],
+        inspect: inspect as never,
+      }),
+    )
+    await parent.run('go')
+    expect([...seen.values()].filter((ids) => ids.has('agent'))).toHaveLength(2)
+  })
+
   it('refuses a definition without an agent function, naming the option', () => {
     expect(() => agentTool({ name: 'x', description: '', input: z.object({}), agent: 'nope' as never })).toThrow(/agent must be a function/)
     expect(() => agentTool({ name: 'x', description: '', input: z.object({}), agent: () => ({}) as never, maxDepth: 0 })).toThrow(
