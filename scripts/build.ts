@@ -3,7 +3,9 @@
 // swaps it in for dist only once it is complete, so an interrupted build (a
 // Ctrl-C during `npx agentchart demo` in a clone) leaves the old dist whole.
 // `--if-stale` (what `prepare` runs) builds only when dist is missing or older
-// than its sources, so npx and npm install in a clone do not rebuild a current dist.
+// than its sources, so npm install in a clone does not rebuild a current dist;
+// under `npx agentchart` inside the clone (npm_command=exec) any complete dist
+// is used as it is, so npx never waits on, or is interrupted in, a build.
 import { spawnSync } from 'node:child_process'
 import { chmodSync, existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -25,10 +27,25 @@ function newest(path: string): number {
   return Math.max(stat.mtimeMs, ...readdirSync(path).map((name) => newest(join(path, name))))
 }
 
+/** True when `outDir` holds every output of a complete build (whether or not it is current). */
+export function distComplete(outDir: string = join(root, 'dist')): boolean {
+  return OUTPUTS.every((file) => existsSync(join(outDir, file)))
+}
+
+/**
+ * What `build --if-stale` does: 'skip' a current dist, or under npx (`npm_command` exec) any complete one;
+ * otherwise 'build'. Why: npx inside a clone runs prepare and packs the clone; a build there is a wait a Ctrl-C
+ * can cut, leaving npm's own npx cache entry broken.
+ */
+export function prepareAction(env: Readonly<Record<string, string | undefined>>, base: string = root): 'skip' | 'skip-stale' | 'build' {
+  if (!distStale(base)) return 'skip'
+  return env.npm_command === 'exec' && distComplete(join(base, 'dist')) ? 'skip-stale' : 'build'
+}
+
 /** True when `outDir` lacks an output of a complete build, or one is older than any input under `base`. */
 export function distStale(base: string = root, outDir: string = join(base, 'dist')): boolean {
   const outputs = OUTPUTS.map((file) => join(outDir, file))
-  if (!outputs.every((file) => existsSync(file))) return true
+  if (!distComplete(outDir)) return true
   const built = Math.min(...outputs.map((file) => statSync(file).mtimeMs))
   return (
     Math.max(
@@ -95,7 +112,9 @@ export function build(base: string = root): void {
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   // a build killed outright (SIGKILL, or a wrapper that kills on Ctrl-C) leaves its folder behind: remove it here
   removeLeftovers(root)
-  if (process.argv.includes('--if-stale') && !distStale()) console.log('dist is current: nothing to build')
+  const action = process.argv.includes('--if-stale') ? prepareAction(process.env) : 'build'
+  if (action === 'skip') console.log('dist is current: nothing to build')
+  else if (action === 'skip-stale') console.error('agentchart: npx runs the dist this clone has, which is older than its sources; `npm run build` rebuilds it')
   else {
     build()
     console.log('built dist')

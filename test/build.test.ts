@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync, existsSync }
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { distStale, removeLeftovers } from '../scripts/build.js'
+import { distStale, prepareAction, removeLeftovers } from '../scripts/build.js'
 
 let base = ''
 afterEach(() => rmSync(base, { recursive: true, force: true }))
@@ -39,6 +39,17 @@ describe('the build', () => {
     const edited = clone(1_000, 2_000)
     utimesSync(join(edited, 'src/cli/index.ts'), 3_000, 3_000)
     expect(distStale(edited)).toBe(true)
+  })
+
+  it('under npx inside the clone (npm_command exec) prepare runs any complete dist as it is, and builds only a missing one', () => {
+    const stale = clone(3_000, 2_000)
+    expect(prepareAction({ npm_command: 'exec' }, stale)).toBe('skip-stale')
+    expect(prepareAction({ npm_command: 'ci' }, stale)).toBe('build')
+    expect(prepareAction({}, stale)).toBe('build')
+    rmSync(join(stale, 'dist'), { recursive: true })
+    expect(prepareAction({ npm_command: 'exec' }, stale)).toBe('build')
+    rmSync(base, { recursive: true, force: true })
+    expect(prepareAction({ npm_command: 'ci' }, clone(1_000, 2_000))).toBe('skip')
   })
 
   it("removes the folders of builds whose process is gone, never a running build's", () => {
