@@ -134,7 +134,7 @@ describe('chunk retention', () => {
     await store.close()
   })
 
-  it('a step cut off before its message keeps its chunks as rows, and they fold once a later open ends the step', async () => {
+  it('a step cut off before its message keeps its chunks as rows, and they fold once a later open ends the step (a resume repairs it so)', async () => {
     const path = join(dir, 'cut.db')
     const store = sqliteStore({ path })
     const handle = await store.open('s')
@@ -154,6 +154,22 @@ describe('chunk retention', () => {
     expect(rows(path)).toBe(log.length - chunks + 1)
     expect(plain(await store.load('s'))).toEqual(plain(log))
     await again.release()
+
+    // the same cut, resumed by a new agent: its repair closes the step (step/end), and that commit folds the chunks
+    const cut = await store.open('r')
+    await cut.append(log.slice(0, message))
+    await cut.release()
+    const resumed = await createAgent({ model: scriptedModel([]), store, sessionId: 'r' })
+    const repaired = [...resumed.session.events]
+    await resumed.dispose()
+    expect(repaired.slice(message).map((e) => e.type)).toContain('step/end')
+    const db = new BetterSqlite3(path, { readonly: true })
+    const stored = (
+      db.prepare("SELECT count(*) AS n FROM agentchart_events WHERE session_id = (SELECT key FROM agentchart_sessions WHERE id = 'r')").get() as { n: number }
+    ).n
+    db.close()
+    expect(stored).toBe(repaired.length - chunks + 1)
+    expect(plain(await store.load('r'))).toEqual(plain(repaired))
     await store.close()
   })
 
