@@ -4,7 +4,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'scratch/**', '.scratch/**', 'bench/peers/**', 'docs/machines/**', '**/*.cjs'] },
+  { ignores: ['dist/**', 'dist.*/**', 'node_modules/**', 'coverage/**', 'scratch/**', '.scratch/**', 'bench/peers/**', 'docs/machines/**', '**/*.cjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -86,9 +86,9 @@ function project(name, deps, sources) {
 
 const devVersion = (name) => pkg.devDependencies[name].replace(/^[\^~]/, '')
 
-/** The README's first TypeScript example (plain JavaScript as it stands). */
+/** The README's first TypeScript example that is not a captured one (plain JavaScript as it stands). */
 const readme = readFileSync(join(root, 'README.md'), 'utf8')
-const example = /```ts\n([\s\S]*?)```/.exec(readme)?.[1]
+const example = /(?<!-->\n)```ts\n([\s\S]*?)```/.exec(readme)?.[1]
 
 /** A strict consumer that also checks our declaration files (skipLibCheck off). */
 const TSCONFIG = JSON.stringify({

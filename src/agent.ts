@@ -37,7 +37,7 @@ import { createSession, isSessionLike, type Session } from './session/session.js
 import { checkSessionId, DEFAULT_LEASE_MS } from './stores/lease.js'
 import type { SessionHandle, SessionStore } from './stores/types.js'
 import { SessionWriter } from './stores/writer.js'
-import { checkToolList, RECOVER_CALL, toolSchemas, type CallRecovery, type ToolDefinition, type ToolResultValue } from './tools/define.js'
+import { callRecoveryOf, checkToolList, toolSchemas, type CallRecovery, type ToolDefinition, type ToolResultValue } from './tools/define.js'
 import { isToolSource } from './tools/source.js'
 import { StepTools, type ToolEntry } from './runtime/step-tools.js'
 import { assembleFromOptions, type PromptAssembly, type PromptContext, type SystemPromptOption, type ToolsOption } from './runtime/assembly.js'
@@ -386,7 +386,7 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
 interface Durable {
   readonly store: SessionStore
   readonly writer: SessionWriter
-  /** Results for calls a crash cut short that their tools could settle (RECOVER_CALL), by call id. */
+  /** Results for calls a crash cut short that their tools could settle (setCallRecovery), by call id. */
   readonly recovered?: ReadonlyMap<string, RecoveredResult>
 }
 
@@ -413,7 +413,7 @@ function withRecovered(closers: RepairCloser[], recovered: ReadonlyMap<string, R
   })
 }
 
-/** Asks each tool with a RECOVER_CALL what became of its calls the crash cut short (they would close TOOL_OUTCOME_UNKNOWN). */
+/** Asks each tool with a crash recovery (setCallRecovery) what became of its calls the crash cut short (they would close TOOL_OUTCOME_UNKNOWN). */
 async function recoverCalls(
   events: readonly SessionEvent[],
   tools: AgentOptions['tools'],
@@ -431,7 +431,7 @@ async function recoverCalls(
     const call = events.findLast((e) => e.type === 'tool/call' && e.data.callId === callId) as
       (SessionEvent & { type: 'tool/call'; data: EventData<'tool/call'> }) | undefined
     const tool = (tools as readonly ToolDefinition<any>[]).find((t) => t.name === call?.data.name)
-    const recover = tool?.[RECOVER_CALL]
+    const recover = tool && callRecoveryOf(tool)
     if (!call || !recover) continue
     try {
       const result = await recover({ callId, name: call.data.name, arguments: call.data.arguments, sessionId, store, logger })

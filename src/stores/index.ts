@@ -2,6 +2,8 @@
 // (better-sqlite3, pg) load only when their store is made.
 export type { Lease, OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
 export { memoryStore } from './memory.js'
+export type { MemoryStoreOptions } from './memory.js'
+export type { ChunkRetention } from './fold.js'
 export { sqliteStore } from './sqlite.js'
 export type { SqliteStoreOptions } from './sqlite.js'
 export { postgresStore } from './postgres.js'

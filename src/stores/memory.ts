@@ -3,6 +3,7 @@
 // that only need the store API; nothing survives the process.
 import { SessionInUseError, StoreError } from '../errors.js'
 import type { SessionEvent } from '../session/schemas.js'
+import { ChunkFolder, checkChunkRetention, type ChunkRetention } from './fold.js'
 import { checkSessionId, leaseRequest } from './lease.js'
 import { checkBatch, decodeRows, type StoredRow } from './rows.js'
 import { settled } from './sync.js'
@@ -12,14 +13,22 @@ interface Stored {
   readonly id: string
   readonly createdAt: number
   updatedAt: number
-  readonly rows: StoredRow[]
+  rows: StoredRow[]
+  /** Stored events (a folded row holds several). */
+  length: number
   holder: string | null
   token: number
   expiresAt: number
 }
 
+export interface MemoryStoreOptions {
+  /** What happens to a finished step's `assistant/chunk` rows (default 'fold'; docs/persistence.md, chunk retention). */
+  chunks?: ChunkRetention
+}
+
 /** A store in memory (tests, single-process tools): same contract, no durability. */
-export function memoryStore(): SessionStore {
+export function memoryStore(options: MemoryStoreOptions = {}): SessionStore {
+  const retention = checkChunkRetention(options?.chunks)
   const sessions = new Map<string, Stored>()
   let closed = false
   const assertOpen = (id: string) => {
@@ -28,6 +37,7 @@ export function memoryStore(): SessionStore {
 
   function handle(stored: Stored, created: boolean, events: readonly unknown[], lease: Lease, leaseMs: number): SessionHandle {
     const { id } = stored
+    const folder = new ChunkFolder(retention, events)
     const fence = () => {
       assertOpen(id)
       if (stored.token !== lease.token) {
@@ -41,9 +51,17 @@ export function memoryStore(): SessionStore {
       lease,
       append(batch: readonly SessionEvent[]) {
         fence()
-        checkBatch(id, stored.rows.length, batch)
-        const rows = batch.map((event) => ({ seq: event.seq, event: JSON.stringify(event) }))
-        for (const row of rows) stored.rows.push(row)
+        checkBatch(id, stored.length, batch)
+        const plan = folder.plan(batch)
+        const gone = new Set(plan.drop)
+        for (const row of plan.rows) if (row.replaces) gone.add(row.seq)
+        const kept = gone.size === 0 ? stored.rows : stored.rows.filter((row) => !gone.has(row.seq))
+        for (const row of plan.rows) kept.push({ seq: row.seq, event: row.event })
+        // a fold row replaces rows older than others kept: keep seq order for decodeRows
+        if (gone.size > 0) kept.sort((a, b) => a.seq - b.seq)
+        stored.rows = kept
+        stored.length += batch.length
+        plan.commit()
         stored.updatedAt = Date.now()
         stored.expiresAt = stored.updatedAt + leaseMs
       },
@@ -75,7 +93,7 @@ export function memoryStore(): SessionStore {
         if (existing && existing.holder !== null && existing.expiresAt > now) throw new SessionInUseError(id, existing.holder, existing.expiresAt)
         const events = existing ? decodeRows(id, existing.rows) : []
         options?.check?.(events)
-        const stored: Stored = existing ?? { id, createdAt: now, updatedAt: now, rows: [], holder: null, token: 0, expiresAt: 0 }
+        const stored: Stored = existing ?? { id, createdAt: now, updatedAt: now, rows: [], length: 0, holder: null, token: 0, expiresAt: 0 }
         stored.token++
         stored.holder = holder
         stored.expiresAt = now + leaseMs
@@ -101,7 +119,7 @@ export function memoryStore(): SessionStore {
           id: s.id,
           createdAt: s.createdAt,
           updatedAt: s.updatedAt,
-          length: s.rows.length,
+          length: s.length,
           lease: s.holder !== null && s.expiresAt > now ? { holder: s.holder, expiresAt: s.expiresAt } : null,
         }))
       return Promise.resolve(all)

@@ -5,6 +5,7 @@
 import { createRequire } from 'node:module'
 import { AgentchartError, ConfigError, SessionInUseError, StoreError, StoredLogError } from '../errors.js'
 import type { SessionEvent } from '../session/schemas.js'
+import { ChunkFolder, checkChunkRetention, type ChunkRetention, type RowPlan } from './fold.js'
 import { checkSessionId, leaseRequest } from './lease.js'
 import { checkBatch, decodeRows, type StoredRow } from './rows.js'
 import type { OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
@@ -37,6 +38,8 @@ export type PostgresStoreOptions = ({ connectionString: string; pool?: undefined
   commitTimeoutMs?: number
   /** How long close() waits to release its leases and end its connections, ms (default 5000); then it drops them. */
   closeTimeoutMs?: number
+  /** What happens to a finished step's `assistant/chunk` rows (default 'fold'; docs/persistence.md, chunk retention). */
+  chunks?: ChunkRetention
 }
 
 /** The bounds of every store operation when the options do not say. */
@@ -108,6 +111,7 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema))
     throw new ConfigError(`schema must be a plain SQL identifier, got ${JSON.stringify(schema)}`, { path: 'schema' })
   const retries = options.retries ?? 2
+  const retention = checkChunkRetention(options.chunks)
   const connectTimeoutMs = bound(options, 'connectTimeoutMs')
   const commitTimeoutMs = bound(options, 'commitTimeoutMs')
   const closeTimeoutMs = bound(options, 'closeTimeoutMs')
@@ -178,8 +182,10 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
     append: `WITH fence AS (
                UPDATE ${sessions} SET length = length + $4, updated_at = ${NOW_MS}, lease_expires_at = ${NOW_MS} + $5
                WHERE id = $1 AND lease_token = $2 AND length = $3 RETURNING id)
+             , dropped AS (DELETE FROM ${events} WHERE session_id = (SELECT id FROM fence) AND seq = ANY($9::int[]))
              INSERT INTO ${events} (session_id, seq, type, event)
-             SELECT fence.id, u.seq, u.type, u.event FROM fence, unnest($6::int[], $7::text[], $8::text[]) AS u(seq, type, event)`,
+             SELECT fence.id, u.seq, u.type, u.event FROM fence, unnest($6::int[], $7::text[], $8::text[]) AS u(seq, type, event)
+             ON CONFLICT (session_id, seq) DO UPDATE SET type = EXCLUDED.type, event = EXCLUDED.event`,
     renew: `UPDATE ${sessions} SET lease_expires_at = ${NOW_MS} + $3 WHERE id = $1 AND lease_token = $2`,
     release: `UPDATE ${sessions} SET lease_holder = NULL, lease_expires_at = 0 WHERE id = $1 AND lease_token = $2`,
     list: `SELECT *, ${NOW_MS} AS now FROM ${sessions} ORDER BY updated_at DESC LIMIT $1`,
@@ -272,20 +278,20 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
     throw new StoreError('STORE_CONFLICT', id, `session ${id}: the batch starts at seq ${first} but ${row.length} events are stored`)
   }
 
-  async function append(id: string, token: number, leaseMs: number, batch: readonly SessionEvent[]): Promise<void> {
+  async function append(id: string, token: number, leaseMs: number, batch: readonly SessionEvent[], plan: RowPlan): Promise<void> {
     assertOpen(id)
     // one bound for the commit, its retries and the check of what a retry found
     const deadline = due()
-    const seqs = batch.map((e) => e.seq)
-    const types = batch.map((e) => e.type)
-    const texts = batch.map((e) => JSON.stringify(e))
-    const first = seqs[0]
-    const what = `committing seq ${first}..${seqs[seqs.length - 1]}`
+    const seqs = plan.rows.map((row) => row.seq)
+    const types = plan.rows.map((row) => row.type)
+    const texts = plan.rows.map((row) => row.event)
+    const first = batch[0].seq
+    const what = `committing seq ${first}..${batch[batch.length - 1].seq}`
     let written: number
     for (let attempt = 0; ; attempt++) {
       try {
         const result = await withClient(id, what, deadline, (client) =>
-          client.query(prepared('append'), [id, token, first, batch.length, leaseMs, seqs, types, texts]),
+          client.query(prepared('append'), [id, token, first, batch.length, leaseMs, seqs, types, texts, plan.drop]),
         )
         written = result.rowCount ?? 0
         break
@@ -298,7 +304,8 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
         throw error
       }
     }
-    if (written === batch.length) return
+    // a fold row replacing its first chunk's row counts as written too (ON CONFLICT ... DO UPDATE)
+    if (written === plan.rows.length) return
     // nothing written: a lapsed-and-taken lease, or a retry whose first attempt did commit
     await diagnose(id, token, first, batch.length, deadline)
   }
@@ -330,6 +337,7 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
       const lease = Object.freeze({ holder, token: opened.token, expiresAt: opened.expiresAt })
       const mine = { id, token: opened.token }
       held.add(mine)
+      const folder = new ChunkFolder(retention, opened.events)
       return {
         sessionId: id,
         created: opened.created,
@@ -338,7 +346,9 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
         async append(batch: readonly SessionEvent[]) {
           if (batch.length === 0) return
           checkBatch(id, batch[0].seq, batch)
-          await wrapped(id, () => append(id, lease.token, leaseMs, batch))
+          const plan = folder.plan(batch)
+          await wrapped(id, () => append(id, lease.token, leaseMs, batch, plan))
+          plan.commit()
         },
         async renew() {
           assertOpen(id)

@@ -1,8 +1,9 @@
 // Stored rows in and out: every store keeps one JSON text per event keyed by
-// (session, seq). Reading refuses gaps and malformed text by seq; writing
+// (session, seq), or one per folded run of a step's chunks keyed by its first seq. Reading refuses gaps and malformed text by seq; writing
 // refuses a batch that would not continue the log.
 import { StoreError, StoredLogError } from '../errors.js'
 import type { SessionEvent } from '../session/schemas.js'
+import { expandFolded } from './fold.js'
 
 /** One stored event as a store reads it back. */
 export interface StoredRow {
@@ -10,11 +11,14 @@ export interface StoredRow {
   readonly event: string
 }
 
-/** Parses rows (in seq order) into events; a gap, malformed JSON or a mismatched seq names the session and seq. */
+/**
+ * Parses rows (in seq order) into events, expanding folded chunk rows (fold.ts); a gap, malformed JSON or a
+ * mismatched seq names the session and seq.
+ */
 export function decodeRows(sessionId: string, rows: readonly StoredRow[]): unknown[] {
-  const events: unknown[] = new Array<unknown>(rows.length)
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i]
+  const events: unknown[] = []
+  for (const row of rows) {
+    const i = events.length
     const seq = Number(row.seq)
     if (seq !== i) {
       throw new StoredLogError(sessionId, i, seq > i ? `seq gap: seq ${i} is missing (the next stored seq is ${seq})` : `duplicate or unordered seq ${seq}`)
@@ -26,10 +30,15 @@ export function decodeRows(sessionId: string, rows: readonly StoredRow[]): unkno
       throw new StoredLogError(sessionId, i, `malformed JSON: ${(error as Error).message}`, { cause: error })
     }
     if (typeof event !== 'object' || event === null || Array.isArray(event)) throw new StoredLogError(sessionId, i, 'the stored value is not an event object')
+    const folded = expandFolded(sessionId, i, event)
+    if (folded !== undefined) {
+      for (const chunk of folded) events.push(chunk)
+      continue
+    }
     if ((event as { seq?: unknown }).seq !== i) {
       throw new StoredLogError(sessionId, i, `the stored event says seq ${JSON.stringify((event as { seq?: unknown }).seq)}`)
     }
-    events[i] = event
+    events.push(event)
   }
   return events
 }

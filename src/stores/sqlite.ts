@@ -5,6 +5,7 @@ import { createRequire } from 'node:module'
 import type BetterSqlite3 from 'better-sqlite3'
 import { AgentchartError, ConfigError, SessionInUseError, StoreError, StoredLogError } from '../errors.js'
 import type { SessionEvent } from '../session/schemas.js'
+import { ChunkFolder, checkChunkRetention, type ChunkRetention, type RowPlan } from './fold.js'
 import { checkSessionId, leaseRequest } from './lease.js'
 import { checkBatch, decodeRows, type StoredRow } from './rows.js'
 import { LeaseWatch, stamp, type LeaseColumns } from './sqlite-lease.js'
@@ -22,6 +23,8 @@ export interface SqliteStoreOptions {
   synchronous?: 'normal' | 'full'
   /** How long a transaction waits for another process's write lock, ms (default 5000). */
   busyTimeoutMs?: number
+  /** What happens to a finished step's `assistant/chunk` rows (default 'fold'; docs/persistence.md, chunk retention). */
+  chunks?: ChunkRetention
 }
 
 interface SessionRow extends LeaseColumns {
@@ -138,6 +141,7 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
   const synchronous = options.synchronous ?? 'normal'
   if (synchronous !== 'normal' && synchronous !== 'full') throw new ConfigError("synchronous must be 'normal' or 'full'", { path: 'synchronous' })
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000
+  const retention = checkChunkRetention(options.chunks)
   if (typeof busyTimeoutMs !== 'number' || !Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
     throw new ConfigError(`busyTimeoutMs must be an integer number of milliseconds >= 0, got ${String(busyTimeoutMs)}`, { path: 'busyTimeoutMs' })
   }
@@ -172,6 +176,8 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
       'UPDATE agentchart_sessions SET length = length + ?, updated_at = ?, lease_expires_at = ?, lease_beat = lease_beat + 1, lease_clock = ?, lease_boot = ? WHERE key = ? AND lease_token = ? AND length = ?',
     ),
     insert: db.prepare('INSERT INTO agentchart_events (session_id, seq, event) VALUES (?, ?, ?)'),
+    replace: db.prepare('UPDATE agentchart_events SET event = ? WHERE session_id = ? AND seq = ?'),
+    drop: db.prepare('DELETE FROM agentchart_events WHERE session_id = ? AND seq = ?'),
     // rows go in ROWS at a time: one statement step instead of ROWS (a third off the cost of a streamed step's commit)
     insertMany: db.prepare(`INSERT INTO agentchart_events (session_id, seq, event) VALUES ${Array<string>(ROWS).fill('(?, ?, ?)').join(', ')}`),
     renew: db.prepare(
@@ -211,25 +217,31 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
     return { created: !row, events, token, expiresAt: now + leaseMs, key }
   })
 
-  const appendTx = db.transaction((id: string, key: number, token: number, batch: readonly SessionEvent[], leaseMs: number) => {
+  const appendTx = db.transaction((id: string, key: number, token: number, batch: readonly SessionEvent[], leaseMs: number, plan: RowPlan) => {
     const now = Date.now()
     const first = batch[0].seq
     const { clock, boot } = stamp()
     if (q.fence.run(batch.length, now, now + leaseMs, clock, boot, key, token, first).changes !== 1) throw refusal(id, token, first)
+    for (const seq of plan.drop) q.drop.run(key, seq)
+    const rows = plan.rows
     let i = 0
-    if (batch.length >= ROWS) {
+    if (rows.length >= ROWS && !rows.some((row) => row.replaces)) {
       const values = new Array<unknown>(ROWS * 3)
-      for (; i + ROWS <= batch.length; i += ROWS) {
+      for (; i + ROWS <= rows.length; i += ROWS) {
         for (let j = 0; j < ROWS; j++) {
-          const event = batch[i + j]
+          const row = rows[i + j]
           values[3 * j] = key
-          values[3 * j + 1] = event.seq
-          values[3 * j + 2] = JSON.stringify(event)
+          values[3 * j + 1] = row.seq
+          values[3 * j + 2] = row.event
         }
         q.insertMany.run(values)
       }
     }
-    for (; i < batch.length; i++) q.insert.run(key, batch[i].seq, JSON.stringify(batch[i]))
+    for (; i < rows.length; i++) {
+      const row = rows[i]
+      if (row.replaces) q.replace.run(row.event, key, row.seq)
+      else q.insert.run(key, row.seq, row.event)
+    }
   })
 
   function refusal(id: string, token: number, first: number): StoreError {
@@ -259,6 +271,7 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
         const lease = Object.freeze({ holder, token: opened.token, expiresAt: opened.expiresAt })
         const mine = { id, token: opened.token }
         held.add(mine)
+        const folder = new ChunkFolder(retention, opened.events)
         return {
           sessionId: id,
           created: opened.created,
@@ -267,7 +280,9 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
           append(batch: readonly SessionEvent[]) {
             if (batch.length === 0) return
             checkBatch(id, batch[0].seq, batch)
-            guard(id, () => wrapped(id, busyTimeoutMs, () => appendTx.immediate(id, opened.key, lease.token, batch, leaseMs)))
+            const plan = folder.plan(batch)
+            guard(id, () => wrapped(id, busyTimeoutMs, () => appendTx.immediate(id, opened.key, lease.token, batch, leaseMs, plan)))
+            plan.commit()
           },
           renew() {
             return settled(() => {

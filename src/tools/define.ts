@@ -44,15 +44,24 @@ export interface ToolDefinition<S extends SchemaInput<any> = SchemaInput<any>> {
    */
   readonly timeoutMs?: number
   readonly execute: (args: InferSchema<S>, context: ToolContext<any>) => string | ToolResultValue | Promise<string | ToolResultValue>
-  /** How a call of this tool cut short by a crash is settled when its session is resumed (agentTool has one). */
-  readonly [RECOVER_CALL]?: CallRecovery
 }
 
 /**
- * The key of a tool's crash recovery. Why a symbol: it is how agentTool tells a resuming parent what became of
- * a child, without the agent knowing about subagents; ordinary tools have none and keep the catalogue's repair.
+ * How a tool's calls cut short by a crash are settled when the session resumes, by tool. Why a registry: it is
+ * how agentTool tells a resuming parent what became of a child without the agent knowing about subagents;
+ * ordinary tools have none and keep the catalogue's repair (RS-5).
  */
-export const RECOVER_CALL: unique symbol = Symbol.for('agentchart.recoverCall')
+const recoveries = new WeakMap<object, CallRecovery>()
+
+/** Registers `tool`'s crash recovery (in-house: agentTool). */
+export function setCallRecovery(tool: ToolDefinition<any>, recover: CallRecovery): void {
+  recoveries.set(tool, recover)
+}
+
+/** The crash recovery of `tool`, if it has one. */
+export function callRecoveryOf(tool: ToolDefinition<any>): CallRecovery | undefined {
+  return recoveries.get(tool)
+}
 
 /** A call a crash cut short, as the resuming session knows it. */
 export interface InterruptedCall {

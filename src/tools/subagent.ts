@@ -15,7 +15,7 @@ import { LogIndex } from '../results.js'
 import { OutputSchemas } from '../request.js'
 import { createSession } from '../session/session.js'
 import type { ModelAdapter } from '../adapters/types.js'
-import { defineTool, RECOVER_CALL, type ExecutionMode, type InterruptedCall, type ToolContext, type ToolDefinition, type ToolResultValue } from './define.js'
+import { defineTool, setCallRecovery, type ExecutionMode, type InterruptedCall, type ToolContext, type ToolDefinition, type ToolResultValue } from './define.js'
 
 /** The plugin name a child's prompt carries in its source, with the parent's session and call. */
 export const SUBAGENT_SOURCE = 'agentchart/subagent'
@@ -96,7 +96,8 @@ export function agentTool<S extends SchemaInput<any>>(definition: AgentToolDefin
     ...tool,
     execute: (args, context: ToolContext<Agent>) => delegate(definition.name, maxDepth, childOptions(args, context), promptOf(args, prompt), output, context),
   })
-  return Object.freeze({ ...defined, [RECOVER_CALL]: recoverChild })
+  setCallRecovery(defined, recoverChild)
+  return defined
 }
 
 /** The session id a child gets beside its parent in the parent's store. */

@@ -1,4 +1,4 @@
-// The worked examples of docs/approvals.md, docs/forks.md, docs/subagents.md and docs/mcp.md: each doc shows
+// The worked examples of README.md (streaming), docs/approvals.md, docs/forks.md, docs/subagents.md and docs/mcp.md: each doc shows
 // the example's code and the log it really writes; this test runs the code
 // and fails when either drifts (AGENTCHART_REFRESH_DOCS=1 rewrites the logs).
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -9,6 +9,7 @@ import { approvalsExample } from '../../examples/approvals.js'
 import { forksExample } from '../../examples/forks.js'
 import { subagentsExample } from '../../examples/subagents.js'
 import { mcpExample } from '../../examples/mcp.js'
+import { streamingExample } from '../../examples/streaming.js'
 
 /** One line per event, chunks left out: `seq type {data}` with message ids and times dropped. */
 function logLines(events: readonly SessionEvent[]): string {
@@ -41,6 +42,17 @@ describe('worked examples', () => {
     expect(checkSessionInvariants(events)).toEqual([])
     captured('docs/approvals.md', 'code', readFileSync('examples/approvals.ts', 'utf8').trimEnd())
     captured('docs/approvals.md', 'log', logLines(events))
+  })
+
+  it('README.md streams the answer to a user as examples/streaming.ts does, delta by delta', async () => {
+    const written: string[] = []
+    const result = await streamingExample((text) => written.push(text))
+    expect(result.text).toBe('Your order A-17 shipped on Monday.')
+    // the answer arrives in pieces before run() resolves, and the pieces are the whole answer
+    expect(written.length).toBeGreaterThan(2)
+    expect(written.join('')).toBe(`${result.text}\n`)
+    const code = readFileSync('examples/streaming.ts', 'utf8').trimEnd()
+    captured('README.md', 'streaming', code.replace("'../src/index.js'", "'agentchart'").replace("'../src/testing/index.js'", "'agentchart/testing'"))
   })
 
   it('docs/forks.md shows examples/forks.ts and the logs it writes', async () => {

@@ -108,6 +108,27 @@ describe.each(subjects)('$name store', (subject) => {
     await again.release()
   })
 
+  it("folds a step's chunks, committed one by one, into one row once its message is committed; the log loads unchanged", async () => {
+    const store = subject.make()
+    const events = await conversation()
+    const handle = await store.open('fold')
+    for (const event of events) await handle.append([event])
+    expect(plain(await store.load('fold'))).toEqual(plain(events))
+    expect((await store.list())[0]).toMatchObject({ id: 'fold', length: events.length })
+    const chunks = events.filter((e) => e.type === 'assistant/chunk').length
+    expect(chunks).toBeGreaterThan(1)
+    if (subject.sql) {
+      // postgres keys events by the session id, sqlite by the session row's integer key
+      const where = subject.name === 'postgres' ? "session_id = 'fold'" : "session_id = (SELECT key FROM agentchart_sessions WHERE id = 'fold')"
+      const [{ n }] = (await subject.sql(`SELECT count(*) AS n FROM agentchart_events WHERE ${where}`)) as Array<{ n: number | string }>
+      expect(Number(n)).toBe(events.length - chunks + 1)
+    }
+    await handle.release()
+    const again = await store.open('fold')
+    expect(plain(again.events)).toEqual(plain(events))
+    await again.release()
+  })
+
   it('RS-7: refuses a second driver with SESSION_IN_USE naming the holder, until the lease is released or lapses', async () => {
     const store = subject.make()
     const first = await store.open('s', { holder: 'worker-a', leaseMs: 60_000 })

@@ -150,6 +150,27 @@ async function startInspector(port: number): Promise<Inspection> {
   }
 }
 
+/**
+ * Waits for Ctrl-C (SIGINT) or SIGTERM while the inspector bridge and the viewer go on serving, after a run
+ * without a terminal. Why: `demo --inspect` from a script or an IDE task printed its URLs and exited at once.
+ * Said on stderr, so `--json` output stays one event a line. Without a signal source (in-process use) it returns.
+ */
+async function keepServing(inspection: Inspection, io: DemoIO): Promise<void> {
+  const signals = io.signals
+  if (signals === undefined) return
+  const viewer = inspection.viewerUrl ? ` and the viewer at ${escapeTerminal(inspection.viewerUrl)}` : ''
+  io.err(`agentchart demo: the run is over; the inspector at ${inspection.url}${viewer} keep serving until Ctrl-C (SIGINT) or SIGTERM`)
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      signals.off('SIGINT', stop)
+      signals.off('SIGTERM', stop)
+      resolve()
+    }
+    signals.on('SIGINT', stop)
+    signals.on('SIGTERM', stop)
+  })
+}
+
 /** The last exchange of a stored log, for the "resumed" header. */
 function lastExchange(session: Session): { turns: number; prompt?: string; answer?: string } {
   let turns = 0
@@ -290,7 +311,10 @@ export async function runDemo(options: DemoOptions, io: DemoIO): Promise<number>
         inspection.viewerError = (error as Error).message
       }
     }
-    return await drive(agent, { options, io, tty, interactive, tracker, model, workspace, kept, inspection, afterwards: [] })
+    const code = await drive(agent, { options, io, tty, interactive, tracker, model, workspace, kept, inspection, afterwards: [] })
+    // without a terminal the run is over here, but what --inspect serves is for looking at it afterwards
+    if (inspection && !interactive) await keepServing(inspection, io)
+    return code
   } finally {
     if (agent) await agent.dispose()
     for (const cleanup of cleanups.reverse()) await cleanup()

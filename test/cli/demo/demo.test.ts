@@ -2,6 +2,7 @@
 // repository offline, --json is one event a line, --log survives a restart,
 // and every mistake a newcomer can make is one clear line and a non-zero exit.
 import { execFile, execFileSync, spawn } from 'node:child_process'
+import { EventEmitter } from 'node:events'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { createServer as createNetServer } from 'node:net'
@@ -138,6 +139,33 @@ describe('a file that is not a regular file (issue 30)', () => {
     expect(signalled).toEqual([])
     expect(code).toBe(0)
     expect(stdout).toContain('I did not read pipe.txt: "pipe.txt" is a FIFO (named pipe): only regular files are read.')
+  }, 60_000)
+})
+
+describe('--inspect without a terminal', () => {
+  it('keeps the inspector and the viewer serving after the run until SIGINT, then closes them and exits 0', async () => {
+    const probe = createNetServer()
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+    const port = (probe.address() as { port: number }).port
+    await new Promise((resolve) => probe.close(resolve))
+    const signals = new EventEmitter()
+    const out: string[] = []
+    const err: string[] = []
+    const io: CliIO = { out: (t) => out.push(t), err: (t) => err.push(t), cwd: repoRoot, env: {}, signals: signals as unknown as CliIO['signals'] }
+    let exited: number | undefined
+    const running = runCli(['demo', '--inspect', '--inspect-port', String(port)], io).then((code) => (exited = code))
+    while (exited === undefined && !err.some((line) => line.includes('keep serving'))) await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(out.join('\n')).toContain('turn 1 completed')
+    const viewerUrl = /the viewer at (http:\/\/127\.0\.0\.1:\d+\/\?token=\S+)/.exec(err.join('\n'))![1]
+    // the run is over and the demo is still up: both pages answer
+    const page = await fetch(viewerUrl)
+    expect(page.status).toBe(200)
+    expect(await page.text()).toMatch(/<html/i)
+    expect((await fetch(`http://localhost:${port}`).catch(() => null))?.status).toBeDefined()
+    expect(exited).toBeUndefined()
+    signals.emit('SIGINT')
+    expect(await running).toBe(0)
+    await expect(fetch(viewerUrl)).rejects.toThrow()
   }, 60_000)
 })
 
