@@ -79,7 +79,7 @@ describe('which package manager', () => {
     expect(answer).toMatch(/^This project uses npm\./)
     expect(answer).toContain('package-lock.json is in the project root (lockfileVersion 3')
     expect(answer).toContain('no "packageManager" field')
-    expect(answer).toContain('"prepare" runs "tsx scripts/build.ts --if-stale')
+    expect(answer).toContain('"check" runs "npm run typecheck && npm run lint"')
   })
 
   it('answers yarn for a Yarn Classic project, quoting its own script', async () => {
