@@ -3,7 +3,8 @@
 // waiting listeners, perform each input, let the loop become quiescent, and
 // hand back the log. Only types come from agentchart.
 import type { ConformanceDriver, Scenario, ScenarioInput } from '../../../src/testing/index.js'
-import { ForkRefused, IndependentAgent, type Chunk, type Json, type Message, type Mutation } from './loop.js'
+import { ForkRefused, IndependentAgent, type Chunk, type Json, type Message } from './loop.js'
+import type { Mutation } from './mutants.js'
 
 type Input<T extends ScenarioInput['type']> = Extract<ScenarioInput, { type: T }>
 type Kind =
