@@ -13,7 +13,7 @@ import { defineTool, toolSchemas } from '../../tools/define.js'
 import { errorResponse, maxTokensResponse, textResponse, toolCallResponse } from '../responses.js'
 import type { ScenarioInput } from '../conformance/format.js'
 import type { WalkInput } from './scenario.js'
-import { SCRIPTED, scenarioMessage, scriptInput } from './script.js'
+import { SCRIPTED, cancelCause, scenarioMessage, scriptInput } from './script.js'
 import { estimateMessageTokens, planCompaction, type CompactionPolicy, type SurfaceNodeView } from '../../session/compaction.js'
 import { SUMMARY_SOURCE, summaryText } from '../../session/schemas.js'
 import type { CompactionPlan, Message } from '../../session/schemas.js'
@@ -67,11 +67,82 @@ export function responseChunks(response: WalkInput & { type: 'model' }, callIds:
       return [...toolCallResponse([{ id: callIds(), name: 'p', arguments: '{}' }]).slice(0, -1), { type: 'finish', reason: { kind: 'max-tokens' } }]
     case 'error':
       return errorResponse({ message: SCRIPTED.modelFailure, code: 'SERVER' })
+    case 'tools-parallel':
+      return toolCallResponse([
+        { id: callIds(), name: 'p', arguments: '{}' },
+        { id: callIds(), name: 'p', arguments: '{}' },
+        { id: callIds(), name: 'p', arguments: '{}' },
+      ])
     case 'partial':
       return PARTIAL.slice(0, 2) // block-start and a delta, then it waits for the abort
+    // cut streams (CX-7): reasoning alone, whitespace alone, or reasoning, an empty text, a call and text
+    case 'partial-reasoning':
+      return [
+        { type: 'block-start', index: 0, blockType: 'reasoning' },
+        { type: 'reasoning-delta', index: 0, text: 'thinking' },
+      ]
+    case 'partial-blank':
+      return [
+        { type: 'block-start', index: 0, blockType: 'text' },
+        { type: 'text-delta', index: 0, text: ' \n' },
+      ]
+    case 'partial-mixed':
+      return [
+        { type: 'block-start', index: 0, blockType: 'reasoning' },
+        { type: 'reasoning-delta', index: 0, text: 'why' },
+        { type: 'block-start', index: 1, blockType: 'text' },
+        { type: 'text-delta', index: 1, text: '' },
+        { type: 'block-start', index: 2, blockType: 'tool-call' },
+        { type: 'tool-call-delta', index: 2, id: 'cut', name: 'p', argumentsDelta: '{' },
+        { type: 'block-start', index: 3, blockType: 'text' },
+        { type: 'text-delta', index: 3, text: 'so far' },
+      ]
     case 'overflow':
       return errorResponse({ message: SCRIPTED.overflow, code: 'CONTEXT_WINDOW_EXCEEDED' })
+    // the assembly rules (docs/conformance.md 7.4) on streams a careless adapter could send
+    case 'closed-twice':
+      return [...textResponse('hello').slice(0, -1), { type: 'block-end', index: 0, block: { type: 'text', text: 'again' } }, STOP]
+    case 'after-close':
+      return [...textResponse('hello').slice(0, -1), { type: 'text-delta', index: 0, text: ' more' }, STOP]
+    case 'no-finish':
+      return textResponse('hello').slice(0, -1)
+    case 'calls-finish-empty':
+      return [...textResponse('hello').slice(0, -1), { type: 'finish', reason: { kind: 'tool-calls' } }]
+    case 'stop-with-calls':
+      return [...toolCallResponse([{ id: callIds(), name: 'p', arguments: '{}' }]).slice(0, -1), STOP]
+    case 'usage-twice':
+      return [
+        ...textResponse('hello').slice(0, -1),
+        { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } },
+        { type: 'usage', usage: { inputTokens: 2, outputTokens: 3 } },
+        STOP,
+      ]
+    case 'out-of-order':
+      return [
+        { type: 'block-start', index: 1, blockType: 'text' },
+        { type: 'text-delta', index: 1, text: 'first seen' },
+        { type: 'block-start', index: 0, blockType: 'text' },
+        { type: 'text-delta', index: 0, text: 'lower index' },
+        STOP,
+      ]
+    case 'end-differs':
+      return [
+        { type: 'block-start', index: 0, blockType: 'text' },
+        { type: 'text-delta', index: 0, text: 'draft' },
+        { type: 'block-end', index: 0, block: { type: 'text', text: 'final' } },
+        STOP,
+      ]
   }
+}
+
+const STOP: StreamChunk = { type: 'finish', reason: { kind: 'stop' } }
+
+/** The responses whose stream asks for tool calls: a walk past its step budget tries none of them. */
+const CALLING: readonly ModelResponse[] = ['tools', 'tools-mixed', 'tools-parallel', 'stop-with-calls']
+
+/** What a cut stream's next `model` input streams: the rest of the text of `partial`, or for the others a bare finish. */
+function restOf(head: readonly StreamChunk[]): StreamChunk[] {
+  return canonical(head) === canonical(PARTIAL.slice(0, 2)) ? PARTIAL_REST : [STOP]
 }
 
 /** A text answer cut in two: `partial` streams the head and waits; the next model input streams the rest. */
@@ -173,6 +244,17 @@ export interface Budget {
   portable?: false
   /** How many requests the machine refuses to try: an answer for a call that does not wait, a job or compaction while busy. */
   strays?: number
+  /** Causes of a plain cancel to try besides the user's (CX-1): `parent`, `hook` with a reason (default: the user's only). */
+  causes?: readonly ('parent' | 'hook')[]
+  /** Answers to try instead of those `decisions` picks, per kind of wait. */
+  answers?: {
+    tool?: readonly ('ok' | 'error' | 'concludes' | 'context')[]
+    toolPre?: readonly ('allow' | 'deny' | 'throw' | 'ask')[]
+    toolPost?: readonly ('accept' | 'replace' | 'block' | 'throw')[]
+    summary?: readonly ('ok' | 'fail' | 'blank')[]
+  }
+  /** The agent's pool size (default 10): the walk's machine input, and the exported scenario's `setup.maxParallelToolCalls`. */
+  maxParallelToolCalls?: number
   /** Listener-triggered cancels to try. */
   cancelTriggers?: readonly ('agent/status' | 'turn/start' | 'step/start' | 'request/header' | 'assistant/message' | 'tools/result')[]
 }
@@ -606,7 +688,7 @@ export function createHarness(options: HarnessOptions): Harness {
         break
       case 'cancel':
         s.counters.cancels++
-        step.send({ type: 'agent.cancel', cause: { kind: 'user' }, keepInbox: input.keepInbox })
+        step.send({ type: 'agent.cancel', cause: cancelCause(input.cause), keepInbox: input.keepInbox })
         break
       case 'remove':
         s.counters.removes++
@@ -657,6 +739,9 @@ export function createHarness(options: HarnessOptions): Harness {
         if (!p) return false
         take(p)
         if (input.outcome === 'fail') step.send({ type: 'compaction.failed', id: p.id, failure: { message: SCRIPTED.summaryFailure, code: 'UNKNOWN' } })
+        // CP-3: as the runtime, a summary of whitespace only is no summary
+        else if (input.outcome === 'blank')
+          step.send({ type: 'compaction.failed', id: p.id, failure: { message: 'the compaction summariser returned no summary text', code: 'EMPTY_RESPONSE' } })
         else {
           const message: Message = { id: 'summary', role: 'user', content: [{ type: 'text', text: summaryText(SCRIPTED.summary) }], source: SUMMARY_SOURCE }
           const tokensAfter = Math.max(0, p.plan.tokensBefore - p.plan.rangeTokens + estimateMessageTokens(message))
@@ -703,8 +788,8 @@ export function createHarness(options: HarnessOptions): Harness {
       case 'model': {
         const p = first('model')
         if (!p || (p.partial && input.response !== 'text')) return false
-        const chunks = p.partial ? PARTIAL_REST : responseChunks(input, () => `c${++s.counters.calls}`)
-        const end = p.partial !== undefined || input.response !== 'partial'
+        const chunks = p.partial ? restOf(p.partial.chunks) : responseChunks(input, () => `c${++s.counters.calls}`)
+        const end = p.partial !== undefined || !input.response.startsWith('partial')
         s.script.push(scriptInput(input, { chunks, end }))
         step.stream(p, chunks, !end)
         break
@@ -842,7 +927,7 @@ export function createHarness(options: HarnessOptions): Harness {
           }
           if (p.name === 'tools/pre-execute')
             out.push(
-              ...(budget.approvals ? (['allow', 'ask'] as const) : pick(['allow', 'deny', 'throw'] as const, ['allow'] as const)).map((decision) => ({
+              ...(budget.answers?.toolPre ?? (budget.approvals ? (['allow', 'ask'] as const) : pick(['allow', 'deny', 'throw'] as const, ['allow'] as const))).map((decision) => ({
                 type: 'tool-pre' as const,
                 callId: String(p.payload.callId),
                 decision,
@@ -850,7 +935,7 @@ export function createHarness(options: HarnessOptions): Harness {
             )
           if (p.name === 'tools/post-execute')
             out.push(
-              ...pick(['accept', 'replace', 'block', 'throw'] as const, ['accept'] as const).map((decision) => ({
+              ...(budget.answers?.toolPost ?? pick(['accept', 'replace', 'block', 'throw'] as const, ['accept'] as const)).map((decision) => ({
                 type: 'tool-post' as const,
                 callId: String(p.payload.callId),
                 decision,
@@ -866,13 +951,13 @@ export function createHarness(options: HarnessOptions): Harness {
             break
           }
           const toolsAllowed = ctx.step < budget.steps
-          const responses = budget.responses.filter((r) => toolsAllowed || (r !== 'tools' && r !== 'tools-mixed'))
+          const responses = budget.responses.filter((r) => toolsAllowed || !CALLING.includes(r))
           out.push(...responses.map((response) => ({ type: 'model' as const, response })))
           break
         }
         case 'tool':
           out.push(
-            ...pick(['ok', 'error', 'concludes', 'context'] as const, ['ok'] as const).map((outcome) => ({
+            ...(budget.answers?.tool ?? pick(['ok', 'error', 'concludes', 'context'] as const, ['ok'] as const)).map((outcome) => ({
               type: 'tool' as const,
               callId: p.call.callId,
               outcome,
@@ -886,7 +971,7 @@ export function createHarness(options: HarnessOptions): Harness {
           out.push({ type: 'backoff-elapsed' })
           break
         case 'summary':
-          out.push(...pick(['ok', 'fail'] as const, ['ok', 'fail'] as const).map((outcome) => ({ type: 'summary' as const, outcome })))
+          out.push(...(budget.answers?.summary ?? (['ok', 'fail'] as const)).map((outcome) => ({ type: 'summary' as const, outcome })))
           break
       }
     }
@@ -904,6 +989,7 @@ export function createHarness(options: HarnessOptions): Harness {
       }
       if (c.cancels < budget.cancels && state.cancelOn === null) {
         out.push({ type: 'cancel', keepInbox: false }, { type: 'cancel', keepInbox: true })
+        for (const cause of budget.causes ?? []) out.push({ type: 'cancel', keepInbox: false, cause })
         for (const trigger of budget.cancelTriggers) out.push({ type: 'cancel-on', trigger })
       }
       const pendingIds = [...ctx.nextTurn, ...ctx.nextStep].map((m: UserMessage) => m.id)

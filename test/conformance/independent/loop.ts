@@ -509,7 +509,7 @@ export class IndependentAgent {
   async #runActivity(): Promise<void> {
     for (;;) {
       // TU-3: cancelled before the turn opens (e.g. from the running-status listener)
-      if (this.#checkpoint() && !this.mutated('no-checkpoint-before-turn-start')) break
+      if (!this.mutated('no-checkpoint-before-turn-start') && this.#checkpoint()) break
       const end = await this.#runTurn()
       // PH-4: a completed turn goes straight on to pending work
       const goesOn =
@@ -567,7 +567,7 @@ export class IndependentAgent {
     this.#lastStep = 'none'
     const signal = this.#controller.signal
     // CX-6: a cancel landing right after turn/start opens no proposal
-    if (this.#checkpoint() && !this.mutated('no-checkpoint-after-turn-start')) return this.#close(this.#aborted())
+    if (!this.mutated('no-checkpoint-after-turn-start') && this.#checkpoint()) return this.#close(this.#aborted())
     for (;;) {
       const batch = this.#claim(this.#step === 0)
       if (this.#checkpoint()) return this.#close(this.#aborted())
