@@ -48,7 +48,10 @@ const AWAITING_APPROVAL = [
   { seq: 10, time: 11, type: 'tool/approval-request', data: { turn: 1, step: 1, callId: 'c1', name: 'x', reason: 'a person decides' } },
 ]
 
-/** A stored log cut while call c9 of step 1 ran: repair gives it a TOOL_OUTCOME_UNKNOWN result before step/end (RS-4). */
+/**
+ * A stored log cut while call c9 of step 1 ran, before c10 started: repair gives c9 a TOOL_OUTCOME_UNKNOWN result
+ * and c10 a TOOL_NOT_STARTED one before step/end (RS-4, RS-5).
+ */
 const CRASHED_IN_TOOLS = [
   ...CRASHED,
   { seq: 5, time: 6, type: 'request/header', data: { header: { config: SCENARIO_CONFIG }, reason: 'initial' } },
@@ -60,7 +63,11 @@ const CRASHED_IN_TOOLS = [
     data: {
       turn: 1,
       step: 1,
-      message: { id: 'a1', role: 'assistant', content: [{ type: 'tool-call', id: 'c9', name: 'p', arguments: '{}' }], source: { kind: 'model', ...SCENARIO_CONFIG } },
+      message: { id: 'a1', role: 'assistant', content: [
+          { type: 'tool-call', id: 'c9', name: 'p', arguments: '{}' },
+          { type: 'tool-call', id: 'c10', name: 'x', arguments: '{}' },
+        ],
+        source: { kind: 'model', ...SCENARIO_CONFIG } },
     },
     surfaceOp: 'append',
     sourceEventSeqs: [],

@@ -266,8 +266,7 @@ export class IndependentAgent {
     let open: { turn: number; step: number | null } | null = null
     // IN-14: splices inherited through a fork (before the latest fork marker) are not the inbox's
     // (the mutation replays them all, as if the fork's seed were the parent's own log)
-    const fork =
-      this.mutated('inherited-splices') ? -1 : this.log.findLastIndex((e) => e.type === 'session/end-seed' && (e.data as any).fork !== undefined)
+    const fork = this.mutated('inherited-splices') ? -1 : this.log.findLastIndex((e) => e.type === 'session/end-seed' && (e.data as any).fork !== undefined)
     for (const e of this.log) {
       const d = e.data as any
       if (e.type === 'turn/start') {
@@ -289,20 +288,32 @@ export class IndependentAgent {
     const time = seed[seed.length - 1].time
     try {
       if (open.step !== null) {
-        const results = new Set(this.log.filter((e) => e.type === 'tool/result').map((e) => (e.data as any).message.source.callId))
-        const calls = this.log.filter((e) => e.type === 'tool/call' && (e.data as any).turn === open!.turn && (e.data as any).step === open!.step)
-        for (const call of calls) {
-          const callId = (call.data as any).callId
+        // spec 3: the calls of the open step without a result, in the order of its last whole anchor, then logged calls it does not name
+        const stepStart = this.log.findLastIndex((e) => e.type === 'step/start' && (e.data as any).turn === open!.turn)
+        const inStep = this.log.slice(stepStart + 1)
+        const results = new Set(inStep.filter((e) => e.type === 'tool/result').map((e) => (e.data as any).message.source.callId))
+        const logged = new Map(inStep.filter((e) => e.type === 'tool/call').map((e) => [(e.data as any).callId as string, e.seq]))
+        const anchor = inStep.findLast((e) => e.type === 'assistant/message' && !(e.data as any).interrupted)
+        const named = anchor ? ((anchor.data as any).message.content as any[]).filter((b) => b.type === 'tool-call').map((b) => b.id as string) : []
+        for (const callId of new Set([...named, ...logged.keys()])) {
           if (results.has(callId) || this.mutated('repair-no-results')) continue
-          const content = 'Error: the outcome of this tool call is unknown: the session was interrupted while it ran.'
+          const seq = logged.get(callId)
+          const started = seq !== undefined || this.mutated('repair-all-unknown')
+          const content = started
+            ? 'Error: the outcome of this tool call is unknown: the session was interrupted while it ran. Retry it blindly only if the call is safe to repeat.'
+            : 'Error: this tool call was never started: the session was interrupted before it ran. You may retry it.'
           const message = {
             id: `repair-${callId}`,
             role: 'user',
             source: { kind: 'tool', callId },
             content: [{ type: 'tool-result', toolCallId: callId, content, isError: true }],
           }
-          const data = { turn: open.turn, step: open.step, message, error: { name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' } }
-          this.#append('tool/result', data, { surfaceOp: 'append', sourceEventSeqs: [call.seq], time })
+          const error = started ? { name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' } : { name: 'ToolNotStartedError', code: 'TOOL_NOT_STARTED' }
+          this.#append(
+            'tool/result',
+            { turn: open.turn, step: open.step, message, error },
+            { surfaceOp: 'append', ...(seq !== undefined ? { sourceEventSeqs: [seq] } : {}), time },
+          )
         }
         try {
           this.#append('step/end', { turn: open.turn, step: open.step }, { time })
@@ -391,7 +402,13 @@ export class IndependentAgent {
     const found = this.#find(id)
     if (!found) return false
     const [target, index, list] = found
-    this.#append('agent/inbox/spliced', { target, start: index, removedCount: 1, inserted: [], ...(this.mutated('remove-without-outcome') ? {} : { outcome: 'canceled' }) })
+    this.#append('agent/inbox/spliced', {
+      target,
+      start: index,
+      removedCount: 1,
+      inserted: [],
+      ...(this.mutated('remove-without-outcome') ? {} : { outcome: 'canceled' }),
+    })
     const [gone] = list.splice(index, 1)
     this.#notify('agent/inbox/discarded', { message: gone })
     return true
@@ -401,7 +418,8 @@ export class IndependentAgent {
     const found = this.#find(id)
     if (!found) return false
     const [target, index, list] = found
-    if (message.id !== id && this.#pending(message.id) && !this.mutated('replace-duplicate-accepted')) throw new Error(`message ${message.id} is already pending`)
+    if (message.id !== id && this.#pending(message.id) && !this.mutated('replace-duplicate-accepted'))
+      throw new Error(`message ${message.id} is already pending`)
     this.#append('agent/inbox/spliced', { target, start: index, removedCount: 1, inserted: [message], outcome: 'canceled' })
     list.splice(index, 1, clone(message))
     return true
@@ -584,7 +602,8 @@ export class IndependentAgent {
         if (!this.mutated('step-after-reject')) return this.#close({ kind: this.mutated('reject-completes') ? 'completed' : 'blocked' }) // TU-5, TU-6
         decision = { kind: 'enter', messages: batch }
       }
-      if (decision.messages.length === 0 && (this.#lastStepKind() !== 'continue' || this.mutated('empty-after-continue-ends'))) return this.#close(this.#standing()) // TU-7, TU-8
+      if (decision.messages.length === 0 && (this.#lastStepKind() !== 'continue' || this.mutated('empty-after-continue-ends')))
+        return this.#close(this.#standing()) // TU-7, TU-8
       // CP-1: the policy is checked with the entering input, before the step opens (spec 7.10)
       if (this.options.compaction?.auto) {
         try {
@@ -767,15 +786,25 @@ export class IndependentAgent {
       if (cancelled) {
         // CX-7: the visible prefix survives
         const kept = (b: any) =>
-          this.mutated('interrupted-keeps-calls') ||
-          b.type === 'text' ||
-          (b.type === 'reasoning' && !this.mutated('interrupted-text-only'))
+          this.mutated('interrupted-keeps-calls') || b.type === 'text' || (b.type === 'reasoning' && !this.mutated('interrupted-text-only'))
         const visible = response.content.filter((b: any) => kept(b) && (b.text !== '' || this.mutated('interrupted-keeps-empty')))
         const shows = (b: any) => (b.type === 'text' || (b.type === 'reasoning' && !this.mutated('reasoning-not-shown'))) && /\S/.test(b.text)
         if ((visible.some(shows) || (this.mutated('whitespace-shown') && visible.length > 0)) && !this.mutated('no-visible-prefix')) {
           const flag = this.mutated('no-interrupted-flag') ? {} : { interrupted: true }
-          const message = { id: this.#id('a'), role: 'assistant', content: visible, source: { kind: 'model', ...context }, ...(this.mutated('interrupted-inside-message') ? flag : {}) }
-          const data = { turn, step, message, ...(response.usage ? { usage: response.usage } : {}), ...(this.mutated('interrupted-inside-message') ? {} : flag) }
+          const message = {
+            id: this.#id('a'),
+            role: 'assistant',
+            content: visible,
+            source: { kind: 'model', ...context },
+            ...(this.mutated('interrupted-inside-message') ? flag : {}),
+          }
+          const data = {
+            turn,
+            step,
+            message,
+            ...(response.usage ? { usage: response.usage } : {}),
+            ...(this.mutated('interrupted-inside-message') ? {} : flag),
+          }
           this.#append('assistant/message', data, { surfaceOp: 'append', sourceEventSeqs: seqs })
         }
         return 'aborted'
@@ -817,7 +846,12 @@ export class IndependentAgent {
           if (!this.mutated('retry-later-not-started')) this.#append('llm/retry-started', { turn, step, retryId, retry: attempt })
         }
         if (action?.kind === 'retry') continue // RQ-10
-        if (this.mutated('failed-attempt-anchored')) this.#append('assistant/message', { turn, step, message: { id: this.#id('a'), role: 'assistant', content: [], source: { kind: 'model', ...context } } })
+        if (this.mutated('failed-attempt-anchored'))
+          this.#append('assistant/message', {
+            turn,
+            step,
+            message: { id: this.#id('a'), role: 'assistant', content: [], source: { kind: 'model', ...context } },
+          })
         throw { failure: this.mutated('give-up-code-unknown') ? { ...response.finish.failure, code: 'UNKNOWN' } : response.finish.failure } // RQ-9
       }
       // ST-7..ST-10: the anchor, then the tools it asks for
@@ -831,7 +865,11 @@ export class IndependentAgent {
           { surfaceOp: 'append', sourceEventSeqs: seqs },
         )
       if (maxTokens && !this.mutated('max-tokens-runs-calls')) return 'max-tokens'
-      const calls = (maxTokens ? response.content : content).filter((b: any) => b.type === 'tool-call') as Array<{ id: string; name: string; arguments: string }>
+      const calls = (maxTokens ? response.content : content).filter((b: any) => b.type === 'tool-call') as Array<{
+        id: string
+        name: string
+        arguments: string
+      }>
       if (calls.length === 0 && this.mutated('tool-calls-finish-continues') && response.finish.kind === 'tool-calls') return 'continue'
       if (calls.length === 0 || (this.mutated('stop-finish-ignores-calls') && response.finish.kind === 'stop')) return 'completed'
       const tools = await new ToolBatch(this, calls).run()
@@ -1157,7 +1195,8 @@ class ToolBatch {
           return this.#endWithoutBody(i, errorOutcome(reason, this.#denied()))
         }
         if (decision?.kind === 'ask') return this.#ask(i, execution, String(decision.reason))
-        if (decision?.kind === 'deny') return this.#endWithoutBody(i, errorOutcome(String(decision.reason), this.#denied()), this.agent.mutated('deny-skips-post'))
+        if (decision?.kind === 'deny')
+          return this.#endWithoutBody(i, errorOutcome(String(decision.reason), this.#denied()), this.agent.mutated('deny-skips-post'))
         this.#runBody(i, execution)
         this.#pump()
       },
@@ -1191,7 +1230,11 @@ class ToolBatch {
     this.agent.approvalWaits.set(call.id, ({ approved, reason: why }) => {
       signal.removeEventListener('abort', onAbort)
       this.#preRunning = false
-      const answer = approved ? { decision: 'approve' } : this.agent.mutated('approval-deny-reason-lost') ? { decision: 'deny' } : { decision: 'deny', reason: why ?? 'denied' }
+      const answer = approved
+        ? { decision: 'approve' }
+        : this.agent.mutated('approval-deny-reason-lost')
+          ? { decision: 'deny' }
+          : { decision: 'deny', reason: why ?? 'denied' }
       try {
         this.agent.append('tool/approval-answer', { turn, step, callId: call.id, ...answer })
       } catch (error) {
@@ -1280,7 +1323,10 @@ class ToolBatch {
       try {
         const seq = this.agent.append('tool/call', { turn, step, callId: call.id, name: call.name, arguments: call.arguments }).seq
         this.#callSeqs[i] = seq
-        this.#log(i, this.agent.mutated('synthetic-code-wrong') ? { ...ABORTED_BEFORE_DISPATCH, error: { name: 'AbortError', code: 'ABORTED' } } : ABORTED_BEFORE_DISPATCH)
+        this.#log(
+          i,
+          this.agent.mutated('synthetic-code-wrong') ? { ...ABORTED_BEFORE_DISPATCH, error: { name: 'AbortError', code: 'ABORTED' } } : ABORTED_BEFORE_DISPATCH,
+        )
       } catch (error) {
         this.#fail(error)
       }
@@ -1337,7 +1383,10 @@ class ToolBatch {
       content: [{ type: 'tool-result', toolCallId: callId, content: outcome.content, isError: outcome.isError }],
     }
     const data = { turn, step, message, ...(outcome.error ? { error: outcome.error } : {}) }
-    this.agent.append('tool/result', data, { surfaceOp: 'append', ...(this.agent.mutated('result-cites-nothing') ? {} : { sourceEventSeqs: [this.#callSeqs[i]] }) })
+    this.agent.append('tool/result', data, {
+      surfaceOp: 'append',
+      ...(this.agent.mutated('result-cites-nothing') ? {} : { sourceEventSeqs: [this.#callSeqs[i]] }),
+    })
   }
 }
 
@@ -1377,7 +1426,9 @@ interface Slot {
 export function assemble(chunks: Chunk[], mutation?: Mutation): { content: any[]; finish: any; usage?: Json } {
   const mutated = (name: Mutation) => mutation === name
   const slots = new Map<number, Slot>()
-  let finish: any = mutated('no-finish-is-error') ? { kind: 'error', failure: { message: 'the stream ended with no finish', code: 'UNKNOWN' } } : { kind: 'stop' }
+  let finish: any = mutated('no-finish-is-error')
+    ? { kind: 'error', failure: { message: 'the stream ended with no finish', code: 'UNKNOWN' } }
+    : { kind: 'stop' }
   let usage: Json | undefined
   for (const chunk of chunks) {
     const c = chunk as any
@@ -1408,7 +1459,8 @@ export function assemble(chunks: Chunk[], mutation?: Mutation): { content: any[]
       // the mutants: a second block-end replaces the first; a delta after the close extends it
       const closed = slot.closed as any
       if (mutated('second-close-wins') && c.type === 'block-end') slot.closed = c.block
-      else if (mutated('deltas-after-close') && typeof c.text === 'string' && typeof closed.text === 'string') slot.closed = { ...closed, text: closed.text + c.text }
+      else if (mutated('deltas-after-close') && typeof c.text === 'string' && typeof closed.text === 'string')
+        slot.closed = { ...closed, text: closed.text + c.text }
       continue
     }
     if (c.type === 'block-end') slot.closed = mutated('block-end-not-authoritative') ? undefined : c.block

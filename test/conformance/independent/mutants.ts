@@ -124,6 +124,7 @@ export const MUTANTS = [
   m('result-cites-nothing', '7.6', 'TL-8', 'tool/result has no sourceEventSeqs'),
   // ---- seed, repair, forks (7.9, 5.17, 5.18) ----
   m('repair-no-results', '7.9', 'RS-4', 'repair closes the open step without results for its calls'),
+  m('repair-all-unknown', '3', 'RS-5', 'a call only named by the anchor gets the unknown-outcome result, not the never-started one'),
   m('repair-completes', '7.9', 'RS-4', 'a repaired turn ends completed, not interrupted'),
   m('repair-refusal-goes-on', '7.9', 'RS-4', 'a refused repair closer does not stop the later ones'),
   m('inherited-splices', '5.17', 'IN-14', 'a fork replays the splices of its seed as its own inbox'),
