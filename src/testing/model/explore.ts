@@ -40,6 +40,10 @@ export interface GeneratedScenario {
   description: string
   inputs: WalkInput[]
   script: ScenarioInput[]
+  /** For each input of `script`: whether the turn's signal had aborted when it was performed (for the data cover). */
+  scriptAborted?: boolean[]
+  /** For each input of `script`: the log's length when it was performed. */
+  scriptAt?: number[]
   /** The stored log the agent is created over, and the store failures armed before it is created. */
   seed?: SeedEvent[]
   faults?: FailAppend[]
@@ -201,7 +205,7 @@ export function explore(
     // (for the agent, whose scenarios make the suite) that reaches a data key not yet reached: an answer that leads to
     // the same abstract state (a thrown body, a cause, a cut stream) still changes the log
     const ends: HarnessState[] = []
-    const keysOf = (state: HarnessState) => (name === 'agent' ? dataKeys(state) : [])
+    const keysOf = (state: HarnessState) => (name === 'agent' ? dataKeys({ ...state, setup: pool }) : [])
     for (const node of nodes) {
       ends.push(node.state)
       node.state.takenAll.forEach((t) => covered.add(t))
@@ -245,6 +249,8 @@ export function explore(
         description: describe(state.inputs),
         inputs: state.inputs,
         script: state.script,
+        scriptAborted: state.scriptAborted,
+        scriptAt: state.scriptAt.map((at) => at + seed.length),
         ...(budget.seed ? { seed: budget.seed.map((e) => ({ ...e })) } : {}),
         ...(faults.length > 0 ? { faults } : {}),
         ...limit,

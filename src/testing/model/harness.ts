@@ -179,6 +179,9 @@ export interface HarnessState {
   inputs: WalkInput[]
   /** The same inputs spelled out in the portable format (prelude failures aside: they become the setup's faults). */
   script: ScenarioInput[]
+  /** For each input of `script`: whether the turn's signal had aborted when it was performed, and the trace's length then (for the data cover). */
+  scriptAborted: boolean[]
+  scriptAt: number[]
   aborted: boolean
   armed: string | null
   /** A listener that cancels when this happens next. */
@@ -352,6 +355,8 @@ class Step {
           keys: { ...from.keys },
           inputs: [...from.inputs],
           script: [...from.script],
+          scriptAborted: [...from.scriptAborted],
+          scriptAt: [...from.scriptAt],
           rejections: [...from.rejections],
           counters: { ...from.counters },
           taken: [],
@@ -375,6 +380,8 @@ class Step {
           },
           inputs: [],
           script: [],
+          scriptAborted: [],
+          scriptAt: [],
           aborted: false,
           armed: null,
           cancelOn: null,
@@ -680,6 +687,11 @@ export function createHarness(options: HarnessOptions): Harness {
     const first = <K extends Pending['kind']>(kind: K, pred: (p: Extract<Pending, { kind: K }>) => boolean = () => true) =>
       s.pending.find((p) => p.kind === kind && pred(p as Extract<Pending, { kind: K }>)) as Extract<Pending, { kind: K }> | undefined
     const take = (p: Pending) => (s.pending = s.pending.filter((q) => q !== p))
+    const record = (explicit: ScenarioInput) => {
+      s.script.push(explicit)
+      s.scriptAborted.push(s.aborted)
+      s.scriptAt.push(s.trace.length)
+    }
     const hookOf = (name: string, callId?: string) => first('hook', (p) => p.name === name && (callId === undefined || p.payload.callId === callId))
     switch (input.type) {
       case 'send':
@@ -790,7 +802,7 @@ export function createHarness(options: HarnessOptions): Harness {
         if (!p || (p.partial && input.response !== 'text')) return false
         const chunks = p.partial ? restOf(p.partial.chunks) : responseChunks(input, () => `c${++s.counters.calls}`)
         const end = p.partial !== undefined || !input.response.startsWith('partial')
-        s.script.push(scriptInput(input, { chunks, end }))
+        record(scriptInput(input, { chunks, end }))
         step.stream(p, chunks, !end)
         break
       }
@@ -818,7 +830,7 @@ export function createHarness(options: HarnessOptions): Harness {
         if (!p) return false
         take(p)
         const steer = input.decision === 'steer' ? scenarioMessage(`steer${s.counters.messages + 1}`) : undefined
-        s.script.push(scriptInput(input, { steer }))
+        record(scriptInput(input, { steer }))
         if (input.decision === 'throw') {
           step.send(listenerThrew(p.id))
           break
@@ -870,7 +882,7 @@ export function createHarness(options: HarnessOptions): Harness {
         const p = first('tool', (q) => q.call.callId === input.callId)
         if (!p) return false
         take(p)
-        s.script.push(scriptInput(input, { aborted: s.aborted }))
+        record(scriptInput(input, { aborted: s.aborted }))
         step.send({ type: 'tool.settled', id: p.id, outcome: toolOutcome(input.callId, input.outcome) })
         break
       }
@@ -896,7 +908,7 @@ export function createHarness(options: HarnessOptions): Harness {
     s.inputs.push(input)
     // model, tool and turn-stopping inputs recorded their explicit form above, with what they streamed or settled;
     // a watch has no portable form (walks with facts are not replayed)
-    if (input.type !== 'model' && input.type !== 'tool' && input.type !== 'turn-stopping' && input.type !== 'watch') s.script.push(scriptInput(input))
+    if (input.type !== 'model' && input.type !== 'tool' && input.type !== 'turn-stopping' && input.type !== 'watch') record(scriptInput(input))
     return true
   }
 
@@ -1028,7 +1040,9 @@ export function createHarness(options: HarnessOptions): Harness {
     return JSON.stringify([
       (state.machine as { value: unknown }).value,
       state.done,
-      state.pending.map((p) => (p.kind === 'hook' ? p.name : p.kind === 'model' && p.partial ? 'model-partial' : p.kind)).sort(),
+      state.pending
+        .map((p) => (p.kind === 'hook' ? p.name : p.kind === 'model' && p.partial ? `model-partial:${p.partial.chunks.map((c) => c.type).join()}` : p.kind))
+        .sort(),
       state.aborted,
       state.armed,
       ctx.cancelCause !== null,
