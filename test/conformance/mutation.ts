@@ -29,7 +29,7 @@ function how(result: ScenarioResult): string {
 }
 
 /** The first scenario of `scenarios` that fails on the loop with `mutation` planted, or null. */
-export async function firstFailure(scenarios: readonly Scenario[], mutation: Mutation): Promise<{ id: string; how: string } | null> {
+export async function firstFailure(scenarios: readonly Scenario[], mutation: Mutation | undefined): Promise<{ id: string; how: string } | null> {
   for (const scenario of scenarios) {
     let result: ScenarioResult
     try {
@@ -47,6 +47,9 @@ export async function runMutants(
   scenarios: readonly Scenario[],
   options: { only?: readonly string[]; onResult?: (result: MutantResult) => void } = {},
 ): Promise<MutationReport> {
+  // a mutant is caught only against a loop that passes: the unmutated loop must pass every scenario first
+  const baseline = await firstFailure(scenarios, undefined)
+  if (baseline) throw new Error(`the unmutated independent loop fails ${baseline.id} (${baseline.how}): no mutant can be judged`)
   const results: MutantResult[] = []
   const chosen = (MUTANTS as readonly Mutant[]).filter((m) => !options.only || options.only.includes(m.name))
   for (const mutant of chosen) {

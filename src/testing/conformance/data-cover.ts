@@ -14,7 +14,21 @@ const WINDOW = 2
 type Traced = Pick<ExpectedEvent, 'type' | 'data'>
 
 /** The inputs whose key names the events after them: the user's calls and the store's refusals. */
-const ACTIONS = new Set<string>(['send', 'cancel', 'cancel-on', 'remove', 'replace', 'clear', 'splice', 'maintenance', 'dispose', 'compact', 'fail-append', 'fork', 'resume'])
+const ACTIONS = new Set<string>([
+  'send',
+  'cancel',
+  'cancel-on',
+  'remove',
+  'replace',
+  'clear',
+  'splice',
+  'maintenance',
+  'dispose',
+  'compact',
+  'fail-append',
+  'fork',
+  'resume',
+])
 
 /** The shape of a JSON value: keys, booleans, named string values, zero or not, and item shapes; never free text. */
 function shape(value: unknown, field = ''): string {
@@ -30,7 +44,13 @@ function shape(value: unknown, field = ''): string {
 
 /** An event in a few characters: its type and the one field that says most about it. */
 function label(event: Traced): string {
-  const d = (event.data ?? {}) as { target?: string; removedCount?: number; turn?: number; reason?: { kind?: string; reason?: { kind?: string } }; message?: { content?: Array<{ isError?: boolean }> } }
+  const d = (event.data ?? {}) as {
+    target?: string
+    removedCount?: number
+    turn?: number
+    reason?: { kind?: string; reason?: { kind?: string } }
+    message?: { content?: Array<{ isError?: boolean }> }
+  }
   switch (event.type) {
     case 'agent/inbox/spliced':
       return `spliced(${d.target}${d.removedCount ? '-' : '+'})`
@@ -46,8 +66,8 @@ function label(event: Traced): string {
 }
 
 /** One input as a key: its type and how it answers, with the flags the rules read. */
-function inputKey(input: ScenarioInput, aborted: boolean): string {
-  const after = aborted ? ':aborted' : ''
+function inputKey(input: ScenarioInput, flags: string): string {
+  const after = flags ? `:${flags}` : ''
   switch (input.type) {
     case 'send':
       return `send:${input.target}:${input.wakeup}${after}`
@@ -58,7 +78,15 @@ function inputKey(input: ScenarioInput, aborted: boolean): string {
     case 'model': {
       // the stream's chunks in order, runs of deltas collapsed: each malformed or cut stream is its own key
       const types = input.chunks.map((c) =>
-        c.type === 'finish' ? `finish-${c.reason.kind}` : c.type === 'block-start' ? `start-${c.blockType}` : c.type === 'block-end' ? `end-${c.index}` : c.type,
+        c.type === 'finish'
+          ? `finish-${c.reason.kind}`
+          : c.type === 'block-start'
+            ? `start-${c.blockType}`
+            : c.type === 'block-end'
+              ? `end-${c.index}`
+              : (c.type === 'text-delta' || c.type === 'reasoning-delta') && !/\S/.test(c.text)
+                ? `${c.type}-blank`
+                : c.type,
       )
       return `model:${types.filter((t, i) => !(t.endsWith('-delta') && t === types[i - 1])).join('>')}:${input.end}`
     }
@@ -89,27 +117,43 @@ function inputKey(input: ScenarioInput, aborted: boolean): string {
  */
 export function dataKeys(scenario: {
   script: readonly ScenarioInput[]
-  scriptAborted?: readonly boolean[]
+  scriptFlags?: readonly string[]
   scriptAt?: readonly number[]
+  notes?: readonly string[]
   trace: readonly Traced[]
-  setup?: { maxParallelToolCalls?: number }
+  setup?: { maxParallelToolCalls?: number; compaction?: boolean }
 }): string[] {
   const keys = new Set<string>()
   // chunks echo the model inputs: the events around them say what the loop made of them
   const told = scenario.trace.map((e, seq) => ({ seq, label: label(e) })).filter((e) => e.label !== 'assistant/chunk')
+  // the answer a call's body gave, for the key of its post-execute (a decision applies to the outcome it is given)
+  const bodies = new Map<string, string>()
+  let lastModel = ''
+  // with a smaller pool or compaction on, what follows every answer is keyed: the order of calls and attempts differs
+  const unusual = scenario.setup?.maxParallelToolCalls !== undefined || scenario.setup?.compaction === true
+  const tag = unusual ? `[${scenario.setup?.maxParallelToolCalls ?? ''}${scenario.setup?.compaction ? 'c' : ''}]` : ''
   scenario.script.forEach((input, i) => {
-    const key = inputKey(input, scenario.scriptAborted?.[i] === true)
+    const flags = scenario.scriptFlags?.[i] ?? ''
+    let key = inputKey(input, flags)
+    if (input.type === 'model') lastModel = key
+    // an input made while a stream is cut short names that stream (what a cancel keeps of it depends on its text)
+    if (flags.includes('cut') && input.type !== 'model') key = `${key}|${lastModel}`
+    if (input.type === 'tool') bodies.set(input.callId, key)
+    if (input.type === 'tool-post') key = `${key}|${bodies.get(input.callId) ?? ''}`
     keys.add(`in:${key}`)
     const at = scenario.scriptAt?.[i]
     // what follows says most after the user's own calls and the store's refusals; an answer's effect is in its events' shapes
-    if (at === undefined || !ACTIONS.has(input.type)) return
-    const next = told.filter((e) => e.seq >= at).slice(0, WINDOW)
-    keys.add(`then:${key}=>${next.map((e) => e.label).join('>')}`)
+    if (at === undefined || !(ACTIONS.has(input.type) || unusual)) return
+    // an armed listener cancel shows only later, so its inputs look further ahead
+    const next = told.filter((e) => e.seq >= at).slice(0, flags.includes('armed') ? 2 * WINDOW : WINDOW)
+    // with compaction on, a failed attempt is keyed with what came before it too (the step's earlier compaction)
+    const before = scenario.setup?.compaction && input.type === 'model' ? `${told.filter((e) => e.seq < at).at(-1)?.label ?? ''}<` : ''
+    keys.add(`then${tag}:${before}${key}=>${next.map((e) => e.label).join('>')}`)
   })
   scenario.trace.forEach((event, i) => {
     keys.add(`ev:${event.type}:${shape(event.data)}`)
     if (i > 0) keys.add(`seq:${label(scenario.trace[i - 1])}>${label(event)}`)
   })
-  if (scenario.setup?.maxParallelToolCalls !== undefined) keys.add(`setup:maxParallelToolCalls=${scenario.setup.maxParallelToolCalls}`)
+  for (const note of scenario.notes ?? []) keys.add(`note:${note}`)
   return [...keys]
 }

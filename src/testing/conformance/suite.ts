@@ -57,7 +57,10 @@ export function exploreAgent(): Exploration {
 export function buildSuite(size = 240, exploration: Exploration = exploreAgent()): { suite: Suite; coverage: CoverageReport; selected: GeneratedScenario[] } {
   const replayable = exploration.scenarios.filter((s) => s.replayable)
   // the cover takes every transition and every data key (data-cover.ts): a rule about data takes no transition of its own
-  const keyed = replayable.map((g) => ({ g, covers: [...g.covers, ...dataKeys({ ...g, setup: { maxParallelToolCalls: g.maxParallelToolCalls } })] }))
+  const keyed = replayable.map((g) => {
+    const setup = { maxParallelToolCalls: g.maxParallelToolCalls, compaction: g.compaction !== undefined }
+    return { g, covers: [...g.covers, ...dataKeys({ ...g, setup })] }
+  })
   const selected = selectScenarios(keyed, size).map((k) => k.g)
   const suite: Suite = {
     format: SUITE_FORMAT,

@@ -40,8 +40,10 @@ export interface GeneratedScenario {
   description: string
   inputs: WalkInput[]
   script: ScenarioInput[]
-  /** For each input of `script`: whether the turn's signal had aborted when it was performed (for the data cover). */
-  scriptAborted?: boolean[]
+  /** For each input of `script`: what held when it was performed (harness.ts, for the data cover). */
+  scriptFlags?: string[]
+  /** Facts of the walk the log does not spell out (for the data cover). */
+  notes?: string[]
   /** For each input of `script`: the log's length when it was performed. */
   scriptAt?: number[]
   /** The stored log the agent is created over, and the store failures armed before it is created. */
@@ -51,6 +53,8 @@ export interface GeneratedScenario {
   maxSteps?: number
   /** The agent's pool size (TL-4), when the walk set one. */
   maxParallelToolCalls?: number
+  /** Walked with no approver (TL-18): an `ask` is a denial, so the scenario's setup has no `approvals`. */
+  noApprover?: true
   /** The whole log: the seed, its end-seed, then every append. */
   trace: WalkEvent[]
   invariants: string[]
@@ -182,7 +186,16 @@ export function explore(
     const compaction = budget.compaction ? { compaction: budget.compaction.auto === false ? 'manual' : 'auto' } : {}
     const harness = createHarness({
       machine: options.machine,
-      input: { ...options.input, ...fromSeed, ...limit, ...pool, ...compaction, ...(budget.facts ? { facts: budget.facts } : {}), ...budget.input },
+      input: {
+        ...options.input,
+        ...fromSeed,
+        ...limit,
+        ...pool,
+        ...compaction,
+        ...(budget.approver === false ? { facts: { approver: false } } : {}),
+        ...(budget.facts ? { facts: budget.facts } : {}),
+        ...budget.input,
+      },
       budget,
       observe,
     })
@@ -205,7 +218,8 @@ export function explore(
     // (for the agent, whose scenarios make the suite) that reaches a data key not yet reached: an answer that leads to
     // the same abstract state (a thrown body, a cause, a cut stream) still changes the log
     const ends: HarnessState[] = []
-    const keysOf = (state: HarnessState) => (name === 'agent' ? dataKeys({ ...state, setup: pool }) : [])
+    const setup = { ...pool, compaction: budget.compaction !== undefined }
+    const keysOf = (state: HarnessState) => (name === 'agent' ? dataKeys({ ...state, setup }) : [])
     for (const node of nodes) {
       ends.push(node.state)
       node.state.takenAll.forEach((t) => covered.add(t))
@@ -225,7 +239,15 @@ export function explore(
       const state = harness.complete(end)
       if (options.checkData) diverged('end state', snapshotData(state.machine), jsonDivergence)
       // the same inputs from another starting point (a seed, another input, a step limit, a compaction policy) are another scenario
-      const key = JSON.stringify([budget.seed ?? null, budget.input ?? null, budget.maxSteps ?? null, budget.compaction ?? null, pool, state.inputs])
+      const key = JSON.stringify([
+        budget.seed ?? null,
+        budget.input ?? null,
+        budget.maxSteps ?? null,
+        budget.compaction ?? null,
+        pool,
+        budget.approver ?? null,
+        state.inputs,
+      ])
       if (seen.has(key)) continue
       seen.add(key)
       state.takenAll.forEach((t) => covered.add(t))
@@ -249,12 +271,14 @@ export function explore(
         description: describe(state.inputs),
         inputs: state.inputs,
         script: state.script,
-        scriptAborted: state.scriptAborted,
+        scriptFlags: state.scriptFlags,
+        notes: state.notes,
         scriptAt: state.scriptAt.map((at) => at + seed.length),
         ...(budget.seed ? { seed: budget.seed.map((e) => ({ ...e })) } : {}),
         ...(faults.length > 0 ? { faults } : {}),
         ...limit,
         ...pool,
+        ...(budget.approver === false ? { noApprover: true as const } : {}),
         trace: events,
         invariants: brokenBoundary
           ? ['session-except-boundaries']

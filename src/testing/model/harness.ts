@@ -179,9 +179,14 @@ export interface HarnessState {
   inputs: WalkInput[]
   /** The same inputs spelled out in the portable format (prelude failures aside: they become the setup's faults). */
   script: ScenarioInput[]
-  /** For each input of `script`: whether the turn's signal had aborted when it was performed, and the trace's length then (for the data cover). */
-  scriptAborted: boolean[]
+  /**
+   * For each input of `script`, for the data cover: what held when it was performed (`aborted`: the turn's signal had
+   * aborted; `armed`: a listener cancel waited for its trigger), and the trace's length then.
+   */
+  scriptFlags: string[]
   scriptAt: number[]
+  /** Facts of the walk the log does not spell out (e.g. an estimate exactly at the threshold), for the data cover. */
+  notes: string[]
   aborted: boolean
   armed: string | null
   /** A listener that cancels when this happens next. */
@@ -256,6 +261,8 @@ export interface Budget {
     toolPost?: readonly ('accept' | 'replace' | 'block' | 'throw')[]
     summary?: readonly ('ok' | 'fail' | 'blank')[]
   }
+  /** No approver is configured (TL-18): an `ask` is a denial; the exported scenario has no `setup.approvals`. */
+  approver?: false
   /** The agent's pool size (default 10): the walk's machine input, and the exported scenario's `setup.maxParallelToolCalls`. */
   maxParallelToolCalls?: number
   /** Listener-triggered cancels to try. */
@@ -355,7 +362,8 @@ class Step {
           keys: { ...from.keys },
           inputs: [...from.inputs],
           script: [...from.script],
-          scriptAborted: [...from.scriptAborted],
+          scriptFlags: [...from.scriptFlags],
+          notes: [...from.notes],
           scriptAt: [...from.scriptAt],
           rejections: [...from.rejections],
           counters: { ...from.counters },
@@ -380,7 +388,8 @@ class Step {
           },
           inputs: [],
           script: [],
-          scriptAborted: [],
+          scriptFlags: [],
+          notes: [],
           scriptAt: [],
           aborted: false,
           armed: null,
@@ -580,6 +589,10 @@ class Step {
       const to = nodes.findIndex((n) => n.seq === op.end)
       nodes.splice(from, to - from + 1, node)
     })
+    // CP-1: an estimate exactly at the threshold does not compact; the data cover wants a scenario that shows it
+    const total = [...nodes.map((n) => (n.message ? estimateMessageTokens(n.message) : 0)), ...entering.map(estimateMessageTokens)].reduce((a, b) => a + b, 0)
+    if (reason === 'auto' && total === policy.threshold * policy.contextWindow && !this.state.notes.includes('auto-at-threshold'))
+      this.state.notes.push('auto-at-threshold')
     return planCompaction({ nodes, entering, baseTokens: 0, policy, reason, estimate: estimateMessageTokens })
   }
 
@@ -689,7 +702,10 @@ export function createHarness(options: HarnessOptions): Harness {
     const take = (p: Pending) => (s.pending = s.pending.filter((q) => q !== p))
     const record = (explicit: ScenarioInput) => {
       s.script.push(explicit)
-      s.scriptAborted.push(s.aborted)
+      // aborted: a cancelled activity still runs (an idle agent keeps the flag until its next activity)
+      const running = (step.actor.getSnapshot() as { value: unknown }).value !== 'idle'
+      const cut = s.pending.some((p) => p.kind === 'model' && p.partial !== undefined)
+      s.scriptFlags.push([s.aborted && running ? 'aborted' : '', s.cancelOn !== null ? 'armed' : '', cut ? 'cut' : ''].filter(Boolean).join('+'))
       s.scriptAt.push(s.trace.length)
     }
     const hookOf = (name: string, callId?: string) => first('hook', (p) => p.name === name && (callId === undefined || p.payload.callId === callId))
@@ -939,7 +955,9 @@ export function createHarness(options: HarnessOptions): Harness {
           }
           if (p.name === 'tools/pre-execute')
             out.push(
-              ...(budget.answers?.toolPre ?? (budget.approvals ? (['allow', 'ask'] as const) : pick(['allow', 'deny', 'throw'] as const, ['allow'] as const))).map((decision) => ({
+              ...(
+                budget.answers?.toolPre ?? (budget.approvals ? (['allow', 'ask'] as const) : pick(['allow', 'deny', 'throw'] as const, ['allow'] as const))
+              ).map((decision) => ({
                 type: 'tool-pre' as const,
                 callId: String(p.payload.callId),
                 decision,
@@ -1041,7 +1059,13 @@ export function createHarness(options: HarnessOptions): Harness {
       (state.machine as { value: unknown }).value,
       state.done,
       state.pending
-        .map((p) => (p.kind === 'hook' ? p.name : p.kind === 'model' && p.partial ? `model-partial:${p.partial.chunks.map((c) => c.type).join()}` : p.kind))
+        .map((p) =>
+          p.kind === 'hook'
+            ? p.name
+            : p.kind === 'model' && p.partial
+              ? `model-partial:${p.partial.chunks.map((c) => ('text' in c && typeof c.text === 'string' && !/\S/.test(c.text) ? `${c.type}-blank` : c.type)).join()}`
+              : p.kind,
+        )
         .sort(),
       state.aborted,
       state.armed,

@@ -63,11 +63,15 @@ const CRASHED_IN_TOOLS = [
     data: {
       turn: 1,
       step: 1,
-      message: { id: 'a1', role: 'assistant', content: [
+      message: {
+        id: 'a1',
+        role: 'assistant',
+        content: [
           { type: 'tool-call', id: 'c9', name: 'p', arguments: '{}' },
           { type: 'tool-call', id: 'c10', name: 'x', arguments: '{}' },
         ],
-        source: { kind: 'model', ...SCENARIO_CONFIG } },
+        source: { kind: 'model', ...SCENARIO_CONFIG },
+      },
     },
     surfaceOp: 'append',
     sourceEventSeqs: [],
@@ -147,12 +151,20 @@ const STRAY_PROFILES: Budget[] = [
  */
 const DATA_PROFILES: Budget[] = [
   // tool bodies that throw, conclude or add contexts, each met by every post-execute decision (7.6)
-  { sends: 1, ...few, responses: ['tools'], steps: 2, answers: { tool: ['ok', 'error', 'concludes', 'context'], toolPost: ['accept', 'replace', 'block', 'throw'] } },
+  {
+    sends: 1,
+    ...few,
+    responses: ['tools'],
+    steps: 2,
+    answers: { tool: ['ok', 'error', 'concludes', 'context'], toolPost: ['accept', 'replace', 'block', 'throw'] },
+  },
   // bodies and pre-execute answering after the abort (TL-15, TL-16)
   { sends: 1, cancels: 1, ...few, responses: ['tools'], steps: 2, answers: { tool: ['ok', 'error', 'context'], toolPre: ['allow', 'deny', 'throw'] } },
   { sends: 1, cancels: 1, ...few, responses: ['tools'], steps: 2, answers: { tool: ['context'], toolPost: ['accept', 'block', 'throw'] } },
   // causes other than the user's, a second cancel, keepInbox (CX-1, CX-2, CX-3, CX-12)
-  { sends: 2, cancels: 2, ...few, responses: ['text', 'partial'], causes: ['parent', 'hook'] },
+  { sends: 2, cancels: 2, ...few, responses: ['text', 'partial', 'tools'], steps: 2, causes: ['parent', 'hook'] },
+  // an ask with no approver configured is a denial (TL-18)
+  { sends: 1, ...few, responses: ['tools'], steps: 2, approver: false, answers: { toolPre: ['allow', 'ask'] } },
   // streams cut inside their text or reasoning (CX-7, 7.4)
   { sends: 1, cancels: 1, ...few, responses: ['partial', 'partial-reasoning', 'partial-blank', 'partial-mixed'] },
   // malformed streams (7.4)
@@ -167,7 +179,8 @@ const DATA_PROFILES: Budget[] = [
   // a blank summary (CP-3); an empty answer, so the estimate can meet the threshold exactly (CP-1)
   { sends: 2, ...few, responses: ['text', 'empty'], ...compacting, answers: { summary: ['ok', 'blank'] } },
   // an overflow met again after its compaction, in the same step (CP-6)
-  { sends: 1, ...few, responses: ['overflow', 'text'], attempts: 3, ...compacting },
+  // (two attempts: with a third, an immediate retry then a retry-later numbers its llm/retry 2, which the retry-sequence invariant refuses)
+  { sends: 1, ...few, responses: ['overflow', 'text'], ...compacting },
   // repair of a step whose call was running (RS-4)
   { sends: 1, ...few, responses: ['text'], seed: CRASHED_IN_TOOLS },
 ]

@@ -167,8 +167,9 @@ export async function runIndependent(scenario: Scenario, mutation?: Mutation): P
       // refused on purpose (spec 4.3)
     }
   }
+  // spec 9: the error carries the log so far, which the runner shows
   const fail = (input: ScenarioInput, why: string): never => {
-    throw new Error(`${scenario.id}: input #${scenario.inputs.indexOf(input)} (${input.type}): ${why}`)
+    throw Object.assign(new Error(`${scenario.id}: input #${scenario.inputs.indexOf(input)} (${input.type}): ${why}`), { log: [...agent.log] })
   }
   const answer = (input: ScenarioInput, kind: Kind, callId?: string) => {
     if (!waits.answer(kind, callId, input)) fail(input, `nothing waits for it${callId ? ` (${callId})` : ''}`)

@@ -1370,7 +1370,8 @@ class ToolBatch {
       this.#fail(error)
       return
     }
-    if (outcome.concludesTurn && (!outcome.isError || this.agent.mutated('concludes-despite-error'))) this.#concluded = true
+    if (outcome.concludesTurn && !outcome.isError) this.#concluded = true
+    if (this.agent.mutated('concludes-despite-block') && this.#outcomes[i]?.concludesTurn === true) this.#concluded = true
   }
 
   #log(i: number, outcome: Outcome): void {

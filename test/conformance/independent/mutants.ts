@@ -106,7 +106,7 @@ export const MUTANTS = [
   m('replace-clears-error', '7.6', 'TL-10', 'a post-execute accept with content sets isError: false'),
   m('post-throw-keeps-outcome', '7.6', 'TL-10', 'a post-execute that throws keeps the outcome it was given'),
   m('concludes-ignored', '7.6', 'TL-13', 'concludesTurn is ignored'),
-  m('concludes-despite-error', '7.6', 'TL-13', 'a result with concludesTurn concludes the turn even when it is an error'),
+  m('concludes-despite-block', '7.6', 'TL-13', 'a body that concluded the turn still concludes it after a post-execute block'),
   m('after-abort-kept', '7.6', 'TL-15', 'a body that returns after the abort keeps its result'),
   m('after-abort-drops-contexts', '7.6', 'TL-15', 'a body that returns after the abort loses its additional contexts'),
   m('thrown-after-abort-aborted', '7.6', 'TL-15', 'a body that throws after the abort is recorded as aborted, not as its error'),
@@ -133,7 +133,13 @@ export const MUTANTS = [
   // ---- compaction (7.10) ----
   m('overflow-unrecovered', '7.10', 'CP-6', 'CONTEXT_WINDOW_EXCEEDED is not met with a compaction'),
   m('overflow-every-attempt', '7.10', 'CP-6', 'every overflow of a step is met with a compaction, not only the first'),
-  m('nothing-to-compact-not-counted', '7.10', 'CP-6', "an overflow compaction with nothing to compact does not count as the step's one"),
+  {
+    ...m('nothing-to-compact-not-counted', '7.10', 'CP-6', "an overflow compaction with nothing to compact does not count as the step's one"),
+    // no log tells it from the loop: within a step the surface does not change between attempts (a failed attempt
+    // appends no message, and the auto check runs only before a step), so a second overflow finds nothing to compact
+    // again and goes on to agent/request-error exactly as when the first counted
+    equivalent: 'the surface cannot change between two attempts of one step, so the second measure finds nothing to compact either',
+  },
   m('auto-threshold-strict', '7.10', 'CP-1', 'auto compacts when the estimate equals the threshold'),
   m('auto-ignores-entering', '7.10', 'CP-1', 'the entering messages are not measured'),
   m('summary-without-marker', '7.10', 'CP-2', 'a summary message has no marker line'),
