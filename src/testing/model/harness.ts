@@ -1092,6 +1092,12 @@ export function createHarness(options: HarnessOptions): Harness {
         ctx.toolBatch.concluded,
         ctx.toolBatch.failure !== null,
         (ctx as ApprovalView).toolBatch?.approval != null,
+        // walks that vary the answers tell a settled outcome's kind apart, so each meets every post-execute decision
+        budget.answers
+          ? ctx.toolBatch.outcomes
+              .map((o) => (o ? `${o.isError ? 'e' : 'o'}${o.concludesTurn ? 'c' : ''}${o.additionalContexts?.length ? 'x' : ''}` : '-'))
+              .join()
+          : null,
       ],
       [
         state.counters.sends,

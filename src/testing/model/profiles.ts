@@ -178,9 +178,9 @@ const DATA_PROFILES: Budget[] = [
   { sends: 2, maintenance: 1, cancels: 1, ...few, responses: ['text'], cancelTriggers: ['agent/status'] },
   // a blank summary (CP-3); an empty answer, so the estimate can meet the threshold exactly (CP-1)
   { sends: 2, ...few, responses: ['text', 'empty'], ...compacting, answers: { summary: ['ok', 'blank'] } },
-  // an overflow met again after its compaction, in the same step (CP-6)
+  // an overflow met again after its compaction failed, in the same step of a second turn (CP-6)
   // (two attempts: with a third, an immediate retry then a retry-later numbers its llm/retry 2, which the retry-sequence invariant refuses)
-  { sends: 1, ...few, responses: ['overflow', 'text'], ...compacting },
+  { sends: 2, ...few, responses: ['text', 'overflow'], turns: 2, ...compacting, answers: { summary: ['fail'] } },
   // repair of a step whose call was running (RS-4)
   { sends: 1, ...few, responses: ['text'], seed: CRASHED_IN_TOOLS },
 ]

@@ -448,7 +448,10 @@ export class IndependentAgent {
     this.#phase = 'maintenance'
     this.#cause = null
     this.#jobController = new AbortController()
-    if (this.mutated('maintenance-running')) this.#notify('agent/status', { status: 'running' })
+    if (this.mutated('maintenance-running')) {
+      this.#notify('agent/status', { status: 'running' })
+      this.#applyDeferred() // (as for an activity: a listener cancel on running lands before the job starts)
+    }
     const settled = Promise.resolve().then(() => job(this.#jobController!.signal))
     const done = () => {
       this.#jobController = null

@@ -146,7 +146,7 @@ export const MUTANTS = [
   m('empty-summary-accepted', '7.10', 'CP-3', 'a summary of only whitespace replaces the range'),
   m('tail-starts-at-result', '7.10', 'CP-2', 'the kept tail may start with a tool result'),
   m('tokens-after-ignores-summary', '7.10', 'CP-2', "tokensAfter leaves out the summary's own estimate"),
-  m('maintenance-running', '7.8', 'MT-1', 'a maintenance job reports the status running'),
+  m('maintenance-running', '7.8', 'MT-1', 'a maintenance job reports the status running, and a listener cancel on it lands on the job'),
 ] as const satisfies readonly Mutant[]
 
 export type Mutation = (typeof MUTANTS)[number]['name']
