@@ -38,7 +38,8 @@ Commands:
   conformance generate --out <dir>       export the conformance suite to <dir>
                                          e.g. agentchart conformance generate --out suite/
   conformance run <dir> [--driver <m>]   run the suite in <dir> against the driver module <m>
-                                         (agentchart itself when none is given); exit 1 on a failure
+              [--filter <id>]            (agentchart itself when none is given); exit 1 on a failure;
+                                         --filter runs only the scenarios whose id contains <id> (a,b: either)
                                          e.g. agentchart conformance run suite/ --driver ./my-driver.mjs
 
 Options:
@@ -227,11 +228,12 @@ async function conformance(args: string[], io: CliIO, cwd: string): Promise<numb
     return 0
   }
   if (sub === 'run') {
-    const { values, positionals } = parse(rest, { driver: { type: 'string', short: 'd' } })
+    const { values, positionals } = parse(rest, { driver: { type: 'string', short: 'd' }, filter: { type: 'string', short: 'f' } })
     if (values.help) return help(io)
     expectPositionals('conformance run', positionals, 1, 1, 'the suite directory')
     const driver = values.driver === undefined ? undefined : driverSpecifier(values.driver, cwd)
-    const { passed, failed, lines } = await (await loadConformance()).runSuiteFromDir(resolve(cwd, positionals[0]), driver)
+    const filter = values.filter === undefined ? [] : [{ filter: values.filter }]
+    const { passed, failed, lines } = await (await loadConformance()).runSuiteFromDir(resolve(cwd, positionals[0]), driver, ...filter)
     for (const line of lines) io.out(line)
     io.out(`${passed} passed, ${failed} failed`)
     return failed > 0 ? 1 : 0

@@ -138,6 +138,17 @@ describe('passing a scenario', () => {
       '  first difference: event #14 at /data/reason/kind: expected "completed", got "blocked"',
       '  expected: {"seq":14,"type":"turn/end","data":{"turn":1,"reason":{"kind":"completed"}}}',
       expect.stringMatching(/^ {2}actual: {3}\{"seq":14,"time":\d+,"type":"turn\/end","data":\{"turn":1,"reason":\{"kind":"blocked"\}\}\}$/),
+      // then the events around it on both sides, the differing one marked
+      '  expected around it:',
+      expect.stringMatching(/^ {6}#11 /),
+      expect.stringMatching(/^ {6}#12 /),
+      expect.stringMatching(/^ {6}#13 /),
+      '    > #14 turn/end {"turn":1,"reason":{"kind":"completed"}}',
+      '  actual around it:',
+      expect.stringMatching(/^ {6}#11 /),
+      expect.stringMatching(/^ {6}#12 /),
+      expect.stringMatching(/^ {6}#13 /),
+      '    > #14 turn/end {"turn":1,"reason":{"kind":"blocked"}}',
     ])
   })
 

@@ -4,7 +4,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { isAbsolute, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { ConformanceDriver } from './driver.js'
-import type { Manifest } from './files.js'
+import { readSuite, type Manifest } from './files.js'
 import { FORMAT_VERSION, SUITE_FORMAT, scenarioJsonSchema } from './format.js'
 import { agentchartDriver } from './reference-driver.js'
 import { formatResult, runSuite, type SuiteReport } from './runner.js'
@@ -71,10 +71,24 @@ export async function loadDriver(module?: string): Promise<ConformanceDriver> {
   return driver
 }
 
-/** Run a suite folder; one block per failing scenario with its first difference. */
-export async function runSuiteFromDir(dir: string, driverModule?: string): Promise<{ passed: number; failed: number; lines: string[]; report: SuiteReport }> {
+/**
+ * Run a suite folder; one block per failing scenario with its first difference. `filter` (comma-separated) runs only
+ * the scenarios whose id contains one of its parts. Why: `conformance run`, and `--filter` for one scenario at a time.
+ */
+export async function runSuiteFromDir(
+  dir: string,
+  driverModule?: string,
+  options: { filter?: string } = {},
+): Promise<{ passed: number; failed: number; lines: string[]; report: SuiteReport }> {
   const driver = await loadDriver(driverModule)
-  const report = await runSuite(dir, driver)
+  const parts = options.filter
+    ?.split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '')
+  const suite = await readSuite(dir)
+  const chosen = parts ? suite.scenarios.filter((s) => parts.some((p) => s.id.includes(p))) : suite.scenarios
+  if (parts && chosen.length === 0) throw new Error(`--filter ${options.filter}: no scenario of ${dir} has an id containing it`)
+  const report = await runSuite(chosen, driver)
   const lines = report.results.filter((r) => !r.passed).map(formatResult)
   return { passed: report.passed, failed: report.failed, lines, report }
 }

@@ -94,8 +94,13 @@ export function toPortable(generated: GeneratedScenario, options: { validate?: b
     ...(generated.faults ? { faults: generated.faults } : {}),
     // TU-16: a walk with a step limit runs an agent with that limit
     ...(generated.maxSteps !== undefined ? { maxSteps: generated.maxSteps } : {}),
+    // TL-4: a walk with a smaller pool runs an agent with that pool
+    ...(generated.maxParallelToolCalls !== undefined ? { maxParallelToolCalls: generated.maxParallelToolCalls } : {}),
     // TL-18: a scenario whose pre-execute asks runs with an approver, so the ask waits for its approval input
-    ...(generated.script.some((i) => i.type === 'tool-pre' && i.action === 'return' && i.value.kind === 'ask') ? { approvals: true } : {}),
+    // (a walk with no approver keeps it off: its ask is a denial)
+    ...(!generated.noApprover && generated.script.some((i) => i.type === 'tool-pre' && i.action === 'return' && i.value.kind === 'ask')
+      ? { approvals: true }
+      : {}),
     // CP-*: the walk's compaction policy, with the summariser answered by `summary` inputs
     ...(generated.compaction ? { compaction: generated.compaction } : {}),
   }

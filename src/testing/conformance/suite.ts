@@ -4,6 +4,7 @@
 import { coverageOf, type CoverageReport } from '../model/coverage.js'
 import { explore, type Exploration, type GeneratedScenario } from '../model/explore.js'
 import { walks } from '../model/profiles.js'
+import { dataKeys } from './data-cover.js'
 import { toPortable } from './export.js'
 import { forkScenarios } from './forks.js'
 import { SUITE_FORMAT, type Suite } from './format.js'
@@ -49,13 +50,18 @@ export function exploreAgent(): Exploration {
 }
 
 /**
- * Build a suite of `size` scenarios (at least the full transition cover) from a walk of the agent machine, then the
+ * Build a suite of `size` scenarios (at least the full cover of transitions and data keys) from a walk of the agent machine, then the
  * fork scenarios (format 5, made beside the walk), and the coverage the walk's scenarios reach.
  * Why: what `conformance generate` writes; pass an exploration to reuse a walk.
  */
 export function buildSuite(size = 240, exploration: Exploration = exploreAgent()): { suite: Suite; coverage: CoverageReport; selected: GeneratedScenario[] } {
   const replayable = exploration.scenarios.filter((s) => s.replayable)
-  const selected = selectScenarios(replayable, size)
+  // the cover takes every transition and every data key (data-cover.ts): a rule about data takes no transition of its own
+  const keyed = replayable.map((g) => {
+    const setup = { maxParallelToolCalls: g.maxParallelToolCalls, compaction: g.compaction !== undefined }
+    return { g, covers: [...g.covers, ...dataKeys({ ...g, setup })] }
+  })
+  const selected = selectScenarios(keyed, size).map((k) => k.g)
   const suite: Suite = {
     format: SUITE_FORMAT,
     generatedBy: 'agentchart conformance generate',

@@ -16,6 +16,7 @@ import type { CompactionSetup, FailAppend, ScenarioInput, SeedEvent } from '../c
 import type { WalkInput } from './scenario.js'
 import { checkLifecycleInvariants, LIFECYCLE_INVARIANTS } from './lifecycle-invariants.js'
 import { scriptInput } from './script.js'
+import { dataKeys } from '../conformance/data-cover.js'
 
 /** One logged event of a walk's trace, seed included. */
 export interface WalkEvent extends TraceEvent {
@@ -39,11 +40,21 @@ export interface GeneratedScenario {
   description: string
   inputs: WalkInput[]
   script: ScenarioInput[]
+  /** For each input of `script`: what held when it was performed (harness.ts, for the data cover). */
+  scriptFlags?: string[]
+  /** Facts of the walk the log does not spell out (for the data cover). */
+  notes?: string[]
+  /** For each input of `script`: the log's length when it was performed. */
+  scriptAt?: number[]
   /** The stored log the agent is created over, and the store failures armed before it is created. */
   seed?: SeedEvent[]
   faults?: FailAppend[]
   /** The agent's step limit (TU-16), when the walk had one. */
   maxSteps?: number
+  /** The agent's pool size (TL-4), when the walk set one. */
+  maxParallelToolCalls?: number
+  /** Walked with no approver (TL-18): an `ask` is a denial, so the scenario's setup has no `approvals`. */
+  noApprover?: true
   /** The whole log: the seed, its end-seed, then every append. */
   trace: WalkEvent[]
   invariants: string[]
@@ -144,6 +155,8 @@ export function explore(
   const scenarios: GeneratedScenario[] = []
   const violations: Exploration['violations'] = []
   const seen = new Set<string>()
+  // the data keys the walk's paths reach (conformance/data-cover.ts): an agent walk's edge cover takes each new one too
+  const reached = new Set<string>()
   let states = 0
   const data = { snapshots: 0, effects: 0, divergent: [] as string[] }
   const known = new WeakSet<object>()
@@ -168,11 +181,21 @@ export function explore(
     const seed = budget.seed ? [...budget.seed, { seq: budget.seed.length, time: 0, type: 'session/end-seed', data: {} }] : []
     const fromSeed = budget.seed ? seededInput(seed as SessionEvent[]) : {}
     const limit = budget.maxSteps !== undefined ? { maxSteps: budget.maxSteps } : {}
+    const pool = budget.maxParallelToolCalls !== undefined ? { maxParallelToolCalls: budget.maxParallelToolCalls } : {}
     // compaction on: `auto` checks the policy before each step, `manual` only recovers overflows and compacts on demand
     const compaction = budget.compaction ? { compaction: budget.compaction.auto === false ? 'manual' : 'auto' } : {}
     const harness = createHarness({
       machine: options.machine,
-      input: { ...options.input, ...fromSeed, ...limit, ...compaction, ...(budget.facts ? { facts: budget.facts } : {}), ...budget.input },
+      input: {
+        ...options.input,
+        ...fromSeed,
+        ...limit,
+        ...pool,
+        ...compaction,
+        ...(budget.approver === false ? { facts: { approver: false } } : {}),
+        ...(budget.facts ? { facts: budget.facts } : {}),
+        ...budget.input,
+      },
       budget,
       observe,
     })
@@ -191,16 +214,23 @@ export function explore(
     }) as unknown as Record<string, AdjacencyNode>
     const nodes = Object.values(adjacency)
     states += nodes.length
-    // edge cover: every state's shortest path, plus each input from it that takes a transition not yet taken
+    // edge cover: every state's shortest path, plus each input from it that takes a transition not yet taken, or
+    // (for the agent, whose scenarios make the suite) that reaches a data key not yet reached: an answer that leads to
+    // the same abstract state (a thrown body, a cause, a cut stream) still changes the log
     const ends: HarnessState[] = []
+    const setup = { ...pool, compaction: budget.compaction !== undefined }
+    const keysOf = (state: HarnessState) => (name === 'agent' ? dataKeys({ ...state, setup }) : [])
     for (const node of nodes) {
       ends.push(node.state)
       node.state.takenAll.forEach((t) => covered.add(t))
+      keysOf(node.state).forEach((k) => reached.add(k))
     }
     for (const node of nodes) {
       for (const { state: next } of Object.values(node.transitions)) {
-        if (next.taken.some((t) => !covered.has(t))) {
+        const keys = keysOf(next)
+        if (next.taken.some((t) => !covered.has(t)) || keys.some((k) => !reached.has(k))) {
           next.taken.forEach((t) => covered.add(t))
+          keys.forEach((k) => reached.add(k))
           ends.push(next)
         }
       }
@@ -209,7 +239,15 @@ export function explore(
       const state = harness.complete(end)
       if (options.checkData) diverged('end state', snapshotData(state.machine), jsonDivergence)
       // the same inputs from another starting point (a seed, another input, a step limit, a compaction policy) are another scenario
-      const key = JSON.stringify([budget.seed ?? null, budget.input ?? null, budget.maxSteps ?? null, budget.compaction ?? null, state.inputs])
+      const key = JSON.stringify([
+        budget.seed ?? null,
+        budget.input ?? null,
+        budget.maxSteps ?? null,
+        budget.compaction ?? null,
+        pool,
+        budget.approver ?? null,
+        state.inputs,
+      ])
       if (seen.has(key)) continue
       seen.add(key)
       state.takenAll.forEach((t) => covered.add(t))
@@ -233,9 +271,14 @@ export function explore(
         description: describe(state.inputs),
         inputs: state.inputs,
         script: state.script,
+        scriptFlags: state.scriptFlags,
+        notes: state.notes,
+        scriptAt: state.scriptAt.map((at) => at + seed.length),
         ...(budget.seed ? { seed: budget.seed.map((e) => ({ ...e })) } : {}),
         ...(faults.length > 0 ? { faults } : {}),
         ...limit,
+        ...pool,
+        ...(budget.approver === false ? { noApprover: true as const } : {}),
         trace: events,
         invariants: brokenBoundary
           ? ['session-except-boundaries']

@@ -13,7 +13,7 @@ import { defineTool, toolSchemas } from '../../tools/define.js'
 import { errorResponse, maxTokensResponse, textResponse, toolCallResponse } from '../responses.js'
 import type { ScenarioInput } from '../conformance/format.js'
 import type { WalkInput } from './scenario.js'
-import { SCRIPTED, scenarioMessage, scriptInput } from './script.js'
+import { SCRIPTED, cancelCause, scenarioMessage, scriptInput } from './script.js'
 import { estimateMessageTokens, planCompaction, type CompactionPolicy, type SurfaceNodeView } from '../../session/compaction.js'
 import { SUMMARY_SOURCE, summaryText } from '../../session/schemas.js'
 import type { CompactionPlan, Message } from '../../session/schemas.js'
@@ -67,11 +67,82 @@ export function responseChunks(response: WalkInput & { type: 'model' }, callIds:
       return [...toolCallResponse([{ id: callIds(), name: 'p', arguments: '{}' }]).slice(0, -1), { type: 'finish', reason: { kind: 'max-tokens' } }]
     case 'error':
       return errorResponse({ message: SCRIPTED.modelFailure, code: 'SERVER' })
+    case 'tools-parallel':
+      return toolCallResponse([
+        { id: callIds(), name: 'p', arguments: '{}' },
+        { id: callIds(), name: 'p', arguments: '{}' },
+        { id: callIds(), name: 'p', arguments: '{}' },
+      ])
     case 'partial':
       return PARTIAL.slice(0, 2) // block-start and a delta, then it waits for the abort
+    // cut streams (CX-7): reasoning alone, whitespace alone, or reasoning, an empty text, a call and text
+    case 'partial-reasoning':
+      return [
+        { type: 'block-start', index: 0, blockType: 'reasoning' },
+        { type: 'reasoning-delta', index: 0, text: 'thinking' },
+      ]
+    case 'partial-blank':
+      return [
+        { type: 'block-start', index: 0, blockType: 'text' },
+        { type: 'text-delta', index: 0, text: ' \n' },
+      ]
+    case 'partial-mixed':
+      return [
+        { type: 'block-start', index: 0, blockType: 'reasoning' },
+        { type: 'reasoning-delta', index: 0, text: 'why' },
+        { type: 'block-start', index: 1, blockType: 'text' },
+        { type: 'text-delta', index: 1, text: '' },
+        { type: 'block-start', index: 2, blockType: 'tool-call' },
+        { type: 'tool-call-delta', index: 2, id: 'cut', name: 'p', argumentsDelta: '{' },
+        { type: 'block-start', index: 3, blockType: 'text' },
+        { type: 'text-delta', index: 3, text: 'so far' },
+      ]
     case 'overflow':
       return errorResponse({ message: SCRIPTED.overflow, code: 'CONTEXT_WINDOW_EXCEEDED' })
+    // the assembly rules (docs/conformance.md 7.4) on streams a careless adapter could send
+    case 'closed-twice':
+      return [...textResponse('hello').slice(0, -1), { type: 'block-end', index: 0, block: { type: 'text', text: 'again' } }, STOP]
+    case 'after-close':
+      return [...textResponse('hello').slice(0, -1), { type: 'text-delta', index: 0, text: ' more' }, STOP]
+    case 'no-finish':
+      return textResponse('hello').slice(0, -1)
+    case 'calls-finish-empty':
+      return [...textResponse('hello').slice(0, -1), { type: 'finish', reason: { kind: 'tool-calls' } }]
+    case 'stop-with-calls':
+      return [...toolCallResponse([{ id: callIds(), name: 'p', arguments: '{}' }]).slice(0, -1), STOP]
+    case 'usage-twice':
+      return [
+        ...textResponse('hello').slice(0, -1),
+        { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } },
+        { type: 'usage', usage: { inputTokens: 2, outputTokens: 3 } },
+        STOP,
+      ]
+    case 'out-of-order':
+      return [
+        { type: 'block-start', index: 1, blockType: 'text' },
+        { type: 'text-delta', index: 1, text: 'first seen' },
+        { type: 'block-start', index: 0, blockType: 'text' },
+        { type: 'text-delta', index: 0, text: 'lower index' },
+        STOP,
+      ]
+    case 'end-differs':
+      return [
+        { type: 'block-start', index: 0, blockType: 'text' },
+        { type: 'text-delta', index: 0, text: 'draft' },
+        { type: 'block-end', index: 0, block: { type: 'text', text: 'final' } },
+        STOP,
+      ]
   }
+}
+
+const STOP: StreamChunk = { type: 'finish', reason: { kind: 'stop' } }
+
+/** The responses whose stream asks for tool calls: a walk past its step budget tries none of them. */
+const CALLING: readonly ModelResponse[] = ['tools', 'tools-mixed', 'tools-parallel', 'stop-with-calls']
+
+/** What a cut stream's next `model` input streams: the rest of the text of `partial`, or for the others a bare finish. */
+function restOf(head: readonly StreamChunk[]): StreamChunk[] {
+  return canonical(head) === canonical(PARTIAL.slice(0, 2)) ? PARTIAL_REST : [STOP]
 }
 
 /** A text answer cut in two: `partial` streams the head and waits; the next model input streams the rest. */
@@ -108,6 +179,14 @@ export interface HarnessState {
   inputs: WalkInput[]
   /** The same inputs spelled out in the portable format (prelude failures aside: they become the setup's faults). */
   script: ScenarioInput[]
+  /**
+   * For each input of `script`, for the data cover: what held when it was performed (`aborted`: the turn's signal had
+   * aborted; `armed`: a listener cancel waited for its trigger), and the trace's length then.
+   */
+  scriptFlags: string[]
+  scriptAt: number[]
+  /** Facts of the walk the log does not spell out (e.g. an estimate exactly at the threshold), for the data cover. */
+  notes: string[]
   aborted: boolean
   armed: string | null
   /** A listener that cancels when this happens next. */
@@ -173,6 +252,19 @@ export interface Budget {
   portable?: false
   /** How many requests the machine refuses to try: an answer for a call that does not wait, a job or compaction while busy. */
   strays?: number
+  /** Causes of a plain cancel to try besides the user's (CX-1): `parent`, `hook` with a reason (default: the user's only). */
+  causes?: readonly ('parent' | 'hook')[]
+  /** Answers to try instead of those `decisions` picks, per kind of wait. */
+  answers?: {
+    tool?: readonly ('ok' | 'error' | 'concludes' | 'context')[]
+    toolPre?: readonly ('allow' | 'deny' | 'throw' | 'ask')[]
+    toolPost?: readonly ('accept' | 'replace' | 'block' | 'throw')[]
+    summary?: readonly ('ok' | 'fail' | 'blank')[]
+  }
+  /** No approver is configured (TL-18): an `ask` is a denial; the exported scenario has no `setup.approvals`. */
+  approver?: false
+  /** The agent's pool size (default 10): the walk's machine input, and the exported scenario's `setup.maxParallelToolCalls`. */
+  maxParallelToolCalls?: number
   /** Listener-triggered cancels to try. */
   cancelTriggers?: readonly ('agent/status' | 'turn/start' | 'step/start' | 'request/header' | 'assistant/message' | 'tools/result')[]
 }
@@ -270,6 +362,9 @@ class Step {
           keys: { ...from.keys },
           inputs: [...from.inputs],
           script: [...from.script],
+          scriptFlags: [...from.scriptFlags],
+          notes: [...from.notes],
+          scriptAt: [...from.scriptAt],
           rejections: [...from.rejections],
           counters: { ...from.counters },
           taken: [],
@@ -293,6 +388,9 @@ class Step {
           },
           inputs: [],
           script: [],
+          scriptFlags: [],
+          notes: [],
+          scriptAt: [],
           aborted: false,
           armed: null,
           cancelOn: null,
@@ -491,6 +589,10 @@ class Step {
       const to = nodes.findIndex((n) => n.seq === op.end)
       nodes.splice(from, to - from + 1, node)
     })
+    // CP-1: an estimate exactly at the threshold does not compact; the data cover wants a scenario that shows it
+    const total = [...nodes.map((n) => (n.message ? estimateMessageTokens(n.message) : 0)), ...entering.map(estimateMessageTokens)].reduce((a, b) => a + b, 0)
+    if (reason === 'auto' && total === policy.threshold * policy.contextWindow && !this.state.notes.includes('auto-at-threshold'))
+      this.state.notes.push('auto-at-threshold')
     return planCompaction({ nodes, entering, baseTokens: 0, policy, reason, estimate: estimateMessageTokens })
   }
 
@@ -598,6 +700,14 @@ export function createHarness(options: HarnessOptions): Harness {
     const first = <K extends Pending['kind']>(kind: K, pred: (p: Extract<Pending, { kind: K }>) => boolean = () => true) =>
       s.pending.find((p) => p.kind === kind && pred(p as Extract<Pending, { kind: K }>)) as Extract<Pending, { kind: K }> | undefined
     const take = (p: Pending) => (s.pending = s.pending.filter((q) => q !== p))
+    const record = (explicit: ScenarioInput) => {
+      s.script.push(explicit)
+      // aborted: a cancelled activity still runs (an idle agent keeps the flag until its next activity)
+      const running = (step.actor.getSnapshot() as { value: unknown }).value !== 'idle'
+      const cut = s.pending.some((p) => p.kind === 'model' && p.partial !== undefined)
+      s.scriptFlags.push([s.aborted && running ? 'aborted' : '', s.cancelOn !== null ? 'armed' : '', cut ? 'cut' : ''].filter(Boolean).join('+'))
+      s.scriptAt.push(s.trace.length)
+    }
     const hookOf = (name: string, callId?: string) => first('hook', (p) => p.name === name && (callId === undefined || p.payload.callId === callId))
     switch (input.type) {
       case 'send':
@@ -606,7 +716,7 @@ export function createHarness(options: HarnessOptions): Harness {
         break
       case 'cancel':
         s.counters.cancels++
-        step.send({ type: 'agent.cancel', cause: { kind: 'user' }, keepInbox: input.keepInbox })
+        step.send({ type: 'agent.cancel', cause: cancelCause(input.cause), keepInbox: input.keepInbox })
         break
       case 'remove':
         s.counters.removes++
@@ -657,6 +767,9 @@ export function createHarness(options: HarnessOptions): Harness {
         if (!p) return false
         take(p)
         if (input.outcome === 'fail') step.send({ type: 'compaction.failed', id: p.id, failure: { message: SCRIPTED.summaryFailure, code: 'UNKNOWN' } })
+        // CP-3: as the runtime, a summary of whitespace only is no summary
+        else if (input.outcome === 'blank')
+          step.send({ type: 'compaction.failed', id: p.id, failure: { message: 'the compaction summariser returned no summary text', code: 'EMPTY_RESPONSE' } })
         else {
           const message: Message = { id: 'summary', role: 'user', content: [{ type: 'text', text: summaryText(SCRIPTED.summary) }], source: SUMMARY_SOURCE }
           const tokensAfter = Math.max(0, p.plan.tokensBefore - p.plan.rangeTokens + estimateMessageTokens(message))
@@ -703,9 +816,9 @@ export function createHarness(options: HarnessOptions): Harness {
       case 'model': {
         const p = first('model')
         if (!p || (p.partial && input.response !== 'text')) return false
-        const chunks = p.partial ? PARTIAL_REST : responseChunks(input, () => `c${++s.counters.calls}`)
-        const end = p.partial !== undefined || input.response !== 'partial'
-        s.script.push(scriptInput(input, { chunks, end }))
+        const chunks = p.partial ? restOf(p.partial.chunks) : responseChunks(input, () => `c${++s.counters.calls}`)
+        const end = p.partial !== undefined || !input.response.startsWith('partial')
+        record(scriptInput(input, { chunks, end }))
         step.stream(p, chunks, !end)
         break
       }
@@ -733,7 +846,7 @@ export function createHarness(options: HarnessOptions): Harness {
         if (!p) return false
         take(p)
         const steer = input.decision === 'steer' ? scenarioMessage(`steer${s.counters.messages + 1}`) : undefined
-        s.script.push(scriptInput(input, { steer }))
+        record(scriptInput(input, { steer }))
         if (input.decision === 'throw') {
           step.send(listenerThrew(p.id))
           break
@@ -785,7 +898,7 @@ export function createHarness(options: HarnessOptions): Harness {
         const p = first('tool', (q) => q.call.callId === input.callId)
         if (!p) return false
         take(p)
-        s.script.push(scriptInput(input, { aborted: s.aborted }))
+        record(scriptInput(input, { aborted: s.aborted }))
         step.send({ type: 'tool.settled', id: p.id, outcome: toolOutcome(input.callId, input.outcome) })
         break
       }
@@ -811,7 +924,7 @@ export function createHarness(options: HarnessOptions): Harness {
     s.inputs.push(input)
     // model, tool and turn-stopping inputs recorded their explicit form above, with what they streamed or settled;
     // a watch has no portable form (walks with facts are not replayed)
-    if (input.type !== 'model' && input.type !== 'tool' && input.type !== 'turn-stopping' && input.type !== 'watch') s.script.push(scriptInput(input))
+    if (input.type !== 'model' && input.type !== 'tool' && input.type !== 'turn-stopping' && input.type !== 'watch') record(scriptInput(input))
     return true
   }
 
@@ -842,7 +955,9 @@ export function createHarness(options: HarnessOptions): Harness {
           }
           if (p.name === 'tools/pre-execute')
             out.push(
-              ...(budget.approvals ? (['allow', 'ask'] as const) : pick(['allow', 'deny', 'throw'] as const, ['allow'] as const)).map((decision) => ({
+              ...(
+                budget.answers?.toolPre ?? (budget.approvals ? (['allow', 'ask'] as const) : pick(['allow', 'deny', 'throw'] as const, ['allow'] as const))
+              ).map((decision) => ({
                 type: 'tool-pre' as const,
                 callId: String(p.payload.callId),
                 decision,
@@ -850,7 +965,7 @@ export function createHarness(options: HarnessOptions): Harness {
             )
           if (p.name === 'tools/post-execute')
             out.push(
-              ...pick(['accept', 'replace', 'block', 'throw'] as const, ['accept'] as const).map((decision) => ({
+              ...(budget.answers?.toolPost ?? pick(['accept', 'replace', 'block', 'throw'] as const, ['accept'] as const)).map((decision) => ({
                 type: 'tool-post' as const,
                 callId: String(p.payload.callId),
                 decision,
@@ -866,13 +981,13 @@ export function createHarness(options: HarnessOptions): Harness {
             break
           }
           const toolsAllowed = ctx.step < budget.steps
-          const responses = budget.responses.filter((r) => toolsAllowed || (r !== 'tools' && r !== 'tools-mixed'))
+          const responses = budget.responses.filter((r) => toolsAllowed || !CALLING.includes(r))
           out.push(...responses.map((response) => ({ type: 'model' as const, response })))
           break
         }
         case 'tool':
           out.push(
-            ...pick(['ok', 'error', 'concludes', 'context'] as const, ['ok'] as const).map((outcome) => ({
+            ...(budget.answers?.tool ?? pick(['ok', 'error', 'concludes', 'context'] as const, ['ok'] as const)).map((outcome) => ({
               type: 'tool' as const,
               callId: p.call.callId,
               outcome,
@@ -886,7 +1001,7 @@ export function createHarness(options: HarnessOptions): Harness {
           out.push({ type: 'backoff-elapsed' })
           break
         case 'summary':
-          out.push(...pick(['ok', 'fail'] as const, ['ok', 'fail'] as const).map((outcome) => ({ type: 'summary' as const, outcome })))
+          out.push(...(budget.answers?.summary ?? (['ok', 'fail'] as const)).map((outcome) => ({ type: 'summary' as const, outcome })))
           break
       }
     }
@@ -904,6 +1019,7 @@ export function createHarness(options: HarnessOptions): Harness {
       }
       if (c.cancels < budget.cancels && state.cancelOn === null) {
         out.push({ type: 'cancel', keepInbox: false }, { type: 'cancel', keepInbox: true })
+        for (const cause of budget.causes ?? []) out.push({ type: 'cancel', keepInbox: false, cause })
         for (const trigger of budget.cancelTriggers) out.push({ type: 'cancel-on', trigger })
       }
       const pendingIds = [...ctx.nextTurn, ...ctx.nextStep].map((m: UserMessage) => m.id)
@@ -942,7 +1058,15 @@ export function createHarness(options: HarnessOptions): Harness {
     return JSON.stringify([
       (state.machine as { value: unknown }).value,
       state.done,
-      state.pending.map((p) => (p.kind === 'hook' ? p.name : p.kind === 'model' && p.partial ? 'model-partial' : p.kind)).sort(),
+      state.pending
+        .map((p) =>
+          p.kind === 'hook'
+            ? p.name
+            : p.kind === 'model' && p.partial
+              ? `model-partial:${p.partial.chunks.map((c) => ('text' in c && typeof c.text === 'string' && !/\S/.test(c.text) ? `${c.type}-blank` : c.type)).join()}`
+              : p.kind,
+        )
+        .sort(),
       state.aborted,
       state.armed,
       ctx.cancelCause !== null,
@@ -968,6 +1092,12 @@ export function createHarness(options: HarnessOptions): Harness {
         ctx.toolBatch.concluded,
         ctx.toolBatch.failure !== null,
         (ctx as ApprovalView).toolBatch?.approval != null,
+        // walks that vary the answers tell a settled outcome's kind apart, so each meets every post-execute decision
+        budget.answers
+          ? ctx.toolBatch.outcomes
+              .map((o) => (o ? `${o.isError ? 'e' : 'o'}${o.concludesTurn ? 'c' : ''}${o.additionalContexts?.length ? 'x' : ''}` : '-'))
+              .join()
+          : null,
       ],
       [
         state.counters.sends,

@@ -4,6 +4,7 @@ import type { AnyStateMachine } from 'xstate'
 import { agentMachine, attemptMachine, stepMachine, toolBatchMachine, turnMachine } from '../../machines/index.js'
 import type { Budget } from './harness.js'
 import { SCENARIO_CONFIG, scenarioMessage } from './harness.js'
+import { MALFORMED } from './scenario.js'
 
 const few = { decisions: 'few' as const }
 
@@ -45,6 +46,37 @@ const AWAITING_APPROVAL = [
   { seq: 8, time: 9, type: 'tool/call', data: { turn: 1, step: 1, callId: 'c0', name: 'p', arguments: '{}' } },
   { seq: 9, time: 10, type: 'tool/call', data: { turn: 1, step: 1, callId: 'c1', name: 'x', arguments: '{}' } },
   { seq: 10, time: 11, type: 'tool/approval-request', data: { turn: 1, step: 1, callId: 'c1', name: 'x', reason: 'a person decides' } },
+]
+
+/**
+ * A stored log cut while call c9 of step 1 ran, before c10 started: repair gives c9 a TOOL_OUTCOME_UNKNOWN result
+ * and c10 a TOOL_NOT_STARTED one before step/end (RS-4, RS-5).
+ */
+const CRASHED_IN_TOOLS = [
+  ...CRASHED,
+  { seq: 5, time: 6, type: 'request/header', data: { header: { config: SCENARIO_CONFIG }, reason: 'initial' } },
+  { seq: 6, time: 7, type: 'request/context', data: { provider: SCENARIO_CONFIG.provider, model: SCENARIO_CONFIG.model } },
+  {
+    seq: 7,
+    time: 8,
+    type: 'assistant/message',
+    data: {
+      turn: 1,
+      step: 1,
+      message: {
+        id: 'a1',
+        role: 'assistant',
+        content: [
+          { type: 'tool-call', id: 'c9', name: 'p', arguments: '{}' },
+          { type: 'tool-call', id: 'c10', name: 'x', arguments: '{}' },
+        ],
+        source: { kind: 'model', ...SCENARIO_CONFIG },
+      },
+    },
+    surfaceOp: 'append',
+    sourceEventSeqs: [],
+  },
+  { seq: 8, time: 9, type: 'tool/call', data: { turn: 1, step: 1, callId: 'c9', name: 'p', arguments: '{}' } },
 ]
 
 /** A policy small enough that the walk's tiny messages pass its threshold within a turn or two (CP-1). */
@@ -113,6 +145,46 @@ const STRAY_PROFILES: Budget[] = [
   { sends: 1, strays: 1, ...few, responses: ['text'], ...compacting },
 ]
 
+/**
+ * Walks that vary the environment's answers rather than the machine's paths (coverage of data, docs/conformance.md
+ * 7.4, 7.6, 7.8): small, so the suite's data cover (conformance/data-cover.ts) can pick one scenario per answer.
+ */
+const DATA_PROFILES: Budget[] = [
+  // tool bodies that throw, conclude or add contexts, each met by every post-execute decision (7.6)
+  {
+    sends: 1,
+    ...few,
+    responses: ['tools'],
+    steps: 2,
+    answers: { tool: ['ok', 'error', 'concludes', 'context'], toolPost: ['accept', 'replace', 'block', 'throw'] },
+  },
+  // bodies and pre-execute answering after the abort (TL-15, TL-16)
+  { sends: 1, cancels: 1, ...few, responses: ['tools'], steps: 2, answers: { tool: ['ok', 'error', 'context'], toolPre: ['allow', 'deny', 'throw'] } },
+  { sends: 1, cancels: 1, ...few, responses: ['tools'], steps: 2, answers: { tool: ['context'], toolPost: ['accept', 'block', 'throw'] } },
+  // causes other than the user's, a second cancel, keepInbox (CX-1, CX-2, CX-3, CX-12)
+  { sends: 2, cancels: 2, ...few, responses: ['text', 'partial', 'tools'], steps: 2, causes: ['parent', 'hook'] },
+  // an ask with no approver configured is a denial (TL-18)
+  { sends: 1, ...few, responses: ['tools'], steps: 2, approver: false, answers: { toolPre: ['allow', 'ask'] } },
+  // streams cut inside their text or reasoning (CX-7, 7.4)
+  { sends: 1, cancels: 1, ...few, responses: ['partial', 'partial-reasoning', 'partial-blank', 'partial-mixed'] },
+  // malformed streams (7.4)
+  { sends: 1, ...few, responses: [...MALFORMED, 'max-tokens-tools'], steps: 2 },
+  // a pool smaller than the parallel calls (TL-4)
+  { sends: 1, ...few, responses: ['tools-parallel', 'tools-mixed'], steps: 2, maxParallelToolCalls: 2 },
+  // a max-tokens turn with work pending (PH-4); a refused turn/start, then another turn (TU-4)
+  { sends: 2, ...few, responses: ['max-tokens', 'text'] },
+  { sends: 2, fails: 1, ...few, responses: ['text'], failTypes: ['turn/start'] },
+  // a listener cancel on the running status around a maintenance job, which leaves the status idle (MT-1)
+  { sends: 2, maintenance: 1, cancels: 1, ...few, responses: ['text'], cancelTriggers: ['agent/status'] },
+  // a blank summary (CP-3); an empty answer, so the estimate can meet the threshold exactly (CP-1)
+  { sends: 2, ...few, responses: ['text', 'empty'], ...compacting, answers: { summary: ['ok', 'blank'] } },
+  // an overflow met again after its compaction failed, in the same step of a second turn (CP-6)
+  // (two attempts: with a third, an immediate retry then a retry-later numbers its llm/retry 2, which the retry-sequence invariant refuses)
+  { sends: 2, ...few, responses: ['text', 'overflow'], turns: 2, ...compacting, answers: { summary: ['fail'] } },
+  // repair of a step whose call was running (RS-4)
+  { sends: 1, ...few, responses: ['text'], seed: CRASHED_IN_TOOLS },
+]
+
 /** Budgets for the agent machine, from the richest single-prompt walk to focused ones. */
 export const AGENT_PROFILES: Budget[] = [
   // every hook decision, model response and tool outcome for one prompt
@@ -154,6 +226,7 @@ export const AGENT_PROFILES: Budget[] = [
     failTypes: ['tool/result', 'tool/approval-answer'],
     portable: false,
   },
+  ...DATA_PROFILES,
 ]
 
 export interface Walk {

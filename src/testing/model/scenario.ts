@@ -7,10 +7,14 @@ import { MINUS_ZERO, notMinusZero } from '../../session/lossless.js'
 
 const id = z.string().min(1)
 
+/** Streams that test the assembly rules (docs/conformance.md 7.4), spelled out by harness.ts's responseChunks. */
+export const MALFORMED = ['closed-twice', 'after-close', 'no-finish', 'calls-finish-empty', 'stop-with-calls', 'usage-twice', 'out-of-order', 'end-differs'] as const
+
 /** One input from the environment, in the order it happens, by name only (model/script.ts gives its explicit form). */
 export const WalkInputSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('send'), id, target: z.enum(['next-turn', 'next-step']), wakeup: z.boolean() }).strict(),
-  z.object({ type: z.literal('cancel'), keepInbox: z.boolean() }).strict(),
+  /** A cancel by the user, or with another cause (`parent`, or `hook` with a reason): turn/end{aborted} names it (CX-1). */
+  z.object({ type: z.literal('cancel'), keepInbox: z.boolean(), cause: z.enum(['user', 'parent', 'hook']).optional() }).strict(),
   z.object({ type: z.literal('remove'), id }).strict(),
   z.object({ type: z.literal('replace'), id, with: id }).strict(),
   z.object({ type: z.literal('clear') }).strict(),
@@ -40,13 +44,28 @@ export const WalkInputSchema = z.discriminatedUnion('type', [
   z
     .object({
       type: z.literal('model'),
-      response: z.enum(['text', 'empty', 'tools', 'tools-mixed', 'max-tokens', 'max-tokens-tools', 'error', 'partial', 'overflow']),
+      response: z.enum([
+        'text',
+        'empty',
+        'tools',
+        'tools-mixed',
+        'tools-parallel',
+        'max-tokens',
+        'max-tokens-tools',
+        'error',
+        'partial',
+        'partial-reasoning',
+        'partial-blank',
+        'partial-mixed',
+        'overflow',
+        ...MALFORMED,
+      ]),
     })
     .strict(),
   /** agent.compact() from idle. */
   z.object({ type: z.literal('compact') }).strict(),
   /** The compaction summariser answers with a summary, or fails. */
-  z.object({ type: z.literal('summary'), outcome: z.enum(['ok', 'fail']) }).strict(),
+  z.object({ type: z.literal('summary'), outcome: z.enum(['ok', 'fail', 'blank']) }).strict(),
   /** `retry` at once, `retry-later` after a backoff (RQ-14), `give-up`, or a throwing listener. */
   z.object({ type: z.literal('request-error'), decision: z.enum(['retry', 'retry-later', 'give-up', 'throw']) }).strict(),
   /** The backoff of the waiting retry is over (its timer fires). */

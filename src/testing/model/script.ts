@@ -2,7 +2,7 @@
 // explicit inputs of the portable format: the harness records one explicit
 // input per input it applies, so an exported scenario needs none of
 // agentchart's helpers to interpret.
-import type { StreamChunk, UserMessage } from '../../session/schemas.js'
+import type { AgentCancelCause, StreamChunk, UserMessage } from '../../session/schemas.js'
 import type { ScenarioInput } from '../conformance/format.js'
 import type { WalkInput } from './scenario.js'
 
@@ -22,6 +22,10 @@ export const SCRIPTED = {
   summary: 'scripted summary',
   summaryFailure: 'scripted summariser failure',
   overflow: 'scripted prompt too long',
+  /** The reason of a `hook` cancel. */
+  cancelReason: 'scripted hook cancel',
+  /** What a blank summariser returns: whitespace only (CP-3). */
+  blankSummary: '  ',
 } as const
 
 /** The user message a walk means by an id: its text is the id. */
@@ -40,13 +44,18 @@ export interface ScriptDetail {
 
 const thrown = { action: 'throw' as const, message: SCRIPTED.listenerFailure }
 
+/** The cause a walk's cancel names (CX-1): the user's by default. */
+export function cancelCause(kind: 'user' | 'parent' | 'hook' = 'user'): AgentCancelCause {
+  return kind === 'hook' ? { kind, reason: SCRIPTED.cancelReason } : { kind }
+}
+
 /** One walk input as the explicit input a driver performs. */
 export function scriptInput(input: WalkInput, detail: ScriptDetail = {}): ScenarioInput {
   switch (input.type) {
     case 'send':
       return { type: 'send', message: scenarioMessage(input.id), target: input.target, wakeup: input.wakeup }
     case 'cancel':
-      return { type: 'cancel', cause: { kind: 'user' }, keepInbox: input.keepInbox }
+      return { type: 'cancel', cause: cancelCause(input.cause), keepInbox: input.keepInbox }
     case 'cancel-on':
       return { type: 'cancel-on', trigger: input.trigger, cause: { kind: 'user' }, keepInbox: false }
     case 'remove':
@@ -139,7 +148,9 @@ export function scriptInput(input: WalkInput, detail: ScriptDetail = {}): Scenar
     case 'summary':
       return input.outcome === 'ok'
         ? { type: 'summary', action: 'return', value: SCRIPTED.summary }
-        : { type: 'summary', action: 'throw', message: SCRIPTED.summaryFailure }
+        : input.outcome === 'blank'
+          ? { type: 'summary', action: 'return', value: SCRIPTED.blankSummary }
+          : { type: 'summary', action: 'throw', message: SCRIPTED.summaryFailure }
     case 'tool-post':
       switch (input.decision) {
         case 'accept':

@@ -3,7 +3,8 @@
 // waiting listeners, perform each input, let the loop become quiescent, and
 // hand back the log. Only types come from agentchart.
 import type { ConformanceDriver, Scenario, ScenarioInput } from '../../../src/testing/index.js'
-import { ForkRefused, IndependentAgent, type Chunk, type Json, type Message, type Mutation } from './loop.js'
+import { ForkRefused, IndependentAgent, type Chunk, type Json, type Message } from './loop.js'
+import type { Mutation } from './mutants.js'
 
 type Input<T extends ScenarioInput['type']> = Extract<ScenarioInput, { type: T }>
 type Kind =
@@ -166,8 +167,9 @@ export async function runIndependent(scenario: Scenario, mutation?: Mutation): P
       // refused on purpose (spec 4.3)
     }
   }
+  // spec 9: the error carries the log so far, which the runner shows
   const fail = (input: ScenarioInput, why: string): never => {
-    throw new Error(`${scenario.id}: input #${scenario.inputs.indexOf(input)} (${input.type}): ${why}`)
+    throw Object.assign(new Error(`${scenario.id}: input #${scenario.inputs.indexOf(input)} (${input.type}): ${why}`), { log: [...agent.log] })
   }
   const answer = (input: ScenarioInput, kind: Kind, callId?: string) => {
     if (!waits.answer(kind, callId, input)) fail(input, `nothing waits for it${callId ? ` (${callId})` : ''}`)

@@ -55,8 +55,8 @@ export interface ModelSpec {
   stream(request: { signal: AbortSignal }): AsyncIterable<Chunk>
 }
 
-/** Deliberate bugs, to show the suite fails a loop that has them. */
-export type Mutation = 'step-after-reject' | 'lost-steer' | 'inherited-splices' | 'overflow-unrecovered'
+import type { Mutation } from './mutants.js'
+export type { Mutation } from './mutants.js'
 
 export interface LoopOptions {
   model: ModelSpec
@@ -65,6 +65,7 @@ export interface LoopOptions {
   seed?: Event[]
   /** Store failures armed before the agent is created. */
   faults?: Array<{ eventType: string; message: string }>
+  /** A deliberate bug (./mutants.ts): the loop deviates from one rule where it tests this name. */
   mutation?: Mutation
   /** Waits out a retry's backoff (RQ-14): resolves when it is over. */
   sleep: (ms: number, signal: AbortSignal) => Promise<void>
@@ -196,6 +197,11 @@ export class IndependentAgent {
   #ids = 0
   readonly #prefix = Math.random().toString(36).slice(2, 8)
 
+  /** Whether the deliberate bug `name` is planted (./mutants.ts). */
+  mutated(name: Mutation): boolean {
+    return this.options.mutation === name
+  }
+
   constructor(readonly options: LoopOptions) {
     this.#config = { provider: options.model.provider, model: options.model.model }
     options.sessions.add(options.sessionId)
@@ -210,9 +216,9 @@ export class IndependentAgent {
     if (!Number.isInteger(upTo) || upTo < 0 || upTo >= this.log.length) throw new ForkRefused('FORK_UNKNOWN_SEQ', `no seq ${upTo}`)
     const prefix = this.log.slice(0, upTo + 1)
     const open = prefix.reduce((at, e) => (e.type === 'turn/start' ? e.seq : e.type === 'turn/end' ? -1 : at), -1)
-    if (open >= 0) throw new ForkRefused('FORK_INSIDE_TURN', `the turn opened at seq ${open} is still open at seq ${upTo}`)
+    if (open >= 0 && !this.mutated('fork-inside-turn')) throw new ForkRefused('FORK_INSIDE_TURN', `the turn opened at seq ${open} is still open at seq ${upTo}`)
     if (this.options.sessions.has(id)) throw new ForkRefused('FORK_ID_TAKEN', `session ${id} exists`)
-    const lineage = { parent: this.options.sessionId, upTo, seedLength: upTo + 2 }
+    const lineage = { parent: this.options.sessionId, upTo, seedLength: this.mutated('fork-seed-length') ? upTo + 1 : upTo + 2 }
     return [...prefix.map(clone), { seq: upTo + 1, time: Date.now(), type: 'session/end-seed', data: { fork: lineage } }]
   }
 
@@ -260,8 +266,7 @@ export class IndependentAgent {
     let open: { turn: number; step: number | null } | null = null
     // IN-14: splices inherited through a fork (before the latest fork marker) are not the inbox's
     // (the mutation replays them all, as if the fork's seed were the parent's own log)
-    const fork =
-      this.options.mutation === 'inherited-splices' ? -1 : this.log.findLastIndex((e) => e.type === 'session/end-seed' && (e.data as any).fork !== undefined)
+    const fork = this.mutated('inherited-splices') ? -1 : this.log.findLastIndex((e) => e.type === 'session/end-seed' && (e.data as any).fork !== undefined)
     for (const e of this.log) {
       const d = e.data as any
       if (e.type === 'turn/start') {
@@ -271,7 +276,7 @@ export class IndependentAgent {
       if (e.type === 'turn/end') open = null
       if (e.type === 'step/start' && open) open.step = d.step
       if (e.type === 'step/end' && open) open.step = null
-      if (e.type === 'request/header') this.#priorHeader = true
+      if (e.type === 'request/header') this.#priorHeader = !this.mutated('resume-header-initial')
       if (e.type === 'request/context') this.#contextKey = key({ provider: d.provider, model: d.model })
       if (e.type === 'agent/inbox/spliced' && e.seq > fork) {
         const list = d.target === 'next-turn' ? this.#nextTurn : this.#nextStep
@@ -283,24 +288,40 @@ export class IndependentAgent {
     const time = seed[seed.length - 1].time
     try {
       if (open.step !== null) {
-        const results = new Set(this.log.filter((e) => e.type === 'tool/result').map((e) => (e.data as any).message.source.callId))
-        const calls = this.log.filter((e) => e.type === 'tool/call' && (e.data as any).turn === open!.turn && (e.data as any).step === open!.step)
-        for (const call of calls) {
-          const callId = (call.data as any).callId
-          if (results.has(callId)) continue
-          const content = 'Error: the outcome of this tool call is unknown: the session was interrupted while it ran.'
+        // spec 3: the calls of the open step without a result, in the order of its last whole anchor, then logged calls it does not name
+        const stepStart = this.log.findLastIndex((e) => e.type === 'step/start' && (e.data as any).turn === open!.turn)
+        const inStep = this.log.slice(stepStart + 1)
+        const results = new Set(inStep.filter((e) => e.type === 'tool/result').map((e) => (e.data as any).message.source.callId))
+        const logged = new Map(inStep.filter((e) => e.type === 'tool/call').map((e) => [(e.data as any).callId as string, e.seq]))
+        const anchor = inStep.findLast((e) => e.type === 'assistant/message' && !(e.data as any).interrupted)
+        const named = anchor ? ((anchor.data as any).message.content as any[]).filter((b) => b.type === 'tool-call').map((b) => b.id as string) : []
+        for (const callId of new Set([...named, ...logged.keys()])) {
+          if (results.has(callId) || this.mutated('repair-no-results')) continue
+          const seq = logged.get(callId)
+          const started = seq !== undefined || this.mutated('repair-all-unknown')
+          const content = started
+            ? 'Error: the outcome of this tool call is unknown: the session was interrupted while it ran. Retry it blindly only if the call is safe to repeat.'
+            : 'Error: this tool call was never started: the session was interrupted before it ran. You may retry it.'
           const message = {
             id: `repair-${callId}`,
             role: 'user',
             source: { kind: 'tool', callId },
             content: [{ type: 'tool-result', toolCallId: callId, content, isError: true }],
           }
-          const data = { turn: open.turn, step: open.step, message, error: { name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' } }
-          this.#append('tool/result', data, { surfaceOp: 'append', sourceEventSeqs: [call.seq], time })
+          const error = started ? { name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' } : { name: 'ToolNotStartedError', code: 'TOOL_NOT_STARTED' }
+          this.#append(
+            'tool/result',
+            { turn: open.turn, step: open.step, message, error },
+            { surfaceOp: 'append', ...(seq !== undefined ? { sourceEventSeqs: [seq] } : {}), time },
+          )
         }
-        this.#append('step/end', { turn: open.turn, step: open.step }, { time })
+        try {
+          this.#append('step/end', { turn: open.turn, step: open.step }, { time })
+        } catch (error) {
+          if (!this.mutated('repair-refusal-goes-on')) throw error
+        }
       }
-      this.#append('turn/end', { turn: open.turn, reason: { kind: 'interrupted' } }, { time })
+      this.#append('turn/end', { turn: open.turn, reason: { kind: this.mutated('repair-completes') ? 'completed' : 'interrupted' } }, { time })
     } catch {
       // a refused closer: the rest are not appended; the agent starts idle
     }
@@ -315,18 +336,18 @@ export class IndependentAgent {
   /** IN-1: insert at the end of `target`, waking an idle agent when asked (PH-2). */
   send(message: Message, target: Target, wakeup: boolean): void {
     if (this.#phase === 'disposed') throw new Error('disposed')
-    if (this.#pending(message.id)) throw new Error(`message ${message.id} is already pending`)
+    if (this.#pending(message.id) && !this.mutated('send-duplicate-accepted')) throw new Error(`message ${message.id} is already pending`)
     // the mutation: a steer that arrives while a turn runs is dropped
-    if (this.options.mutation === 'lost-steer' && this.#phase === 'running' && this.#cause === null && target === 'next-step' && wakeup) return
+    if (this.mutated('lost-steer') && this.#phase === 'running' && this.#cause === null && target === 'next-step' && wakeup) return
     // CX-12 / MT-5: once the activity is cancelled, a waking send waits for the next turn
-    const to: Target = wakeup && this.#cause !== null ? 'next-turn' : target
+    const to: Target = wakeup && this.#cause !== null && !this.mutated('waking-send-keeps-target') ? 'next-turn' : target
     const list = to === 'next-turn' ? this.#nextTurn : this.#nextStep
-    this.#append('agent/inbox/spliced', { target: to, start: list.length, inserted: [message] })
+    this.#append('agent/inbox/spliced', { target: to, start: this.mutated('send-start-zero') ? 0 : list.length, inserted: [message] })
     list.push(clone(message))
     this.#notify('agent/inbox/inserted', { message })
     if (!wakeup || this.#disposing) return
     if (this.#phase === 'idle') this.#startActivity()
-    else if (this.#cause !== null || this.#phase === 'maintenance' || this.#phase === 'compacting') this.#latch = true
+    else if ((this.#cause !== null && !this.mutated('cancel-latch-lost')) || this.#phase === 'maintenance' || this.#phase === 'compacting') this.#latch = true
   }
 
   steer(message: Message): void {
@@ -336,17 +357,21 @@ export class IndependentAgent {
   /** CX-1..CX-4, MT-5; from inside an observer or notification listener it lands later (spec 4.4). */
   cancel(cause: Cause, options: { keepInbox?: boolean } = {}): void {
     if (this.#phase === 'disposed') return
+    // the mutants: keepInbox read the other way round, or the cause stripped of its kind or reason
+    const keepInbox = this.mutated('keep-inbox-ignored') ? false : this.mutated('cancel-keeps-inbox') ? true : options.keepInbox === true
+    if (this.mutated('cause-always-user')) cause = { kind: 'user' }
+    if (this.mutated('cause-reason-dropped')) cause = { kind: cause.kind }
     if (this.#inCallback > 0) {
-      this.#deferred.push(() => this.#cancelNow(cause, options.keepInbox === true))
+      this.#deferred.push(() => this.#cancelNow(cause, keepInbox))
       return
     }
-    this.#cancelNow(cause, options.keepInbox === true)
+    this.#cancelNow(cause, keepInbox)
   }
 
   #cancelNow(cause: Cause, keepInbox: boolean): void {
     if (cause.kind === 'disposed') this.#disposing = true
     if (this.#phase === 'running' || this.#phase === 'maintenance' || this.#phase === 'compacting') {
-      if (this.#cause === null) {
+      if (this.#cause === null || this.mutated('later-cause-wins')) {
         this.#cause = cause
         this.#controller.abort(cause)
         this.#jobController?.abort(cause)
@@ -377,7 +402,13 @@ export class IndependentAgent {
     const found = this.#find(id)
     if (!found) return false
     const [target, index, list] = found
-    this.#append('agent/inbox/spliced', { target, start: index, removedCount: 1, inserted: [], outcome: 'canceled' })
+    this.#append('agent/inbox/spliced', {
+      target,
+      start: index,
+      removedCount: 1,
+      inserted: [],
+      ...(this.mutated('remove-without-outcome') ? {} : { outcome: 'canceled' }),
+    })
     const [gone] = list.splice(index, 1)
     this.#notify('agent/inbox/discarded', { message: gone })
     return true
@@ -387,7 +418,8 @@ export class IndependentAgent {
     const found = this.#find(id)
     if (!found) return false
     const [target, index, list] = found
-    if (message.id !== id && this.#pending(message.id)) throw new Error(`message ${message.id} is already pending`)
+    if (message.id !== id && this.#pending(message.id) && !this.mutated('replace-duplicate-accepted'))
+      throw new Error(`message ${message.id} is already pending`)
     this.#append('agent/inbox/spliced', { target, start: index, removedCount: 1, inserted: [message], outcome: 'canceled' })
     list.splice(index, 1, clone(message))
     return true
@@ -396,7 +428,7 @@ export class IndependentAgent {
   /** IN-3: Array-style splice of one list; removals are canceled. */
   splice(target: Target, start: number, deleteCount: number, ...insert: Message[]): void {
     const list = target === 'next-turn' ? this.#nextTurn : this.#nextStep
-    const at = start < 0 ? Math.max(list.length + start, 0) : Math.min(start, list.length)
+    const at = start < 0 ? Math.max(this.mutated('splice-negative-from-zero') ? 0 : list.length + start, 0) : Math.min(start, list.length)
     const count = Math.min(Math.max(deleteCount, 0), list.length - at)
     if (count === 0 && insert.length === 0) return
     const remaining = [...this.#nextTurn, ...this.#nextStep].filter((m) => !list.slice(at, at + count).includes(m)).map((m) => m.id)
@@ -416,6 +448,10 @@ export class IndependentAgent {
     this.#phase = 'maintenance'
     this.#cause = null
     this.#jobController = new AbortController()
+    if (this.mutated('maintenance-running')) {
+      this.#notify('agent/status', { status: 'running' })
+      this.#applyDeferred() // (as for an activity: a listener cancel on running lands before the job starts)
+    }
     const settled = Promise.resolve().then(() => job(this.#jobController!.signal))
     const done = () => {
       this.#jobController = null
@@ -445,7 +481,7 @@ export class IndependentAgent {
 
   /** CX-17: a disposed cancel, then deregistration at rest. */
   async dispose(): Promise<void> {
-    this.cancel({ kind: 'disposed' })
+    this.cancel({ kind: 'disposed' }, { keepInbox: this.mutated('dispose-keeps-inbox') })
     if (this.#phase !== 'idle') await new Promise<void>((resolve) => this.#idleWaiters.push(resolve))
     this.#phase = 'disposed'
   }
@@ -466,7 +502,7 @@ export class IndependentAgent {
 
   /** IN-5 / CX-3: next-step first, then next-turn, each only if non-empty; the latch goes too. */
   #clear(): void {
-    for (const target of ['next-step', 'next-turn'] as const) {
+    for (const target of this.mutated('clear-next-turn-first') ? (['next-turn', 'next-step'] as const) : (['next-step', 'next-turn'] as const)) {
       const list = target === 'next-turn' ? this.#nextTurn : this.#nextStep
       if (list.length === 0) continue
       this.#append('agent/inbox/spliced', { target, start: 0, removedCount: list.length, inserted: [], outcome: 'canceled' })
@@ -494,12 +530,15 @@ export class IndependentAgent {
   async #runActivity(): Promise<void> {
     for (;;) {
       // TU-3: cancelled before the turn opens (e.g. from the running-status listener)
-      if (this.#checkpoint()) break
+      if (!this.mutated('no-checkpoint-before-turn-start') && this.#checkpoint()) break
       const end = await this.#runTurn()
       // PH-4: a completed turn goes straight on to pending work
       const goesOn =
         end !== null &&
-        (end.kind === 'completed' || end.kind === 'max-tokens' || end.kind === 'max-steps') &&
+        (end.kind === 'completed' ||
+          (end.kind === 'max-tokens' && !this.mutated('no-go-on-after-max-tokens')) ||
+          end.kind === 'max-steps' ||
+          (end.kind === 'error' && this.mutated('goes-on-after-error'))) &&
         this.#cause === null &&
         !this.#disposing &&
         this.#hasPending()
@@ -540,6 +579,7 @@ export class IndependentAgent {
     try {
       this.#append('turn/start', { turn })
     } catch {
+      if (this.mutated('turn-start-refused-number-used')) this.#turn = turn
       return null // TU-4: nothing claimed, the turn number not used up
     }
     this.#turn = turn
@@ -548,7 +588,7 @@ export class IndependentAgent {
     this.#lastStep = 'none'
     const signal = this.#controller.signal
     // CX-6: a cancel landing right after turn/start opens no proposal
-    if (this.#checkpoint()) return this.#close(this.#aborted())
+    if (!this.mutated('no-checkpoint-after-turn-start') && this.#checkpoint()) return this.#close(this.#aborted())
     for (;;) {
       const batch = this.#claim(this.#step === 0)
       if (this.#checkpoint()) return this.#close(this.#aborted())
@@ -558,14 +598,15 @@ export class IndependentAgent {
           this.#waterfall('agent/pre-step', { messages: batch, turn, step: this.#step + 1, signal }, { kind: 'enter', messages: batch }),
         )
       } catch (error) {
-        return this.#close({ kind: 'error', error: failureOf(error) }) // HK-4
+        return this.#close({ kind: 'error', error: this.#listenerFailure(error) }) // HK-4
       }
       if (decision === CANCELLED) return this.#close(this.#aborted())
       if (decision.kind === 'reject') {
-        if (this.options.mutation !== 'step-after-reject') return this.#close({ kind: 'blocked' }) // TU-5, TU-6
+        if (!this.mutated('step-after-reject')) return this.#close({ kind: this.mutated('reject-completes') ? 'completed' : 'blocked' }) // TU-5, TU-6
         decision = { kind: 'enter', messages: batch }
       }
-      if (decision.messages.length === 0 && this.#lastStepKind() !== 'continue') return this.#close(this.#standing()) // TU-7, TU-8
+      if (decision.messages.length === 0 && (this.#lastStepKind() !== 'continue' || this.mutated('empty-after-continue-ends')))
+        return this.#close(this.#standing()) // TU-7, TU-8
       // CP-1: the policy is checked with the entering input, before the step opens (spec 7.10)
       if (this.options.compaction?.auto) {
         try {
@@ -578,28 +619,41 @@ export class IndependentAgent {
       const outcome = await this.#runStep(decision.messages)
       if (outcome.stepEndRefused) return null
       // after step/end: a cancel ends the turn, even one that met a refused append (CX-5, CX-6; spec 7.9)
-      if (this.#checkpoint() || outcome.kind === 'aborted') return this.#close(this.#aborted())
+      const cancelled = this.mutated('no-checkpoint-after-step-end') ? outcome.kind === 'aborted' : this.#checkpoint() || outcome.kind === 'aborted'
+      // (the mutant error-beats-cancel: a step that failed after the cancel ends the turn error)
+      if (cancelled && !(outcome.kind === 'error' && this.mutated('error-beats-cancel'))) return this.#close(this.#aborted())
       if (outcome.kind === 'error') return this.#close({ kind: 'error', error: outcome.failure })
       // tools or waiting input go on (TU-9, TU-10), unless the turn has run its last allowed step (TU-16)
-      if (outcome.kind === 'continue' || this.#nextStep.length > 0) {
-        if (this.#limitReached()) return this.#close({ kind: 'max-steps', limit: this.options.maxSteps! })
+      if (outcome.kind === 'continue' || (this.#nextStep.length > 0 && !this.mutated('turn-stopping-with-next-step'))) {
+        if (this.#limitReached()) return this.#close(this.#maxSteps())
         continue
       }
       let stopping: unknown
       try {
         stopping = await this.#wait(() => this.#waterfall('agent/turn-stopping', { turn, signal }, undefined))
       } catch (error) {
-        return this.#close({ kind: 'error', error: failureOf(error) }) // HK-5
+        if (this.mutated('turn-stopping-throw-completes')) return this.#close(this.#standing())
+        return this.#close({ kind: 'error', error: this.#listenerFailure(error) }) // HK-5
       }
       if (stopping === CANCELLED) return this.#close(this.#aborted())
-      if (this.#nextStep.length === 0) return this.#close(this.#standing())
-      if (this.#limitReached()) return this.#close({ kind: 'max-steps', limit: this.options.maxSteps! })
+      if (this.#nextStep.length === 0 || this.mutated('steer-ignored-at-stop')) return this.#close(this.#standing())
+      if (this.#limitReached()) return this.#close(this.#maxSteps())
     }
   }
 
   /** TU-16: the turn has run `maxSteps` steps, so it would go on to one too many. */
   #limitReached(): boolean {
-    return this.options.maxSteps !== undefined && this.#step >= this.options.maxSteps
+    return this.options.maxSteps !== undefined && this.#step >= this.options.maxSteps + (this.mutated('max-steps-one-late') ? 1 : 0)
+  }
+
+  /** TU-16: the reason of a turn that ran its last allowed step. */
+  #maxSteps(): EndReason {
+    return this.mutated('max-steps-without-limit') ? ({ kind: 'max-steps' } as EndReason) : { kind: 'max-steps', limit: this.options.maxSteps! }
+  }
+
+  /** HK-4: a listener that throws, as turn/end records it. */
+  #listenerFailure(error: unknown): Failure {
+    return { ...failureOf(error), ...(this.mutated('listener-code-wrong') ? { code: 'LISTENER' } : {}) }
   }
 
   /** What the last step of this turn was (read through a method: it changes across awaits). */
@@ -613,7 +667,7 @@ export class IndependentAgent {
 
   /** TU-12: max-tokens is sticky within the turn. */
   #standing(): EndReason {
-    return this.#sticky ? { kind: 'max-tokens' } : { kind: 'completed' }
+    return this.#sticky && !this.mutated('max-tokens-not-sticky') ? { kind: 'max-tokens' } : { kind: 'completed' }
   }
 
   #close(reason: EndReason): EndReason | null {
@@ -628,14 +682,18 @@ export class IndependentAgent {
   /** IN-9: all of next-step, then at a turn boundary the first prompt. */
   #claim(turnBoundary: boolean): Message[] {
     const batch: Message[] = []
-    if (this.#nextStep.length > 0) {
+    const claimStep = () => {
+      if (this.#nextStep.length === 0) return
       this.#append('agent/inbox/spliced', { target: 'next-step', start: 0, removedCount: this.#nextStep.length, inserted: [] })
       batch.push(...this.#nextStep.splice(0))
     }
+    if (!this.mutated('claim-prompt-first')) claimStep()
     if (turnBoundary && this.#nextTurn.length > 0) {
-      this.#append('agent/inbox/spliced', { target: 'next-turn', start: 0, removedCount: 1, inserted: [] })
-      batch.push(this.#nextTurn.shift()!)
+      const count = this.mutated('claim-all-prompts') ? this.#nextTurn.length : 1
+      this.#append('agent/inbox/spliced', { target: 'next-turn', start: 0, removedCount: count, inserted: [] })
+      batch.push(...this.#nextTurn.splice(0, count))
     }
+    if (this.mutated('claim-prompt-first')) claimStep()
     for (const message of batch) this.#notify('agent/inbox/claimed', { message, turn: this.#turn })
     return batch
   }
@@ -654,7 +712,15 @@ export class IndependentAgent {
     let outcome: StepOutcome
     let failure: Failure | null = null
     try {
-      for (const message of entering) this.#append('user/message', message, { surfaceOp: 'append' })
+      // the mutant: a cancel on step/start lands before the step's messages
+      if (this.mutated('cancel-before-messages') && this.#checkpoint()) entering = []
+      for (const message of entering) {
+        try {
+          this.#append('user/message', message, { surfaceOp: 'append' })
+        } catch (error) {
+          if (!this.mutated('user-message-refused-goes-on')) throw error
+        }
+      }
       outcome = this.#checkpoint() ? 'aborted' : await this.#attempts()
     } catch (error) {
       outcome = 'error'
@@ -664,6 +730,7 @@ export class IndependentAgent {
       this.#append('step/end', { turn, step })
     } catch (error) {
       // TU-15 / SS-12 (spec 7.9): no turn/end may follow a refused step/end; the turn stops where its log does
+      if (this.mutated('step-end-refused-turn-end')) return { kind: 'error', failure: failureOf(error) }
       return { kind: 'error', failure: failureOf(error), stepEndRefused: true }
     }
     this.#lastStep = outcome === 'completed' || outcome === 'max-tokens' ? 'terminal' : 'continue'
@@ -684,7 +751,8 @@ export class IndependentAgent {
         throw { failure: failureOf(error) }
       }
       if (config === CANCELLED) return 'aborted'
-      if (!config.provider || !config.model) throw { failure: { message: 'no provider/model for this request (RQ-3)', code: 'NO_ADAPTER' } }
+      const noRoute = { failure: { message: 'no provider/model for this request (RQ-3)', code: this.mutated('no-route-code') ? 'UNKNOWN' : 'NO_ADAPTER' } }
+      if ((!config.provider || !config.model) && !this.mutated('no-route-logs-records')) throw noRoute
       // RQ-4 / RQ-5: the records, then the checkpoint before the model is called
       const header = {
         config,
@@ -696,23 +764,50 @@ export class IndependentAgent {
       if (first || key(header) !== this.#headerKey) {
         this.#append('request/header', { header, reason: !first ? 'change' : this.#priorHeader ? 'resume' : 'initial' })
         this.#headerKey = key(header)
+        // the mutant: a cancel on request/header lands before request/context
+        if (this.mutated('cancel-before-context') && this.#checkpoint()) return 'aborted'
       }
       const context = { provider: config.provider, model: config.model }
-      if (key(context) !== this.#contextKey) {
+      if (key(context) !== this.#contextKey || this.mutated('context-every-attempt')) {
         this.#append('request/context', context)
         this.#contextKey = key(context)
       }
+      if (!config.provider || !config.model) throw noRoute
       this.#requests++
       this.#config = config
       if (this.#checkpoint()) return 'aborted'
-      const { chunks, seqs, cancelled } = await this.#stream(signal)
-      const response = assemble(chunks)
+      let streamed: { chunks: Chunk[]; seqs: number[]; cancelled: boolean }
+      try {
+        streamed = await this.#stream(signal)
+      } catch (error) {
+        // the mutant: a refused chunk goes to recovery like a failed request
+        if (!this.mutated('chunk-refusal-recovered')) throw error
+        streamed = { chunks: [{ type: 'finish', reason: { kind: 'error', failure: (error as { failure: Json }).failure } }], seqs: [], cancelled: false }
+      }
+      const { chunks, seqs, cancelled } = streamed
+      const response = assemble(chunks, this.options.mutation)
       if (cancelled) {
         // CX-7: the visible prefix survives
-        const visible = response.content.filter((b: any) => (b.type === 'text' || b.type === 'reasoning') && b.text !== '')
-        if (visible.some((b: any) => /\S/.test(b.text))) {
-          const message = { id: this.#id('a'), role: 'assistant', content: visible, source: { kind: 'model', ...context } }
-          const data = { turn, step, message, ...(response.usage ? { usage: response.usage } : {}), interrupted: true }
+        const kept = (b: any) =>
+          this.mutated('interrupted-keeps-calls') || b.type === 'text' || (b.type === 'reasoning' && !this.mutated('interrupted-text-only'))
+        const visible = response.content.filter((b: any) => kept(b) && (b.text !== '' || this.mutated('interrupted-keeps-empty')))
+        const shows = (b: any) => (b.type === 'text' || (b.type === 'reasoning' && !this.mutated('reasoning-not-shown'))) && /\S/.test(b.text)
+        if ((visible.some(shows) || (this.mutated('whitespace-shown') && visible.length > 0)) && !this.mutated('no-visible-prefix')) {
+          const flag = this.mutated('no-interrupted-flag') ? {} : { interrupted: true }
+          const message = {
+            id: this.#id('a'),
+            role: 'assistant',
+            content: visible,
+            source: { kind: 'model', ...context },
+            ...(this.mutated('interrupted-inside-message') ? flag : {}),
+          }
+          const data = {
+            turn,
+            step,
+            message,
+            ...(response.usage ? { usage: response.usage } : {}),
+            ...(this.mutated('interrupted-inside-message') ? {} : flag),
+          }
           this.#append('assistant/message', data, { surfaceOp: 'append', sourceEventSeqs: seqs })
         }
         return 'aborted'
@@ -721,10 +816,11 @@ export class IndependentAgent {
         // CP-6: a request refused for its size is met with one compaction per step; compacted, a new attempt follows
         const where = key([turn, step])
         // the mutation: an overflow goes straight to request recovery, as if compaction were off
-        const recovers = this.options.compaction !== undefined && this.options.mutation !== 'overflow-unrecovered'
-        if (recovers && response.finish.failure?.code === 'CONTEXT_WINDOW_EXCEEDED' && this.#overflowAt !== where) {
+        const recovers = this.options.compaction !== undefined && !this.mutated('overflow-unrecovered')
+        if (recovers && response.finish.failure?.code === 'CONTEXT_WINDOW_EXCEEDED' && (this.#overflowAt !== where || this.mutated('overflow-every-attempt'))) {
           this.#overflowAt = where
           const result = await this.#compaction('overflow', [])
+          if (result === 'none' && this.mutated('nothing-to-compact-not-counted')) this.#overflowAt = null
           if (result === 'cancelled') return 'aborted'
           if (result === 'compacted') continue
         }
@@ -745,28 +841,40 @@ export class IndependentAgent {
             step,
             retryId,
             provider: config.provider,
-            retry: attempt,
+            retry: this.mutated('retry-numbered-from-zero') ? attempt - 1 : attempt,
             delayMs: action.delayMs,
             failure: response.finish.failure,
           })
           if ((await this.#wait(() => this.options.sleep(action.delayMs, signal))) === CANCELLED) return 'aborted'
-          this.#append('llm/retry-started', { turn, step, retryId, retry: attempt })
+          if (!this.mutated('retry-later-not-started')) this.#append('llm/retry-started', { turn, step, retryId, retry: attempt })
         }
         if (action?.kind === 'retry') continue // RQ-10
-        throw { failure: response.finish.failure } // RQ-9
+        if (this.mutated('failed-attempt-anchored'))
+          this.#append('assistant/message', {
+            turn,
+            step,
+            message: { id: this.#id('a'), role: 'assistant', content: [], source: { kind: 'model', ...context } },
+          })
+        throw { failure: this.mutated('give-up-code-unknown') ? { ...response.finish.failure, code: 'UNKNOWN' } : response.finish.failure } // RQ-9
       }
       // ST-7..ST-10: the anchor, then the tools it asks for
       const maxTokens = response.finish.kind === 'max-tokens'
-      const content = maxTokens ? response.content.filter((b: any) => b.type !== 'tool-call') : response.content
+      const content = maxTokens && !this.mutated('max-tokens-keeps-calls') ? response.content.filter((b: any) => b.type !== 'tool-call') : response.content
       const message = { id: this.#id('a'), role: 'assistant', content, source: { kind: 'model', ...context } }
-      this.#append(
-        'assistant/message',
-        { turn, step, message, ...(response.usage ? { usage: response.usage } : {}) },
-        { surfaceOp: 'append', sourceEventSeqs: seqs },
-      )
-      if (maxTokens) return 'max-tokens'
-      const calls = content.filter((b: any) => b.type === 'tool-call') as Array<{ id: string; name: string; arguments: string }>
-      if (calls.length === 0) return 'completed'
+      if (content.length > 0 || !this.mutated('empty-anchor-skipped'))
+        this.#append(
+          'assistant/message',
+          { turn, step, message, ...(response.usage ? { usage: response.usage } : {}) },
+          { surfaceOp: 'append', sourceEventSeqs: seqs },
+        )
+      if (maxTokens && !this.mutated('max-tokens-runs-calls')) return 'max-tokens'
+      const calls = (maxTokens ? response.content : content).filter((b: any) => b.type === 'tool-call') as Array<{
+        id: string
+        name: string
+        arguments: string
+      }>
+      if (calls.length === 0 && this.mutated('tool-calls-finish-continues') && response.finish.kind === 'tool-calls') return 'continue'
+      if (calls.length === 0 || (this.mutated('stop-finish-ignores-calls') && response.finish.kind === 'stop')) return 'completed'
       const tools = await new ToolBatch(this, calls).run()
       if (tools.failure) throw { failure: tools.failure } // TL-17
       return tools.outcome
@@ -823,15 +931,16 @@ export class IndependentAgent {
     const policy = this.options.compaction!
     const nodes = this.#surface()
     const tokens = nodes.map((n) => (n.message === undefined ? 0 : estimate(n.message)))
-    const enteringTokens = entering.reduce((sum, m) => sum + estimate(m), 0)
+    const enteringTokens = this.mutated('auto-ignores-entering') ? 0 : entering.reduce((sum, m) => sum + estimate(m), 0)
     const tokensBefore = policy.baseTokens + tokens.reduce((a, b) => a + b, 0) + enteringTokens
-    if (reason === 'auto' && tokensBefore <= policy.threshold * policy.contextWindow) return null
+    const threshold = policy.threshold * policy.contextWindow
+    if (reason === 'auto' && (this.mutated('auto-threshold-strict') ? tokensBefore < threshold : tokensBefore <= threshold)) return null
     const keep = policy.keepRecent * policy.contextWindow
     let tail = nodes.length
     let kept = enteringTokens
     while (tail > 0 && kept + tokens[tail - 1] <= keep) kept += tokens[--tail]
     // the tail never starts with a tool result: it reaches back to the answer that made the call
-    while (tail > 0 && tail < nodes.length && nodes[tail].type === 'tool/result') tail--
+    while (tail > 0 && tail < nodes.length && nodes[tail].type === 'tool/result' && !this.mutated('tail-starts-at-result')) tail--
     if (tail === 0) return null
     const range = nodes.slice(0, tail)
     const source = range[0].message?.source
@@ -863,7 +972,7 @@ export class IndependentAgent {
     const failure =
       'failure' in answer
         ? answer.failure
-        : answer.summary.trim() === ''
+        : (this.mutated('empty-summary-accepted') ? answer.summary === '' : answer.summary.trim() === '')
           ? { message: 'the compaction summariser returned no summary text', code: 'EMPTY_RESPONSE' }
           : null
     if (failure !== null) {
@@ -873,11 +982,11 @@ export class IndependentAgent {
     const message = {
       id: this.#id('m'),
       role: 'user',
-      content: [{ type: 'text', text: `${SUMMARY_MARKER}\n\n${answer.summary}` }],
+      content: [{ type: 'text', text: this.mutated('summary-without-marker') ? answer.summary : `${SUMMARY_MARKER}\n\n${answer.summary}` }],
       source: { kind: 'plugin', plugin: 'compaction' },
     }
     this.#append('user/message', message, { surfaceOp: { op: 'replace', ...range }, sourceEventSeqs: plan.sources })
-    const tokensAfter = Math.max(0, plan.tokensBefore - plan.rangeTokens + estimate(message))
+    const tokensAfter = Math.max(0, plan.tokensBefore - plan.rangeTokens + (this.mutated('tokens-after-ignores-summary') ? 0 : estimate(message)))
     this.#append('compaction/completed', {
       compactionId: this.#id('c'),
       reason,
@@ -934,9 +1043,10 @@ export class IndependentAgent {
     return true
   }
   insertNextStep(messages: Message[]): void {
-    if (messages.length === 0) return
-    this.#append('agent/inbox/spliced', { target: 'next-step', start: this.#nextStep.length, inserted: messages })
-    this.#nextStep.push(...clone(messages))
+    if (messages.length === 0 || this.mutated('contexts-dropped')) return
+    const list = this.mutated('contexts-to-next-turn') ? this.#nextTurn : this.#nextStep
+    this.#append('agent/inbox/spliced', { target: list === this.#nextTurn ? 'next-turn' : 'next-step', start: list.length, inserted: messages })
+    list.push(...clone(messages))
   }
 }
 
@@ -992,7 +1102,7 @@ class ToolBatch {
     return this.#nextCommit >= this.#nextStart && this.#inFlight === 0
   }
   get #poolRoom(): boolean {
-    return this.#pool && this.#inFlight < this.agent.options.maxParallelToolCalls
+    return this.#pool && (this.#inFlight < this.agent.options.maxParallelToolCalls || this.agent.mutated('pool-unbounded'))
   }
   get #commitBusy(): boolean {
     return this.#postRunning || (this.#nextCommit < this.calls.length && this.#outcomes[this.#nextCommit] !== null)
@@ -1041,11 +1151,12 @@ class ToolBatch {
     }
     if (this.#commitBusy || !(this.#drained || this.#poolRoom)) return false
     // before a call starts: a deferred cancel lands here (TL-14)
-    if (this.agent.checkpoint() || this.#halted) {
+    if ((!this.agent.mutated('no-checkpoint-before-call') && this.agent.checkpoint()) || this.#halted) {
       this.#dispatchDone = true
       return true
     }
-    const parallel = this.#tool(this.calls[this.#nextStart].name)?.parallel === true
+    const declared = this.#tool(this.calls[this.#nextStart].name)?.parallel === true
+    const parallel = this.agent.mutated('parallel-as-exclusive') ? false : this.agent.mutated('exclusive-as-parallel') ? true : declared
     if (this.#drained) {
       this.#pool = parallel
       this.#start()
@@ -1066,6 +1177,7 @@ class ToolBatch {
       this.#callSeqs[i] = this.agent.append('tool/call', { turn, step, callId: call.id, name: call.name, arguments: call.arguments }).seq
     } catch (error) {
       this.#fail(error) // TL-17
+      if (this.agent.mutated('scheduler-failure-goes-on')) this.#failure = null
       this.#dispatchDone = true
       return
     }
@@ -1078,20 +1190,24 @@ class ToolBatch {
         this.#preRunning = false
         this.#nextStart = i + 1
         if (this.#failure) return this.#endWithoutBody(i, ABORTED_BEFORE_DISPATCH, true)
-        if (this.agent.cancelled) return this.#endWithoutBody(i, ABORTED_BEFORE_DISPATCH) // TL-16
+        const denies = decision?.kind === 'deny' && this.agent.mutated('deny-after-abort-denied')
+        if (this.agent.cancelled && !denies) return this.#endWithoutBody(i, ABORTED_BEFORE_DISPATCH) // TL-16
+        if (decision?.kind === 'ask' && this.agent.mutated('ask-without-approver-runs') && !this.agent.options.approvals) decision = { kind: 'allow' }
         if (decision?.kind === 'ask' && !this.agent.options.approvals) {
           const reason = `approval required, and no approver is configured: ${String(decision.reason)}`
-          return this.#endWithoutBody(i, errorOutcome(reason, { name: 'ToolDeniedError', code: 'DENIED' }))
+          return this.#endWithoutBody(i, errorOutcome(reason, this.#denied()))
         }
         if (decision?.kind === 'ask') return this.#ask(i, execution, String(decision.reason))
-        if (decision?.kind === 'deny') return this.#endWithoutBody(i, errorOutcome(String(decision.reason), { name: 'ToolDeniedError', code: 'DENIED' }))
+        if (decision?.kind === 'deny')
+          return this.#endWithoutBody(i, errorOutcome(String(decision.reason), this.#denied()), this.agent.mutated('deny-skips-post'))
         this.#runBody(i, execution)
         this.#pump()
       },
       (error) => {
         this.#preRunning = false
         this.#nextStart = i + 1
-        this.#endWithoutBody(i, errorOutcome(failureOf(error).message), true) // TL-10: post-execute skipped
+        if (this.agent.cancelled && this.agent.mutated('pre-throw-after-abort-aborted')) return this.#endWithoutBody(i, ABORTED_BEFORE_DISPATCH)
+        this.#endWithoutBody(i, errorOutcome(failureOf(error).message), !this.agent.mutated('pre-throw-runs-post')) // TL-10: post-execute skipped
       },
     )
   }
@@ -1111,24 +1227,33 @@ class ToolBatch {
     const onAbort = () => {
       this.agent.approvalWaits.delete(call.id)
       this.#preRunning = false
-      this.#endWithoutBody(i, ABORTED_BEFORE_DISPATCH)
+      this.#endWithoutBody(i, ABORTED_BEFORE_DISPATCH, this.agent.mutated('approval-cancel-skips-post'))
     }
     signal.addEventListener('abort', onAbort, { once: true })
     this.agent.approvalWaits.set(call.id, ({ approved, reason: why }) => {
       signal.removeEventListener('abort', onAbort)
       this.#preRunning = false
-      const answer = approved ? { decision: 'approve' } : { decision: 'deny', reason: why ?? 'denied' }
+      const answer = approved
+        ? { decision: 'approve' }
+        : this.agent.mutated('approval-deny-reason-lost')
+          ? { decision: 'deny' }
+          : { decision: 'deny', reason: why ?? 'denied' }
       try {
         this.agent.append('tool/approval-answer', { turn, step, callId: call.id, ...answer })
       } catch (error) {
         this.#fail(error)
         return this.#endWithoutBody(i, ABORTED_BEFORE_DISPATCH, true)
       }
-      if (!approved) return this.#endWithoutBody(i, errorOutcome(why ?? 'denied', { name: 'ToolDeniedError', code: 'DENIED' }))
+      if (!approved) return this.#endWithoutBody(i, errorOutcome(why ?? 'denied', this.#denied()))
       this.#runBody(i, execution)
       this.#pump()
     })
     this.#pump()
+  }
+
+  /** The error of a denied call (TL-9, TL-18). */
+  #denied(): Outcome['error'] {
+    return { name: 'ToolDeniedError', code: this.agent.mutated('deny-code-wrong') ? 'DENIED_BY_HOOK' : 'DENIED' }
   }
 
   #endWithoutBody(i: number, outcome: Outcome, skipPost = false): void {
@@ -1151,19 +1276,29 @@ class ToolBatch {
             : {
                 isError: false,
                 content: value.content,
-                ...(value.concludesTurn ? { concludesTurn: true } : {}),
+                ...(value.concludesTurn && !this.agent.mutated('concludes-ignored') ? { concludesTurn: true } : {}),
                 ...(value.additionalContexts?.length ? { additionalContexts: value.additionalContexts } : {}),
               }
         // TL-15: a body that succeeds after the abort is recorded as aborted, keeping its contexts
         this.#settleBody(
           i,
-          this.agent.cancelled
-            ? { ...ABORTED_WHILE_RUNNING, ...(outcome.additionalContexts ? { additionalContexts: outcome.additionalContexts } : {}) }
+          this.agent.cancelled && !this.agent.mutated('after-abort-kept')
+            ? {
+                ...ABORTED_WHILE_RUNNING,
+                ...(outcome.additionalContexts && !this.agent.mutated('after-abort-drops-contexts') ? { additionalContexts: outcome.additionalContexts } : {}),
+              }
             : outcome,
         )
       },
-      (error) => this.#settleBody(i, errorOutcome(failureOf(error).message)),
+      (error) => this.#settleBody(i, this.agent.cancelled && this.agent.mutated('thrown-after-abort-aborted') ? ABORTED_WHILE_RUNNING : this.#thrown(error)),
     )
+  }
+
+  /** TL-8: a body that throws. */
+  #thrown(error: unknown): Outcome {
+    const message = failureOf(error).message
+    if (this.agent.mutated('thrown-without-prefix')) return { isError: true, content: message }
+    return { ...errorOutcome(message), ...(this.agent.mutated('thrown-not-error') ? { isError: false } : {}) }
   }
 
   #settleBody(i: number, outcome: Outcome): void {
@@ -1183,11 +1318,18 @@ class ToolBatch {
     const call = this.calls[i]
     if (this.agent.cancelled && !this.#started[i] && (this.#dispatchDone || !this.#preRunning)) {
       if (!this.#dispatchDone) return false
+      if (this.agent.mutated('no-synthetic-pairs')) {
+        this.#nextCommit++
+        return true
+      }
       const { turn, step } = this.agent.turnStep
       try {
         const seq = this.agent.append('tool/call', { turn, step, callId: call.id, name: call.name, arguments: call.arguments }).seq
         this.#callSeqs[i] = seq
-        this.#log(i, ABORTED_BEFORE_DISPATCH)
+        this.#log(
+          i,
+          this.agent.mutated('synthetic-code-wrong') ? { ...ABORTED_BEFORE_DISPATCH, error: { name: 'AbortError', code: 'ABORTED' } } : ABORTED_BEFORE_DISPATCH,
+        )
       } catch (error) {
         this.#fail(error)
       }
@@ -1206,12 +1348,12 @@ class ToolBatch {
     this.agent.waterfall('tools/post-execute', execution, { kind: 'accept' }).then(
       (decision) => {
         this.#postRunning = false
-        this.#commitOne(i, applyPost(outcome, decision))
+        this.#commitOne(i, applyPost(outcome, decision, this.agent))
         this.#pump()
       },
       (error) => {
         this.#postRunning = false
-        this.#commitOne(i, errorOutcome(failureOf(error).message))
+        this.#commitOne(i, this.agent.mutated('post-throw-keeps-outcome') ? outcome : errorOutcome(failureOf(error).message))
         this.#pump()
       },
     )
@@ -1232,6 +1374,7 @@ class ToolBatch {
       return
     }
     if (outcome.concludesTurn && !outcome.isError) this.#concluded = true
+    if (this.agent.mutated('concludes-despite-block') && this.#outcomes[i]?.concludesTurn === true) this.#concluded = true
   }
 
   #log(i: number, outcome: Outcome): void {
@@ -1244,14 +1387,22 @@ class ToolBatch {
       content: [{ type: 'tool-result', toolCallId: callId, content: outcome.content, isError: outcome.isError }],
     }
     const data = { turn, step, message, ...(outcome.error ? { error: outcome.error } : {}) }
-    this.agent.append('tool/result', data, { surfaceOp: 'append', sourceEventSeqs: [this.#callSeqs[i]] })
+    this.agent.append('tool/result', data, {
+      surfaceOp: 'append',
+      ...(this.agent.mutated('result-cites-nothing') ? {} : { sourceEventSeqs: [this.#callSeqs[i]] }),
+    })
   }
 }
 
 /** TL-10: accept (optionally replacing content) or block with feedback. */
-function applyPost(outcome: Outcome, decision: any): Outcome {
-  if (decision?.kind === 'block') return { isError: true, content: String(decision.feedback ?? '') }
-  if (typeof decision?.content === 'string') return { ...outcome, content: decision.content }
+function applyPost(outcome: Outcome, decision: any, agent: IndependentAgent): Outcome {
+  if (decision?.kind === 'block') {
+    if (agent.mutated('block-keeps-content')) return { ...outcome, isError: true }
+    if (agent.mutated('block-keeps-contexts')) return { ...outcome, isError: true, content: String(decision.feedback ?? ''), error: undefined }
+    return { isError: !agent.mutated('block-not-error'), content: String(decision.feedback ?? '') }
+  }
+  if (typeof decision?.content === 'string' && !agent.mutated('replace-ignored'))
+    return { ...outcome, content: decision.content, ...(agent.mutated('replace-clears-error') ? { isError: false } : {}) }
   return outcome
 }
 
@@ -1276,9 +1427,12 @@ interface Slot {
 }
 
 /** Blocks in first-seen order; block-end is authoritative; deltas assemble unclosed blocks; last usage wins. */
-export function assemble(chunks: Chunk[]): { content: any[]; finish: any; usage?: Json } {
+export function assemble(chunks: Chunk[], mutation?: Mutation): { content: any[]; finish: any; usage?: Json } {
+  const mutated = (name: Mutation) => mutation === name
   const slots = new Map<number, Slot>()
-  let finish: any = { kind: 'stop' }
+  let finish: any = mutated('no-finish-is-error')
+    ? { kind: 'error', failure: { message: 'the stream ended with no finish', code: 'UNKNOWN' } }
+    : { kind: 'stop' }
   let usage: Json | undefined
   for (const chunk of chunks) {
     const c = chunk as any
@@ -1287,7 +1441,7 @@ export function assemble(chunks: Chunk[]): { content: any[]; finish: any; usage?
       break
     }
     if (c.type === 'usage') {
-      usage = c.usage
+      if (usage === undefined || !mutated('first-usage-wins')) usage = c.usage
       continue
     }
     const kind =
@@ -1305,8 +1459,15 @@ export function assemble(chunks: Chunk[]): { content: any[]; finish: any; usage?
       slot = { kind, text: '' }
       slots.set(c.index, slot)
     }
-    if (slot.closed !== undefined) continue
-    if (c.type === 'block-end') slot.closed = c.block
+    if (slot.closed !== undefined) {
+      // the mutants: a second block-end replaces the first; a delta after the close extends it
+      const closed = slot.closed as any
+      if (mutated('second-close-wins') && c.type === 'block-end') slot.closed = c.block
+      else if (mutated('deltas-after-close') && typeof c.text === 'string' && typeof closed.text === 'string')
+        slot.closed = { ...closed, text: closed.text + c.text }
+      continue
+    }
+    if (c.type === 'block-end') slot.closed = mutated('block-end-not-authoritative') ? undefined : c.block
     else if (c.type === 'text-delta' || c.type === 'reasoning-delta') slot.text += c.text
     else if (c.type === 'tool-call-delta') {
       slot.text += c.argumentsDelta
@@ -1314,7 +1475,9 @@ export function assemble(chunks: Chunk[]): { content: any[]; finish: any; usage?
       slot.name ||= c.name
     }
   }
-  const content = [...slots.entries()].flatMap(([index, slot]) => {
+  const entries = [...slots.entries()]
+  if (mutated('blocks-by-index')) entries.sort(([a], [b]) => a - b)
+  const content = entries.flatMap(([index, slot]) => {
     if (slot.closed !== undefined) return [slot.closed]
     if (slot.kind === 'text' || slot.kind === 'reasoning') return [{ type: slot.kind, text: slot.text }]
     if (slot.kind === 'tool-call') return [{ type: 'tool-call', id: slot.id ?? `call-${index}`, name: slot.name ?? '', arguments: slot.text }]
