@@ -8,7 +8,16 @@ import { MINUS_ZERO, notMinusZero } from '../../session/lossless.js'
 const id = z.string().min(1)
 
 /** Streams that test the assembly rules (docs/conformance.md 7.4), spelled out by harness.ts's responseChunks. */
-export const MALFORMED = ['closed-twice', 'after-close', 'no-finish', 'calls-finish-empty', 'stop-with-calls', 'usage-twice', 'out-of-order', 'end-differs'] as const
+export const MALFORMED = [
+  'closed-twice',
+  'after-close',
+  'no-finish',
+  'calls-finish-empty',
+  'stop-with-calls',
+  'usage-twice',
+  'out-of-order',
+  'end-differs',
+] as const
 
 /** One input from the environment, in the order it happens, by name only (model/script.ts gives its explicit form). */
 export const WalkInputSchema = z.discriminatedUnion('type', [
