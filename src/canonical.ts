@@ -27,7 +27,7 @@ const MAX_DEPTH = 64
 /**
  * `general(value)` for plain JSON (strings, finite numbers, booleans, null, plain arrays and objects), written
  * without the replacer's rebuilt objects; undefined for anything else. Why: it runs on every request header of a
- * new agent, tool schemas included, and the replacer's copies made it the dearest part of preparing one (#13).
+ * new agent, tool schemas included, and the replacer's copies made it the dearest part of preparing one.
  */
 function plainCanonical(v: unknown, depth: number): string | undefined {
   switch (typeof v) {

@@ -27,9 +27,9 @@ export function userMessage(textOrBlocks: string | readonly ContentBlock[], opti
   const { id, source } = options
   const message = { id: id ?? randomUUID(), role: 'user' as const, content, source: source ?? { kind: 'user' as const } }
   // text with the default id and source is made here of one string: nothing in it to check (any string is a text
-  // block's text and lossless JSON), so the boundary pass is skipped; every other form is checked (#13)
+  // block's text and lossless JSON), so the boundary pass is skipped; every other form is checked
   if (typeof textOrBlocks === 'string' && id === undefined && source === undefined) {
-    // sealed too: the inbox splice and the user/message event take it as it is instead of copying it (#13)
+    // frozen too: the inbox splice and the user/message event take it as it is instead of copying it
     FROM_TEXT.add(deepFreeze(message))
     return message
   }
@@ -39,7 +39,7 @@ export function userMessage(textOrBlocks: string | readonly ContentBlock[], opti
 /** Check a message at the inbox boundary (IN-7) and freeze it in place (IN-8); strings become text messages. */
 export function toInboxMessage(input: unknown): UserMessage {
   if (typeof input === 'string') return userMessage(input)
-  // one userMessage built from a string and froze: nothing a caller could have changed or added since (#13)
+  // one userMessage built from a string and froze: nothing a caller could have changed or added since
   if (FROM_TEXT.has(input as object)) return input as UserMessage
   toFrozenJson(input, 'message') // throws LosslessJsonError naming the path
   const parsed = UserMessageSchema.safeParse(input)

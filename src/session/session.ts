@@ -92,7 +92,7 @@ export interface SurfaceNode {
 /**
  * The model-visible surface of one log; `apply` assumes an already validated event. It keeps the nodes' seqs and
  * the history only, reading anything else from the log: a node object and a seq-to-position map per surface event
- * were kept heap on every turn (#13). Positions are found by a scan, only for a replace, which renumbers anyway.
+ * were kept heap on every turn. Positions are found by a scan, only for a replace, which renumbers anyway.
  */
 class Surface {
   /** The seqs of the current nodes, in surface order. */
@@ -446,7 +446,7 @@ export class Session {
     let sources: readonly number[] | undefined
     if (surface) {
       if (surfaceOp === undefined) throw new SessionAppendError(`${type}: a surface event must carry a surfaceOp`)
-      // 'append' is the one string the schema takes: no copy and no schema pass for it (every surface event, #13)
+      // 'append' is the one string the schema takes: no copy and no schema pass for it (every surface event)
       op = surfaceOp === 'append' ? surfaceOp : toFrozenJson(surfaceOp, 'surfaceOp')
       if (op !== 'append' && !SurfaceOpSchema.safeParse(op).success) {
         throw new SessionAppendError(`${type}: surfaceOp must be 'append' or {op:'replace', start, end}`, { path: 'surfaceOp' })
