@@ -17,32 +17,39 @@ const CRASHED = [
   { seq: 4, time: 5, type: 'user/message', data: scenarioMessage('m0'), surfaceOp: 'append' },
 ]
 
+/** CRASHED continued by step 1's request records and an answer that asks for these calls (id, tool name), in order. */
+function toolStep(calls: ReadonlyArray<readonly [id: string, name: string]>) {
+  return [
+    ...CRASHED,
+    { seq: 5, time: 6, type: 'request/header', data: { header: { config: SCENARIO_CONFIG }, reason: 'initial' } },
+    { seq: 6, time: 7, type: 'request/context', data: { provider: SCENARIO_CONFIG.provider, model: SCENARIO_CONFIG.model } },
+    {
+      seq: 7,
+      time: 8,
+      type: 'assistant/message',
+      data: {
+        turn: 1,
+        step: 1,
+        message: {
+          id: 'a1',
+          role: 'assistant',
+          content: calls.map(([id, name]) => ({ type: 'tool-call', id, name, arguments: '{}' })),
+          source: { kind: 'model', ...SCENARIO_CONFIG },
+        },
+      },
+      surfaceOp: 'append',
+      sourceEventSeqs: [],
+    },
+  ]
+}
+
 /** A stored log that stops while call c1 (after c0, which ran) waits for a person's answer (TL-18): an instance resumes there. */
 const AWAITING_APPROVAL = [
-  ...CRASHED,
-  { seq: 5, time: 6, type: 'request/header', data: { header: { config: SCENARIO_CONFIG }, reason: 'initial' } },
-  { seq: 6, time: 7, type: 'request/context', data: { provider: SCENARIO_CONFIG.provider, model: SCENARIO_CONFIG.model } },
-  {
-    seq: 7,
-    time: 8,
-    type: 'assistant/message',
-    data: {
-      turn: 1,
-      step: 1,
-      message: {
-        id: 'a1',
-        role: 'assistant',
-        content: [
-          { type: 'tool-call', id: 'c0', name: 'p', arguments: '{}' },
-          { type: 'tool-call', id: 'c1', name: 'x', arguments: '{}' },
-          { type: 'tool-call', id: 'c2', name: 'p', arguments: '{}' },
-        ],
-        source: { kind: 'model', ...SCENARIO_CONFIG },
-      },
-    },
-    surfaceOp: 'append',
-    sourceEventSeqs: [],
-  },
+  ...toolStep([
+    ['c0', 'p'],
+    ['c1', 'x'],
+    ['c2', 'p'],
+  ]),
   { seq: 8, time: 9, type: 'tool/call', data: { turn: 1, step: 1, callId: 'c0', name: 'p', arguments: '{}' } },
   { seq: 9, time: 10, type: 'tool/call', data: { turn: 1, step: 1, callId: 'c1', name: 'x', arguments: '{}' } },
   { seq: 10, time: 11, type: 'tool/approval-request', data: { turn: 1, step: 1, callId: 'c1', name: 'x', reason: 'a person decides' } },
@@ -53,29 +60,10 @@ const AWAITING_APPROVAL = [
  * and c10 a TOOL_NOT_STARTED one before step/end (RS-4, RS-5).
  */
 const CRASHED_IN_TOOLS = [
-  ...CRASHED,
-  { seq: 5, time: 6, type: 'request/header', data: { header: { config: SCENARIO_CONFIG }, reason: 'initial' } },
-  { seq: 6, time: 7, type: 'request/context', data: { provider: SCENARIO_CONFIG.provider, model: SCENARIO_CONFIG.model } },
-  {
-    seq: 7,
-    time: 8,
-    type: 'assistant/message',
-    data: {
-      turn: 1,
-      step: 1,
-      message: {
-        id: 'a1',
-        role: 'assistant',
-        content: [
-          { type: 'tool-call', id: 'c9', name: 'p', arguments: '{}' },
-          { type: 'tool-call', id: 'c10', name: 'x', arguments: '{}' },
-        ],
-        source: { kind: 'model', ...SCENARIO_CONFIG },
-      },
-    },
-    surfaceOp: 'append',
-    sourceEventSeqs: [],
-  },
+  ...toolStep([
+    ['c9', 'p'],
+    ['c10', 'x'],
+  ]),
   { seq: 8, time: 9, type: 'tool/call', data: { turn: 1, step: 1, callId: 'c9', name: 'p', arguments: '{}' } },
 ]
 
