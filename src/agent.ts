@@ -472,6 +472,8 @@ export interface DisposeOptions {
   force?: boolean
   /** How long a forced disposal waits for running work first; default 1000 ms. */
   graceMs?: number
+  /** Leave queued inbox items in the log for the session's next driver instead of discarding them. */
+  keepInbox?: boolean
 }
 
 const DEFAULT_GRACE_MS = 1000
@@ -798,7 +800,7 @@ export class Agent {
     const force = options?.force === true
     const graceMs = options?.graceMs ?? DEFAULT_GRACE_MS
     checkGrace('dispose', graceMs)
-    const disposing = this.#disposed ?? this.#disposeNow()
+    const disposing = this.#disposed ?? this.#disposeNow(options?.keepInbox === true)
     if (force && !this.#forced) {
       this.#forced = true
       void this.#abandonAfter(graceMs)
@@ -820,10 +822,10 @@ export class Agent {
     }
   }
 
-  #disposeNow(): Promise<void> {
+  #disposeNow(keepInbox: boolean): Promise<void> {
     this.#disposed = (async () => {
       try {
-        this.cancel({ kind: 'disposed' })
+        this.cancel({ kind: 'disposed' }, { keepInbox })
       } catch (error) {
         // a halted session refuses the discard splices: the pending items stay in its log, disposal goes on
         this.#hooks.logger.error('agentchart: disposal could not discard the pending inbox', error)

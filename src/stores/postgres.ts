@@ -9,6 +9,9 @@ import { ChunkFolder, checkChunkRetention, type ChunkRetention, type RowPlan } f
 import { checkSessionId, leaseRequest } from './lease.js'
 import { checkBatch, decodeRows, type StoredRow } from './rows.js'
 import type { OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
+import { MAILBOX, type MailboxBackend } from './mailbox.js'
+import { mailboxDdl, postgresMailbox } from './postgres-mailbox.js'
+import { postgresQueue } from './postgres-queue.js'
 
 /** The part of a `pg` client the store uses. */
 export interface PgQueryable {
@@ -122,6 +125,7 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
   const pool: PgPoolLike = options.pool ?? makePool(options.connectionString, options.max ?? 10, connectTimeoutMs)
   const sessions = `"${schema}".agentchart_sessions`
   const events = `"${schema}".agentchart_events`
+  const mailTable = `"${schema}".agentchart_mail`
   let closed = false
   let closing: Promise<void> | null = null
   let ready: Promise<void> | null = null
@@ -183,6 +187,8 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
                UPDATE ${sessions} SET length = length + $4, updated_at = ${NOW_MS}, lease_expires_at = ${NOW_MS} + $5
                WHERE id = $1 AND lease_token = $2 AND length = $3 RETURNING id)
              , dropped AS (DELETE FROM ${events} WHERE session_id = (SELECT id FROM fence) AND seq = ANY($9::int[]))
+             , consumed AS (UPDATE ${mailTable} SET consumed_at = ${NOW_MS}, consumed_token = $2
+                            WHERE session_id = (SELECT id FROM fence) AND id = ANY($10::bigint[]) AND consumed_at IS NULL)
              INSERT INTO ${events} (session_id, seq, type, event)
              SELECT fence.id, u.seq, u.type, u.event FROM fence, unnest($6::int[], $7::text[], $8::text[]) AS u(seq, type, event)
              ON CONFLICT (session_id, seq) DO UPDATE SET type = EXCLUDED.type, event = EXCLUDED.event`,
@@ -216,6 +222,7 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
           type text NOT NULL,
           event text NOT NULL,
           PRIMARY KEY (session_id, seq))`)
+        for (const statement of mailboxDdl(schema)) await client.query(statement)
         await client.query('COMMIT')
       } catch (error) {
         await client.query('ROLLBACK').catch(noop)
@@ -278,7 +285,7 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
     throw new StoreError('STORE_CONFLICT', id, `session ${id}: the batch starts at seq ${first} but ${row.length} events are stored`)
   }
 
-  async function append(id: string, token: number, leaseMs: number, batch: readonly SessionEvent[], plan: RowPlan): Promise<void> {
+  async function append(id: string, token: number, leaseMs: number, batch: readonly SessionEvent[], plan: RowPlan, mailIds: readonly string[]): Promise<void> {
     assertOpen(id)
     // one bound for the commit, its retries and the check of what a retry found
     const deadline = due()
@@ -291,7 +298,7 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
     for (let attempt = 0; ; attempt++) {
       try {
         const result = await withClient(id, what, deadline, (client) =>
-          client.query(prepared('append'), [id, token, first, batch.length, leaseMs, seqs, types, texts, plan.drop]),
+          client.query(prepared('append'), [id, token, first, batch.length, leaseMs, seqs, types, texts, plan.drop, mailIds]),
         )
         written = result.rowCount ?? 0
         break
@@ -321,7 +328,30 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
         : null,
   })
 
-  return {
+  /** The lease of each handle still held (the mailbox fences its own consumption with it). */
+  const tokens = new WeakMap<SessionHandle, { readonly id: string; readonly token: number }>()
+  const mailbox = postgresMailbox({
+    pool,
+    schema,
+    run: async (id, what, work) => {
+      await wrapped(id, () => migrate(id))
+      return wrapped(id, () => withClient(id, what, due(), work))
+    },
+    toInfo,
+    assertOpen,
+    tokenOf: (handle) => {
+      const mine = tokens.get(handle)
+      return mine !== undefined && held.has(mine) ? mine.token : undefined
+    },
+  })
+  let queue: ReturnType<typeof postgresQueue> | undefined
+
+  const store: SessionStore & { [MAILBOX]: MailboxBackend } = {
+    [MAILBOX]: {
+      ...mailbox,
+      held: (handle: SessionHandle) => mailbox.held(handle),
+      queue: () => (queue ??= postgresQueue({ pool, schema, mailbox })),
+    },
     kind: 'postgres',
     async open(sessionId: string, openOptions?: OpenSessionOptions): Promise<SessionHandle> {
       const id = checkSessionId(sessionId)
@@ -338,7 +368,7 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
       const mine = { id, token: opened.token }
       held.add(mine)
       const folder = new ChunkFolder(retention, opened.events)
-      return {
+      const handle: SessionHandle = {
         sessionId: id,
         created: opened.created,
         events: opened.events,
@@ -347,7 +377,15 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
           if (batch.length === 0) return
           checkBatch(id, batch[0].seq, batch)
           const plan = folder.plan(batch)
-          await wrapped(id, () => append(id, lease.token, leaseMs, batch, plan))
+          // mailbox rows whose splice is in this batch are consumed by the same statement
+          const riders = mailbox.riding(handle).take(batch[batch.length - 1].seq + 1)
+          try {
+            await wrapped(id, () => append(id, lease.token, leaseMs, batch, plan, riders.ids))
+          } catch (error) {
+            riders.settle(error)
+            throw error
+          }
+          riders.settle()
           plan.commit()
         },
         async renew() {
@@ -360,6 +398,8 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
           await wrapped(id, () => withClient(id, 'releasing the lease', due(), (client) => client.query(sql.release, [id, lease.token])))
         },
       }
+      tokens.set(handle, mine)
+      return handle
     },
     async load(sessionId: string) {
       const id = checkSessionId(sessionId)
@@ -392,6 +432,8 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
     close() {
       closing ??= (async () => {
         closed = true
+        await queue?.close().catch(noop)
+        await mailbox.close()
         const deadline = performance.now() + closeTimeoutMs
         // the leases this store still holds go with it: the next opener need not wait for them to lapse
         const releases = [...held].map(({ id, token }) =>
@@ -410,6 +452,7 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
       return closing
     },
   }
+  return store
 }
 
 /** Our own refusals pass through; a PostgreSQL or network failure is named with the session. */

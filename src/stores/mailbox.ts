@@ -1,0 +1,237 @@
+// The mailbox: messages, cancels and approval answers sent to a session from
+// any process, kept as rows beside its log. The driver holding the lease
+// applies each row through the agent's own API and consumes it in the same
+// commit as the events that record it, so a row enters the log exactly once.
+import type { Agent } from '../agent.js'
+import { AgentchartError, AgentStateError, StoreError } from '../errors.js'
+import type { AgentCancelCause, InboxTarget, UserMessage } from '../session/schemas.js'
+import type { SessionHandle, SessionInfo, SessionStore } from './types.js'
+
+/** What one mailbox row asks of the session's driver. */
+export type MailBody =
+  | { readonly kind: 'send'; readonly message: UserMessage; readonly target: InboxTarget; readonly wakeup: boolean }
+  | { readonly kind: 'cancel'; readonly cause: AgentCancelCause; readonly keepInbox: boolean }
+  | { readonly kind: 'approve'; readonly callId: string }
+  | { readonly kind: 'deny'; readonly callId: string; readonly reason: string }
+
+/** A stored mailbox row: ids grow in the order rows were written. */
+export interface MailRecord {
+  readonly id: string
+  readonly sessionId: string
+  readonly body: MailBody
+}
+
+/** Whether a row needs a driver to act: everything but an inject (a send that does not wake). */
+export function wakes(body: MailBody): boolean {
+  return body.kind !== 'send' || body.wakeup
+}
+
+/** A store-side signal: new mail for a session, or a commit that grew its log. */
+export interface StoreSignal {
+  readonly kind: 'mail' | 'commit'
+  readonly sessionId: string
+}
+
+/** Consumption that rides on a commit: the rows are marked consumed by the transaction that stores seq `length`. */
+export interface MailTicket {
+  /** The send appended nothing: consume the rows on their own (fenced by the lease), after what is stored. */
+  standalone(): Promise<void>
+  /** Settles when the rows are consumed; rejects when the commit carrying them failed. */
+  readonly done: Promise<void>
+}
+
+/** The mailbox side of one opened session, kept by the store beside the handle. */
+export interface HeldMail {
+  /** Consume `ids` with the first commit that stores seq `length` (register before the send that appends it). */
+  expect(ids: readonly string[], length: number): MailTicket
+}
+
+/** What a store offers the client and the workers; stores without it have no mailbox. */
+export interface MailboxBackend {
+  /** Writes a row and signals it, in one transaction; SESSION_UNKNOWN when the session was never created. */
+  post(sessionId: string, body: MailBody): Promise<MailRecord & { readonly held: boolean }>
+  /** The session's unconsumed rows, oldest first. */
+  pending(sessionId: string): Promise<MailRecord[]>
+  /** How many of the session's rows no driver consumed yet. */
+  pendingCount(sessionId: string): Promise<number>
+  /** One stored session's row as `list()` would report it; undefined when unknown. */
+  info(sessionId: string): Promise<SessionInfo | undefined>
+  /** The mailbox side of a handle this store opened. */
+  held(handle: SessionHandle): HeldMail
+  /** Live signals of every session in the store; returns the unsubscriber. */
+  subscribe(listener: (signal: StoreSignal) => void): () => void
+  /**
+   * Sessions that need a driver and have none: unconsumed waking mail and no live lease, or a lease a worker
+   * (holder starting `workerPrefix`) left to lapse without releasing it (the worker died).
+   */
+  orphans(workerPrefix: string, limit: number): Promise<string[]>
+  /** Resolves once the store's listeners are set up (signals sent after it are heard). */
+  ready(): Promise<void>
+  /** How sessions are handed to workers in this store. */
+  queue(): SessionQueue
+}
+
+/** Hands sessions that need a driver to workers: one offer per session at a time, whoever asks. */
+export interface SessionQueue {
+  /** Asks for some worker to take the session. */
+  offer(sessionId: string): Promise<void>
+  /**
+   * Starts handing offered sessions to `take`, one at a time: the next is fetched once `take` resolves (it
+   * resolves when the worker has a free slot and tried to open the session). `nudge()` fetches at once.
+   */
+  work(take: (sessionId: string) => Promise<void>): Promise<{ nudge(): void; stop(): Promise<void> }>
+}
+
+export const MAILBOX: unique symbol = Symbol.for('agentchart.mailbox') as never
+
+/** The store's mailbox, or a typed error for a store that has none. */
+export function mailboxOf(store: SessionStore): MailboxBackend {
+  const backend = (store as { [MAILBOX]?: MailboxBackend })?.[MAILBOX]
+  if (backend === undefined) throw new MailboxError('MAILBOX_UNSUPPORTED', `the ${String(store?.kind)} store has no mailbox (use memoryStore, sqliteStore or postgresStore)`)
+  return backend
+}
+
+/** A mailbox request that cannot be carried out: an unknown session, a store without a mailbox. */
+export class MailboxError extends AgentchartError {
+  constructor(code: 'SESSION_UNKNOWN' | 'MAILBOX_UNSUPPORTED', message: string, options?: { path?: string }) {
+    super(code, message, options)
+    this.name = 'MailboxError'
+  }
+}
+
+/** Consumption waiting for its commit, shared by the stores' handles. */
+export class RidingMail {
+  #waiting: { ids: readonly string[]; length: number; resolve: () => void; reject: (error: unknown) => void }[] = []
+
+  /** Registers rows to consume with the commit storing seq `length`; `alone` consumes them by themselves. */
+  expect(ids: readonly string[], length: number, alone: (ids: readonly string[]) => Promise<void>): MailTicket {
+    let resolve!: () => void
+    let reject!: (error: unknown) => void
+    const done = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)))
+    done.catch(() => {})
+    const entry = { ids, length, resolve, reject }
+    this.#waiting.push(entry)
+    return {
+      done,
+      standalone: () => {
+        if (!this.#waiting.includes(entry)) return done
+        this.#waiting = this.#waiting.filter((e) => e !== entry)
+        alone(ids).then(resolve, reject)
+        return done
+      },
+    }
+  }
+
+  /** The rows a commit of events up to `end` (exclusive) consumes, and how to settle them after it. */
+  take(end: number): { ids: string[]; settle(error?: unknown): void } {
+    const riding = this.#waiting.filter((e) => e.length < end)
+    if (riding.length === 0) return { ids: [], settle: () => {} }
+    this.#waiting = this.#waiting.filter((e) => e.length >= end)
+    return {
+      ids: riding.flatMap((e) => e.ids),
+      settle: (error?: unknown) => {
+        for (const e of riding) if (error === undefined) e.resolve()
+        else e.reject(error)
+      },
+    }
+  }
+}
+
+/** Errors after which a row is left for the session's next driver (this one can no longer record it). */
+function driverGone(error: unknown): boolean {
+  return error instanceof StoreError || (error instanceof AgentStateError && error.code === 'AGENT_DISPOSED')
+}
+
+/**
+ * The driver's end of the mailbox: applies a session's rows to its agent in row order, each as the local call
+ * would (followup/steer/inject/send, cancel, approve, deny), skipping rows it applied already. A row the agent
+ * refuses (a duplicate pending id, an unknown approval) is consumed without effect.
+ */
+export class SessionMailbox {
+  readonly #agent: Agent
+  readonly #backend: MailboxBackend
+  readonly #held: HeldMail
+  readonly #applied = new Set<string>()
+  #draining: Promise<void> | null = null
+  #again = false
+  #stopped = false
+  /** Called after each row is applied (workers note activity). */
+  onApplied: (() => void) | undefined
+  /** Where delivery troubles go. */
+  onError: (error: unknown) => void = () => {}
+
+  constructor(agent: Agent, backend: MailboxBackend, held: HeldMail) {
+    this.#agent = agent
+    this.#backend = backend
+    this.#held = held
+  }
+
+  /** Reads and applies what is pending; concurrent calls coalesce into one more pass. */
+  drain(): Promise<void> {
+    if (this.#stopped) return Promise.resolve()
+    if (this.#draining !== null) {
+      this.#again = true
+      return this.#draining
+    }
+    this.#draining = (async () => {
+      try {
+        do {
+          this.#again = false
+          const rows = await this.#backend.pending(this.#agent.sessionId)
+          for (const row of rows) {
+            if (this.#stopped) return
+            if (this.#applied.has(row.id)) continue
+            if (!this.#apply(row)) return
+          }
+        } while (this.#again && !this.#stopped)
+      } catch (error) {
+        this.onError(error)
+      } finally {
+        this.#draining = null
+      }
+    })()
+    return this.#draining
+  }
+
+  /** No more rows are applied; resolves once the pass in progress is over. */
+  async stop(): Promise<void> {
+    this.#stopped = true
+    await this.#draining
+  }
+
+  /** Applies one row; false when the driver can no longer record anything (the row stays for the next one). */
+  #apply(row: MailRecord): boolean {
+    const agent = this.#agent
+    const before = agent.session.length
+    const ticket = this.#held.expect([row.id], before)
+    this.#applied.add(row.id)
+    try {
+      const body = row.body
+      switch (body.kind) {
+        case 'send':
+          agent.send(body.message, body.target, body.wakeup)
+          break
+        case 'cancel':
+          agent.cancel(body.cause, { keepInbox: body.keepInbox })
+          break
+        case 'approve':
+          agent.approve(body.callId)
+          break
+        case 'deny':
+          agent.deny(body.callId, body.reason)
+          break
+      }
+    } catch (error) {
+      if (driverGone(error)) {
+        this.#applied.delete(row.id)
+        ticket.done.catch(() => {})
+        return false
+      }
+      this.onError(error)
+    }
+    if (agent.session.length === before) void ticket.standalone().catch((error: unknown) => this.onError(error))
+    else ticket.done.catch((error: unknown) => this.onError(error))
+    this.onApplied?.()
+    return true
+  }
+}
