@@ -8,6 +8,8 @@ import { checkSessionId, leaseRequest } from './lease.js'
 import { checkBatch, decodeRows, type StoredRow } from './rows.js'
 import { settled } from './sync.js'
 import type { Lease, OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
+import { MAILBOX, MailboxError, RidingMail, wakes, type MailboxBackend, type MailBody, type MailRecord, type SessionQueue } from './mailbox.js'
+import { scanningQueue, SignalHub } from './local-queue.js'
 
 interface Stored {
   readonly id: string
@@ -30,6 +32,11 @@ export interface MemoryStoreOptions {
 export function memoryStore(options: MemoryStoreOptions = {}): SessionStore {
   const retention = checkChunkRetention(options?.chunks)
   const sessions = new Map<string, Stored>()
+  /** Mailbox rows, oldest first; consumed ones are dropped. */
+  const mail: MailRecord[] = []
+  let mailSeq = 0
+  const signals = new SignalHub()
+  const rides = new WeakMap<SessionHandle, { riding: RidingMail; token: number; stored: Stored }>()
   let closed = false
   const assertOpen = (id: string) => {
     if (closed) throw new StoreError('STORE_CLOSED', id, 'this memory store is closed')
@@ -44,7 +51,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): SessionStore {
         throw new StoreError('LEASE_LOST', id, `session ${id}: the lease of ${lease.holder} (token ${lease.token}) was taken over (token ${stored.token})`)
       }
     }
-    return {
+    const riding = new RidingMail()
+    const handle: SessionHandle = {
       sessionId: id,
       created,
       events,
@@ -52,6 +60,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): SessionStore {
       append(batch: readonly SessionEvent[]) {
         fence()
         checkBatch(id, stored.length, batch)
+        const riders = riding.take(batch[batch.length - 1].seq + 1)
+        consume(riders.ids)
+        riders.settle()
         const plan = folder.plan(batch)
         const gone = new Set(plan.drop)
         for (const row of plan.rows) if (row.replaces) gone.add(row.seq)
@@ -64,6 +75,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): SessionStore {
         plan.commit()
         stored.updatedAt = Date.now()
         stored.expiresAt = stored.updatedAt + leaseMs
+        signals.emit({ kind: 'commit', sessionId: id })
       },
       renew() {
         return settled(() => {
@@ -79,9 +91,63 @@ export function memoryStore(options: MemoryStoreOptions = {}): SessionStore {
         return Promise.resolve()
       },
     }
+    rides.set(handle, { riding, token: lease.token, stored })
+    return handle
   }
 
-  return {
+  /** Drops consumed rows (the caller checked the lease). */
+  function consume(ids: readonly string[]): void {
+    if (ids.length === 0) return
+    const gone = new Set(ids)
+    for (let i = mail.length - 1; i >= 0; i--) if (gone.has(mail[i].id)) mail.splice(i, 1)
+  }
+
+  const live = (s: Stored, now: number) => s.holder !== null && s.expiresAt > now
+  let queue: SessionQueue | undefined
+  const mailbox: MailboxBackend = {
+    post(sessionId: string, body: MailBody) {
+      return settled(() => {
+        const id = checkSessionId(sessionId)
+        assertOpen(id)
+        const stored = sessions.get(id)
+        if (stored === undefined) throw new MailboxError('SESSION_UNKNOWN', `no session ${id} in this memory store`, { path: 'sessionId' })
+        const record: MailRecord = { id: String(++mailSeq), sessionId: id, body: JSON.parse(JSON.stringify(body)) as MailBody }
+        mail.push(record)
+        signals.emit({ kind: 'mail', sessionId: id })
+        return { ...record, held: live(stored, Date.now()) }
+      })
+    },
+    pending: (sessionId) => settled(() => mail.filter((row) => row.sessionId === sessionId)),
+    pendingCount: (sessionId) => settled(() => mail.filter((row) => row.sessionId === sessionId).length),
+    info: (sessionId) => settled(() => infoOf(sessions.get(sessionId), Date.now())),
+    held(handle) {
+      const mine = rides.get(handle)
+      if (mine === undefined) throw new MailboxError('MAILBOX_UNSUPPORTED', `session ${handle.sessionId}: this handle was not opened by this memory store`)
+      return {
+        expect: (ids, length) =>
+          mine.riding.expect(ids, length, (alone) =>
+            settled(() => {
+              assertOpen(handle.sessionId)
+              if (mine.stored.token !== mine.token) throw new StoreError('LEASE_LOST', handle.sessionId, `session ${handle.sessionId}: the lease was taken over`)
+              consume(alone)
+            }),
+          ),
+      }
+    },
+    subscribe: (listener) => signals.subscribe(listener),
+    ready: () => Promise.resolve(),
+    orphans(workerPrefix, limit) {
+      const now = Date.now()
+      const found = [...sessions.values()].filter(
+        (s) => !live(s, now) && ((s.holder !== null && s.holder.startsWith(workerPrefix)) || mail.some((row) => row.sessionId === s.id && wakes(row.body))),
+      )
+      return Promise.resolve(found.slice(0, limit).map((s) => s.id))
+    },
+    queue: () => (queue ??= scanningQueue(() => mailbox, 50)),
+  }
+
+  const store: SessionStore & { [MAILBOX]: MailboxBackend } = {
+    [MAILBOX]: mailbox,
     kind: 'memory',
     open(sessionId: string, options?: OpenSessionOptions) {
       return settled(() => {
@@ -115,18 +181,24 @@ export function memoryStore(options: MemoryStoreOptions = {}): SessionStore {
       const all = [...sessions.values()]
         .sort((a, b) => b.updatedAt - a.updatedAt)
         .slice(0, options?.limit ?? Infinity)
-        .map((s): SessionInfo => ({
-          id: s.id,
-          createdAt: s.createdAt,
-          updatedAt: s.updatedAt,
-          length: s.length,
-          lease: s.holder !== null && s.expiresAt > now ? { holder: s.holder, expiresAt: s.expiresAt } : null,
-        }))
+        .map((s) => infoOf(s, now)!)
       return Promise.resolve(all)
     },
     close() {
       closed = true
       return Promise.resolve()
     },
+  }
+  return store
+}
+
+function infoOf(s: Stored | undefined, now: number): SessionInfo | undefined {
+  if (s === undefined) return undefined
+  return {
+    id: s.id,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+    length: s.length,
+    lease: s.holder !== null && s.expiresAt > now ? { holder: s.holder, expiresAt: s.expiresAt } : null,
   }
 }

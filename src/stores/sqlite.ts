@@ -11,6 +11,8 @@ import { checkBatch, decodeRows, type StoredRow } from './rows.js'
 import { LeaseWatch, stamp, type LeaseColumns } from './sqlite-lease.js'
 import { settled } from './sync.js'
 import type { OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
+import { MAILBOX, type MailboxBackend } from './mailbox.js'
+import { sqliteMailbox } from './sqlite-mailbox.js'
 
 export interface SqliteStoreOptions {
   /** The database file (created if missing); `:memory:` for a private in-memory database. */
@@ -217,11 +219,12 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
     return { created: !row, events, token, expiresAt: now + leaseMs, key }
   })
 
-  const appendTx = db.transaction((id: string, key: number, token: number, batch: readonly SessionEvent[], leaseMs: number, plan: RowPlan) => {
+  const appendTx = db.transaction((id: string, key: number, token: number, batch: readonly SessionEvent[], leaseMs: number, plan: RowPlan, mailIds: readonly string[]) => {
     const now = Date.now()
     const first = batch[0].seq
     const { clock, boot } = stamp()
     if (q.fence.run(batch.length, now, now + leaseMs, clock, boot, key, token, first).changes !== 1) throw refusal(id, token, first)
+    mailbox.consumeIn(id, mailIds)
     for (const seq of plan.drop) q.drop.run(key, seq)
     const rows = plan.rows
     let i = 0
@@ -261,7 +264,34 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
     return work()
   }
 
-  return {
+  const handles = new WeakMap<SessionHandle, { id: string; token: number; key: number }>()
+  const infoOf = (row: SessionRow): SessionInfo => {
+    const left = watch.remaining(row.id, row)
+    return {
+      id: row.id,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+      length: row.length,
+      lease: row.lease_holder !== null && left > 0 ? { holder: row.lease_holder, expiresAt: Date.now() + left } : null,
+    }
+  }
+  const mailbox = sqliteMailbox({
+    db,
+    watch,
+    run: (id, work) => guard(id, () => wrapped(id, busyTimeoutMs, work)),
+    info: (id) => {
+      const row = q.session.get(id)
+      return row === undefined ? undefined : infoOf(row)
+    },
+    leaseOf: (handle) => {
+      const mine = handles.get(handle)
+      return mine !== undefined && held.has(mine) ? mine : undefined
+    },
+    pollMs: 10,
+  })
+
+  const store: SessionStore & { [MAILBOX]: MailboxBackend } = {
+    [MAILBOX]: mailbox,
     kind: 'sqlite',
     open(sessionId: string, openOptions?: OpenSessionOptions): Promise<SessionHandle> {
       return settled((): SessionHandle => {
@@ -269,10 +299,10 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
         const { holder, leaseMs } = leaseRequest(openOptions)
         const opened = guard(id, () => wrapped(id, busyTimeoutMs, () => openTx.immediate(id, holder, leaseMs, openOptions?.check)))
         const lease = Object.freeze({ holder, token: opened.token, expiresAt: opened.expiresAt })
-        const mine = { id, token: opened.token }
+        const mine = { id, token: opened.token, key: opened.key }
         held.add(mine)
         const folder = new ChunkFolder(retention, opened.events)
-        return {
+        const handle: SessionHandle = {
           sessionId: id,
           created: opened.created,
           events: opened.events,
@@ -281,8 +311,17 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
             if (batch.length === 0) return
             checkBatch(id, batch[0].seq, batch)
             const plan = folder.plan(batch)
-            guard(id, () => wrapped(id, busyTimeoutMs, () => appendTx.immediate(id, opened.key, lease.token, batch, leaseMs, plan)))
+            // mailbox rows whose splice is in this batch are deleted by the same transaction
+            const riders = mailbox.riding(handle).take(batch[batch.length - 1].seq + 1)
+            try {
+              guard(id, () => wrapped(id, busyTimeoutMs, () => appendTx.immediate(id, opened.key, lease.token, batch, leaseMs, plan, riders.ids)))
+            } catch (error) {
+              riders.settle(error)
+              throw error
+            }
+            riders.settle()
             plan.commit()
+            mailbox.committed(id)
           },
           renew() {
             return settled(() => {
@@ -298,6 +337,8 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
             })
           },
         }
+        handles.set(handle, mine)
+        return handle
       })
     },
     load(sessionId: string) {
@@ -318,21 +359,13 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
     list(listOptions?: { limit?: number }) {
       return settled(() => {
         const rows = guard('(store)', () => q.list.all(listOptions?.limit ?? -1))
-        return rows.map((row): SessionInfo => {
-          const left = watch.remaining(row.id, row)
-          return {
-            id: row.id,
-            createdAt: row.created_at,
-            updatedAt: row.updated_at,
-            length: row.length,
-            lease: row.lease_holder !== null && left > 0 ? { holder: row.lease_holder, expiresAt: Date.now() + left } : null,
-          }
-        })
+        return rows.map(infoOf)
       })
     },
     close() {
       return settled(() => {
         if (!db.open) return
+        mailbox.close()
         // the leases this store still holds go with it: the next opener need not wait for them to lapse
         for (const { id, token } of held) {
           try {
@@ -346,6 +379,7 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
       })
     },
   }
+  return store
 }
 
 /** Our own refusals pass through; a SQLite failure (a damaged file, a busy lock) is named with the session. */

@@ -26,6 +26,8 @@ export interface ServeSessionsOptions {
   rescueMs?: number
   /** Names this worker in leases (default `worker:<host>:<pid>:<random>`; it always starts with `worker:`). */
   name?: string
+  /** Called with each agent the worker opens, before its mail is applied (register listeners here). */
+  onOpen?: (agent: Agent) => void
   /** Where a session's troubles are reported (default console.error). */
   onError?: (error: unknown, sessionId: string | undefined) => void
 }
@@ -105,6 +107,12 @@ export async function serveSessions(options: ServeSessionsOptions): Promise<Sess
       },
     }) as SessionStore
     const agent = await createAgent({ ...agentOptions, store: capturing, sessionId, lease: { ...agentOptions.lease, holder: name, leaseMs } })
+    try {
+      options.onOpen?.(agent)
+    } catch (error) {
+      await agent.dispose({ keepInbox: true })
+      throw error
+    }
     const mailbox = new SessionMailbox(agent, backend, backend.held(handle!))
     mailbox.onError = (error) => report(error, sessionId)
     let timer: ReturnType<typeof setTimeout> | null = null

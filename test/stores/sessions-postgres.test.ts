@@ -29,7 +29,7 @@ afterAll(async () => {
 })
 
 const userTexts = (events: readonly SessionEvent[]) =>
-  events.filter((e) => e.type === 'user/message').map((e) => (e.data.message.content[0] as { text: string }).text)
+  events.filter((e) => e.type === 'user/message').map((e) => (e.data.content[0] as { text: string }).text)
 
 describe('sessions across processes on PostgreSQL', () => {
   it('a followup from a client runs on a worker and run() resolves with its turn', async () => {

@@ -1,0 +1,243 @@
+// The client and the workers on every store with a mailbox: each message kind
+// reaches the session's driver and is applied as the local call would be
+// (IN, CX rules), run() and watch() read what was committed, bad input is
+// refused with a typed error. Client and worker use separate store instances
+// where the store allows it, so they talk only through the store.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { firstValueFrom, filter, take, toArray } from 'rxjs'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { defineTool, type SessionEvent } from '../../src/index.js'
+import { createSessionClient, memoryStore, postgresStore, serveSessions, sqliteStore, type SessionClient, type SessionStore, type SessionWorkers } from '../../src/stores/index.js'
+import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
+import { createDatabase, startPostgres, type PostgresServer } from '../../scripts/embedded-postgres.js'
+import { slowModel } from './sessions-support.js'
+
+let server: PostgresServer
+let dir: string
+beforeAll(async () => {
+  server = await startPostgres()
+  dir = mkdtempSync(join(tmpdir(), 'agentchart-across-'))
+}, 120_000)
+afterAll(async () => {
+  await server?.stop()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+interface Pair {
+  client: SessionStore
+  worker: SessionStore
+  close(): Promise<void>
+}
+
+let dbs = 0
+const kinds: Record<string, () => Promise<Pair>> = {
+  memory: async () => {
+    const store = memoryStore()
+    return { client: store, worker: store, close: () => store.close() }
+  },
+  sqlite: async () => {
+    const path = join(dir, `s${dbs++}.db`)
+    const client = sqliteStore({ path })
+    const worker = sqliteStore({ path })
+    return { client, worker, close: async () => (await client.close(), await worker.close()) }
+  },
+  postgres: async () => {
+    const url = await createDatabase(server, `across${dbs++}`)
+    const client = postgresStore({ connectionString: url })
+    const worker = postgresStore({ connectionString: url })
+    return { client, worker, close: async () => (await worker.close(), await client.close()) }
+  },
+}
+
+const texts = (events: readonly SessionEvent[], type: 'user/message' = 'user/message') =>
+  events.filter((e) => e.type === type).map((e) => ((e as SessionEvent<'user/message'>).data.content[0] as { text: string }).text)
+const until = (client: SessionClient, id: string, predicate: (e: SessionEvent) => boolean) => firstValueFrom(client.watch(id).pipe(filter(predicate)))
+const load = async (store: SessionStore, id: string) => (await store.load(id)) as SessionEvent[]
+
+describe.each(Object.keys(kinds))('sessions across processes on %s', (kind) => {
+  let pair: Pair
+  let workers: SessionWorkers
+  let client: SessionClient
+  const start = async (options: Partial<Parameters<typeof serveSessions>[0]> = {}) => {
+    pair = await kinds[kind]()
+    workers = await serveSessions({ store: pair.worker, agent: () => ({ model: slowModel(60) }), concurrency: 4, idleMs: 300, ...options })
+    client = createSessionClient({ store: pair.client })
+  }
+  const stop = async () => {
+    await client.close()
+    await workers.close()
+    await pair.close()
+  }
+
+  it('IN-1: a followup from the client runs as its own turn on a worker; run() resolves with that turn', async () => {
+    await start()
+    try {
+      const id = await client.create()
+      const first = await client.run(id, 'one')
+      const second = await client.run(id, 'two')
+      expect(first).toMatchObject({ turn: 1, end: { kind: 'completed' }, text: 're: one', steps: 1 })
+      expect(second).toMatchObject({ turn: 2, end: { kind: 'completed' }, text: 're: two', steps: 1 })
+      const log = await load(pair.client, id)
+      expect(texts(log)).toEqual(['one', 'two'])
+      expect(checkSessionInvariants(log)).toEqual([])
+      const status = await client.status(id)
+      expect(status).toMatchObject({ sessionId: id, phase: 'idle', length: log.length, pendingMail: 0 })
+    } finally {
+      await stop()
+    }
+  }, 30_000)
+
+  it('IN-12: a steer sent during a running turn joins that turn at its next step', async () => {
+    await start()
+    try {
+      const id = await client.create()
+      const running = client.run(id, 'start')
+      await until(client, id, (e) => e.type === 'step/start')
+      expect((await client.status(id)).phase).toBe('running')
+      await client.steer(id, 'steered')
+      const result = await running
+      expect(result).toMatchObject({ turn: 1, end: { kind: 'completed' }, steps: 2, text: 're: steered' })
+      const log = await load(pair.client, id)
+      expect(log.filter((e) => e.type === 'turn/start')).toHaveLength(1)
+      expect(texts(log)).toEqual(['start', 'steered'])
+      expect(checkSessionInvariants(log)).toEqual([])
+    } finally {
+      await stop()
+    }
+  }, 30_000)
+
+  it('IN-11: an inject does not wake the session; it joins the first step of the next woken turn, ahead of its prompt', async () => {
+    await start()
+    try {
+      const id = await client.create()
+      await client.inject(id, 'context')
+      // nobody drives the session for an inject alone
+      await new Promise((resolve) => setTimeout(resolve, 400))
+      expect(await client.status(id)).toMatchObject({ driver: null, pendingMail: 1 })
+      const result = await client.run(id, 'question')
+      expect(result).toMatchObject({ turn: 1, steps: 1, end: { kind: 'completed' } })
+      const log = await load(pair.client, id)
+      expect(texts(log)).toEqual(['context', 'question'])
+      expect(log.filter((e) => e.type === 'turn/start')).toHaveLength(1)
+    } finally {
+      await stop()
+    }
+  }, 30_000)
+
+  it('CX-5: a cancel from the client ends the running turn aborted with its cause, and run() says so', async () => {
+    await start()
+    try {
+      const id = await client.create()
+      const running = client.run(id, 'long')
+      await until(client, id, (e) => e.type === 'step/start')
+      await client.cancel(id, { kind: 'user' })
+      const result = await running
+      expect(result.end).toEqual({ kind: 'aborted', reason: { kind: 'user' } })
+      const after = await client.run(id, 'again')
+      expect(after).toMatchObject({ turn: 2, end: { kind: 'completed' }, text: 're: again' })
+      expect(checkSessionInvariants(await load(pair.client, id))).toEqual([])
+    } finally {
+      await stop()
+    }
+  }, 30_000)
+
+  it('CX-10: followups queued behind a cancel are discarded and their run() resolves discarded', async () => {
+    await start()
+    try {
+      const id = await client.create()
+      const first = client.run(id, 'a')
+      await until(client, id, (e) => e.type === 'step/start')
+      const queued = client.run(id, 'b')
+      await until(client, id, (e) => e.type === 'agent/inbox/spliced' && e.data.inserted.some((m) => (m.content[0] as { text: string }).text === 'b'))
+      await client.cancel(id)
+      expect((await first).end.kind).toBe('aborted')
+      expect((await queued).end).toMatchObject({ kind: 'discarded' })
+      expect(texts(await load(pair.client, id))).toEqual(['a'])
+    } finally {
+      await stop()
+    }
+  }, 30_000)
+
+  it('TL-18: approve and deny of a pending ask go through the client', async () => {
+    const deploy = defineTool({ name: 'deploy', description: 'deploys', input: z.object({ env: z.string() }), execute: ({ env }) => `deployed ${env}` })
+    const scripts = new Map<string, ReturnType<typeof scriptedModel>>()
+    await start({
+      agent: (id) => {
+        if (!scripts.has(id))
+          scripts.set(
+            id,
+            scriptedModel([
+              toolCallResponse([{ id: 'c1', name: 'deploy', arguments: '{"env":"prod"}' }]),
+              textResponse('done one'),
+              toolCallResponse([{ id: 'c2', name: 'deploy', arguments: '{"env":"dev"}' }]),
+              textResponse('done two'),
+            ]),
+          )
+        return { model: scripts.get(id)!, tools: [deploy], approvals: true }
+      },
+      onOpen: (agent) => agent.on('tools/pre-execute', () => ({ kind: 'ask', reason: 'deploy?' })),
+      idleMs: 2000,
+    })
+    try {
+      const id = await client.create()
+      const approved = client.run(id, 'ship it')
+      await until(client, id, (e) => e.type === 'tool/approval-request')
+      expect((await client.status(id)).phase).toBe('awaiting-approval')
+      await client.approve(id, 'c1')
+      expect(await approved).toMatchObject({ end: { kind: 'completed' }, text: 'done one' })
+      const denied = client.run(id, 'ship dev')
+      await until(client, id, (e) => e.type === 'tool/approval-request' && e.data.callId === 'c2')
+      await client.deny(id, 'c2', 'not today')
+      expect(await denied).toMatchObject({ end: { kind: 'completed' }, text: 'done two' })
+      const log = await load(pair.client, id)
+      expect(log.filter((e) => e.type === 'tool/approval-answer').map((e) => (e as SessionEvent<'tool/approval-answer'>).data.decision)).toEqual(['approve', 'deny'])
+      expect(checkSessionInvariants(log)).toEqual([])
+    } finally {
+      await stop()
+    }
+  }, 30_000)
+
+  it('watch() from any seq gives the committed log with no gap and no duplicate, live', async () => {
+    await start()
+    try {
+      const id = await client.create()
+      const seen: SessionEvent[] = []
+      const subscription = client.watch(id).subscribe((e) => seen.push(e))
+      const fromThree: SessionEvent[] = []
+      const later = client.watch(id, { fromSeq: 3 }).subscribe((e) => fromThree.push(e))
+      await client.run(id, 'x')
+      await client.run(id, 'y')
+      const log = await load(pair.client, id)
+      await until(client, id, (e) => e.seq === log.length - 1)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      subscription.unsubscribe()
+      later.unsubscribe()
+      expect(seen).toEqual(log)
+      expect(fromThree).toEqual(log.slice(3))
+      const replay = await firstValueFrom(client.watch(id).pipe(take(log.length), toArray()))
+      expect(replay).toEqual(log)
+    } finally {
+      await stop()
+    }
+  }, 30_000)
+
+  it('refuses an unknown session, a malformed message and a closed store with typed errors', async () => {
+    await start()
+    try {
+      await expect(client.followup('nobody', 'hi')).rejects.toMatchObject({ code: 'SESSION_UNKNOWN' })
+      await expect(client.status('nobody')).rejects.toMatchObject({ code: 'SESSION_UNKNOWN' })
+      const id = await client.create()
+      await expect(client.followup(id, { role: 'user', content: 'not blocks' } as never)).rejects.toMatchObject({ code: 'INVALID_MESSAGE' })
+      await expect(client.send(id, 'x', 'elsewhere' as never, true)).rejects.toMatchObject({ path: 'target' })
+      await expect(client.cancel(id, { kind: 'nope' } as never)).rejects.toMatchObject({ path: 'cause' })
+      expect((await client.status(id)).pendingMail).toBe(0)
+      await pair.client.close()
+      await expect(client.followup(id, 'late')).rejects.toMatchObject({ code: 'STORE_CLOSED' })
+    } finally {
+      await stop()
+    }
+  }, 30_000)
+})
