@@ -94,7 +94,8 @@ export function createSessionClient(options: { store: SessionStore }): SessionCl
   function watch(sessionId: string, watchOptions?: { fromSeq?: number }): Observable<SessionEvent> {
     const id = checkSessionId(sessionId)
     const fromSeq = watchOptions?.fromSeq ?? 0
-    if (!Number.isSafeInteger(fromSeq) || fromSeq < 0) throw new ConfigError(`fromSeq must be a non-negative integer, got ${String(fromSeq)}`, { path: 'fromSeq' })
+    if (!Number.isSafeInteger(fromSeq) || fromSeq < 0)
+      throw new ConfigError(`fromSeq must be a non-negative integer, got ${String(fromSeq)}`, { path: 'fromSeq' })
     return new Observable<SessionEvent>((subscriber) => {
       let next = fromSeq
       let reading = false
@@ -180,8 +181,15 @@ export function createSessionClient(options: { store: SessionStore }): SessionCl
     const id = checkSessionId(sessionId)
     assertOpen(id)
     const [info, events] = await Promise.all([backend.info(id), store.load(id)])
-    if (info === undefined || events === undefined) throw new MailboxError('SESSION_UNKNOWN', `no session ${id} in the ${store.kind} store`, { path: 'sessionId' })
-    return { sessionId: id, driver: info.lease?.holder ?? null, phase: phaseOf(events as SessionEvent[]), length: events.length, pendingMail: await backend.pendingCount(id) }
+    if (info === undefined || events === undefined)
+      throw new MailboxError('SESSION_UNKNOWN', `no session ${id} in the ${store.kind} store`, { path: 'sessionId' })
+    return {
+      sessionId: id,
+      driver: info.lease?.holder ?? null,
+      phase: phaseOf(events as SessionEvent[]),
+      length: events.length,
+      pendingMail: await backend.pendingCount(id),
+    }
   }
 
   return {
@@ -218,10 +226,11 @@ export function createSessionClient(options: { store: SessionStore }): SessionCl
       await handle.release()
       return id
     },
-    async close() {
+    close() {
       closed = true
       for (const teardown of [...teardowns]) teardown()
       teardowns.clear()
+      return Promise.resolve()
     },
   }
 }

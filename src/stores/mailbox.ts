@@ -62,9 +62,10 @@ export interface MailboxBackend {
   subscribe(listener: (signal: StoreSignal) => void): () => void
   /**
    * Sessions that need a driver and have none: unconsumed waking mail and no live lease, or a lease a worker
-   * (holder starting `workerPrefix`) left to lapse without releasing it (the worker died).
+   * (holder starting `workerPrefix`) left to lapse without releasing it (the worker died). With `sessionId`,
+   * only that session is looked at.
    */
-  orphans(workerPrefix: string, limit: number): Promise<string[]>
+  orphans(workerPrefix: string, limit: number, sessionId?: string): Promise<string[]>
   /** Resolves once the store's listeners are set up (signals sent after it are heard). */
   ready(): Promise<void>
   /** How sessions are handed to workers in this store. */
@@ -87,7 +88,8 @@ export const MAILBOX: unique symbol = Symbol.for('agentchart.mailbox') as never
 /** The store's mailbox, or a typed error for a store that has none. */
 export function mailboxOf(store: SessionStore): MailboxBackend {
   const backend = (store as { [MAILBOX]?: MailboxBackend })?.[MAILBOX]
-  if (backend === undefined) throw new MailboxError('MAILBOX_UNSUPPORTED', `the ${String(store?.kind)} store has no mailbox (use memoryStore, sqliteStore or postgresStore)`)
+  if (backend === undefined)
+    throw new MailboxError('MAILBOX_UNSUPPORTED', `the ${String(store?.kind)} store has no mailbox (use memoryStore, sqliteStore or postgresStore)`)
   return backend
 }
 
@@ -130,8 +132,9 @@ export class RidingMail {
     return {
       ids: riding.flatMap((e) => e.ids),
       settle: (error?: unknown) => {
-        for (const e of riding) if (error === undefined) e.resolve()
-        else e.reject(error)
+        for (const e of riding)
+          if (error === undefined) e.resolve()
+          else e.reject(error)
       },
     }
   }

@@ -128,7 +128,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): SessionStore {
           mine.riding.expect(ids, length, (alone) =>
             settled(() => {
               assertOpen(handle.sessionId)
-              if (mine.stored.token !== mine.token) throw new StoreError('LEASE_LOST', handle.sessionId, `session ${handle.sessionId}: the lease was taken over`)
+              if (mine.stored.token !== mine.token)
+                throw new StoreError('LEASE_LOST', handle.sessionId, `session ${handle.sessionId}: the lease was taken over`)
               consume(alone)
             }),
           ),
@@ -136,9 +137,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): SessionStore {
     },
     subscribe: (listener) => signals.subscribe(listener),
     ready: () => Promise.resolve(),
-    orphans(workerPrefix, limit) {
+    orphans(workerPrefix, limit, sessionId) {
       const now = Date.now()
-      const found = [...sessions.values()].filter(
+      const candidates = sessionId === undefined ? [...sessions.values()] : [sessions.get(sessionId)].filter((s) => s !== undefined)
+      const found = candidates.filter(
         (s) => !live(s, now) && ((s.holder !== null && s.holder.startsWith(workerPrefix)) || mail.some((row) => row.sessionId === s.id && wakes(row.body))),
       )
       return Promise.resolve(found.slice(0, limit).map((s) => s.id))

@@ -84,6 +84,7 @@ export function postgresMailbox(deps: PostgresMailboxDeps): PostgresMailbox {
               WHERE (s.lease_holder IS NULL OR s.lease_expires_at <= t.now)
                 AND (EXISTS (SELECT 1 FROM ${mail} m WHERE m.session_id = s.id AND m.consumed_at IS NULL AND m.wakes)
                      OR (s.lease_holder IS NOT NULL AND starts_with(s.lease_holder, $1)))
+                AND ($3::text IS NULL OR s.id = $3)
               ORDER BY s.updated_at LIMIT $2`,
   }
 
@@ -139,7 +140,7 @@ export function postgresMailbox(deps: PostgresMailboxDeps): PostgresMailbox {
       const found = await deps.run(sessionId, 'posting mail', (db) => db.query(sql.post, [sessionId, JSON.stringify(body), wakes(body), chan]))
       const row = found.rows[0] as { id: string; held: boolean } | undefined
       if (row === undefined) throw new MailboxError('SESSION_UNKNOWN', `no session ${sessionId} in this PostgreSQL store`, { path: 'sessionId' })
-      return { id: row.id, sessionId, body, held: row.held } as MailRecord & { held: boolean }
+      return { id: row.id, sessionId, body, held: row.held }
     },
     async pending(sessionId) {
       deps.assertOpen(sessionId)
@@ -179,17 +180,18 @@ export function postgresMailbox(deps: PostgresMailboxDeps): PostgresMailbox {
       return () => listeners.delete(listener)
     },
     ready: () => listen(),
-    async orphans(workerPrefix, limit) {
+    async orphans(workerPrefix, limit, sessionId) {
       deps.assertOpen('(store)')
-      const found = await deps.run('(store)', 'finding sessions without a driver', (db) => db.query(sql.orphans, [workerPrefix, limit]))
+      const found = await deps.run('(store)', 'finding sessions without a driver', (db) => db.query(sql.orphans, [workerPrefix, limit, sessionId ?? null]))
       return (found.rows as { id: string }[]).map((row) => row.id)
     },
-    async close() {
+    close() {
       closed = true
       listeners.clear()
       const current = client
       client = null
       current?.release()
+      return Promise.resolve()
     },
   }
 }

@@ -54,8 +54,8 @@ export function postgresQueue(deps: { pool: PgPoolLike; schema: string; mailbox:
       })
       instance.on('error', noop)
       await instance.start()
-      // stately: at most one waiting and one active job per session
-      await instance.createQueue(name, { name, policy: 'stately', retryLimit: 0, expireInSeconds: 60 })
+      // short: at most one waiting job per session (the lease, not the queue, keeps one driver)
+      await instance.createQueue(name, { name, policy: 'short', retryLimit: 0, expireInSeconds: 60 })
       return instance
     })().catch((error: unknown) => {
       booted = null

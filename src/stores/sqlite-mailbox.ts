@@ -95,7 +95,11 @@ export function sqliteMailbox(deps: SqliteMailboxDeps): SqliteMailbox {
     }
   }
 
-  const parse = (sessionId: string, row: { id: number; body: string }): MailRecord => ({ id: String(row.id), sessionId, body: JSON.parse(row.body) as MailBody })
+  const parse = (sessionId: string, row: { id: number; body: string }): MailRecord => ({
+    id: String(row.id),
+    sessionId,
+    body: JSON.parse(row.body) as MailBody,
+  })
 
   const mailbox: SqliteMailbox = {
     post(sessionId, body) {
@@ -117,7 +121,14 @@ export function sqliteMailbox(deps: SqliteMailboxDeps): SqliteMailbox {
         }),
       )
     },
-    pending: (sessionId) => Promise.resolve().then(() => deps.run(sessionId, () => sql().pending.all(sessionId).map((row) => parse(sessionId, row)))),
+    pending: (sessionId) =>
+      Promise.resolve().then(() =>
+        deps.run(sessionId, () =>
+          sql()
+            .pending.all(sessionId)
+            .map((row) => parse(sessionId, row)),
+        ),
+      ),
     pendingCount: (sessionId) => Promise.resolve().then(() => deps.run(sessionId, () => sql().count.get(sessionId)!.n)),
     info: (sessionId) => Promise.resolve().then(() => deps.run(sessionId, () => deps.info(sessionId))),
     held(handle) {
@@ -156,8 +167,8 @@ export function sqliteMailbox(deps: SqliteMailboxDeps): SqliteMailbox {
       const off = signals.subscribe(listener)
       if (poller === null) {
         poll()
+        // not unref'd: like a LISTEN connection, a live subscription keeps the process serving
         poller = setInterval(poll, deps.pollMs)
-        poller.unref()
       }
       return () => {
         off()
@@ -168,12 +179,12 @@ export function sqliteMailbox(deps: SqliteMailboxDeps): SqliteMailbox {
       }
     },
     ready: () => Promise.resolve(),
-    orphans(workerPrefix, limit) {
+    orphans(workerPrefix, limit, sessionId) {
       return Promise.resolve().then(() =>
         deps.run('(store)', () =>
           sql()
             .candidates.all(workerPrefix.length, workerPrefix)
-            .filter((row) => row.lease_holder === null || deps.watch.remaining(row.id, row) <= 0)
+            .filter((row) => (sessionId === undefined || row.id === sessionId) && (row.lease_holder === null || deps.watch.remaining(row.id, row) <= 0))
             .slice(0, limit)
             .map((row) => row.id),
         ),

@@ -219,33 +219,35 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
     return { created: !row, events, token, expiresAt: now + leaseMs, key }
   })
 
-  const appendTx = db.transaction((id: string, key: number, token: number, batch: readonly SessionEvent[], leaseMs: number, plan: RowPlan, mailIds: readonly string[]) => {
-    const now = Date.now()
-    const first = batch[0].seq
-    const { clock, boot } = stamp()
-    if (q.fence.run(batch.length, now, now + leaseMs, clock, boot, key, token, first).changes !== 1) throw refusal(id, token, first)
-    mailbox.consumeIn(id, mailIds)
-    for (const seq of plan.drop) q.drop.run(key, seq)
-    const rows = plan.rows
-    let i = 0
-    if (rows.length >= ROWS && !rows.some((row) => row.replaces)) {
-      const values = new Array<unknown>(ROWS * 3)
-      for (; i + ROWS <= rows.length; i += ROWS) {
-        for (let j = 0; j < ROWS; j++) {
-          const row = rows[i + j]
-          values[3 * j] = key
-          values[3 * j + 1] = row.seq
-          values[3 * j + 2] = row.event
+  const appendTx = db.transaction(
+    (id: string, key: number, token: number, batch: readonly SessionEvent[], leaseMs: number, plan: RowPlan, mailIds: readonly string[]) => {
+      const now = Date.now()
+      const first = batch[0].seq
+      const { clock, boot } = stamp()
+      if (q.fence.run(batch.length, now, now + leaseMs, clock, boot, key, token, first).changes !== 1) throw refusal(id, token, first)
+      mailbox.consumeIn(id, mailIds)
+      for (const seq of plan.drop) q.drop.run(key, seq)
+      const rows = plan.rows
+      let i = 0
+      if (rows.length >= ROWS && !rows.some((row) => row.replaces)) {
+        const values = new Array<unknown>(ROWS * 3)
+        for (; i + ROWS <= rows.length; i += ROWS) {
+          for (let j = 0; j < ROWS; j++) {
+            const row = rows[i + j]
+            values[3 * j] = key
+            values[3 * j + 1] = row.seq
+            values[3 * j + 2] = row.event
+          }
+          q.insertMany.run(values)
         }
-        q.insertMany.run(values)
       }
-    }
-    for (; i < rows.length; i++) {
-      const row = rows[i]
-      if (row.replaces) q.replace.run(row.event, key, row.seq)
-      else q.insert.run(key, row.seq, row.event)
-    }
-  })
+      for (; i < rows.length; i++) {
+        const row = rows[i]
+        if (row.replaces) q.replace.run(row.event, key, row.seq)
+        else q.insert.run(key, row.seq, row.event)
+      }
+    },
+  )
 
   function refusal(id: string, token: number, first: number): StoreError {
     const row = q.session.get(id)

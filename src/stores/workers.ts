@@ -60,10 +60,12 @@ interface Served {
 
 /** Starts a worker over `store`; resolves once it takes sessions. */
 export async function serveSessions(options: ServeSessionsOptions): Promise<SessionWorkers> {
-  if (!options || typeof options !== 'object' || typeof options.store?.open !== 'function') throw new ConfigError('serveSessions needs { store }', { path: 'store' })
+  if (!options || typeof options !== 'object' || typeof options.store?.open !== 'function')
+    throw new ConfigError('serveSessions needs { store }', { path: 'store' })
   if (typeof options.agent !== 'function') throw new ConfigError('serveSessions needs agent: (sessionId) => agent options', { path: 'agent' })
   const concurrency = options.concurrency ?? 8
-  if (!Number.isSafeInteger(concurrency) || concurrency < 1) throw new ConfigError(`concurrency must be a positive integer, got ${String(concurrency)}`, { path: 'concurrency' })
+  if (!Number.isSafeInteger(concurrency) || concurrency < 1)
+    throw new ConfigError(`concurrency must be a positive integer, got ${String(concurrency)}`, { path: 'concurrency' })
   const idleMs = checkMs(options.idleMs ?? 1000, 'idleMs', 0)
   const leaseMs = checkMs(options.leaseMs ?? 15_000, 'leaseMs', 10)
   const rescueMs = checkMs(options.rescueMs ?? Math.max(5, Math.floor(leaseMs / 2)), 'rescueMs', 5)
@@ -87,6 +89,8 @@ export async function serveSessions(options: ServeSessionsOptions): Promise<Sess
     await freeSlot()
     if (closing || served.has(sessionId)) return
     try {
+      // a stale offer (the work was done meanwhile, or another worker holds the session) opens nothing
+      if ((await backend.orphans(WORKER_PREFIX, 1, sessionId)).length === 0) return
       await drive(sessionId)
     } catch (error) {
       if (!(error instanceof SessionInUseError)) report(error, sessionId)
@@ -226,6 +230,7 @@ export async function serveSessions(options: ServeSessionsOptions): Promise<Sess
 }
 
 function checkMs(value: number, path: string, min: number): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) throw new ConfigError(`${path} must be an integer number of ms of at least ${min}, got ${String(value)}`, { path })
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min)
+    throw new ConfigError(`${path} must be an integer number of ms of at least ${min}, got ${String(value)}`, { path })
   return value
 }

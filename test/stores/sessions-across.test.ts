@@ -9,8 +9,17 @@ import { join } from 'node:path'
 import { firstValueFrom, filter, take, toArray } from 'rxjs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { defineTool, type SessionEvent } from '../../src/index.js'
-import { createSessionClient, memoryStore, postgresStore, serveSessions, sqliteStore, type SessionClient, type SessionStore, type SessionWorkers } from '../../src/stores/index.js'
+import { defineTool, type SessionEvent, type SessionEventOf } from '../../src/index.js'
+import {
+  createSessionClient,
+  memoryStore,
+  postgresStore,
+  serveSessions,
+  sqliteStore,
+  type SessionClient,
+  type SessionStore,
+  type SessionWorkers,
+} from '../../src/stores/index.js'
 import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { createDatabase, startPostgres, type PostgresServer } from '../../scripts/embedded-postgres.js'
 import { slowModel } from './sessions-support.js'
@@ -53,7 +62,7 @@ const kinds: Record<string, () => Promise<Pair>> = {
 }
 
 const texts = (events: readonly SessionEvent[], type: 'user/message' = 'user/message') =>
-  events.filter((e) => e.type === type).map((e) => ((e as SessionEvent<'user/message'>).data.content[0] as { text: string }).text)
+  events.filter((e) => e.type === type).map((e) => ((e as SessionEventOf<'user/message'>).data.content[0] as { text: string }).text)
 const until = (client: SessionClient, id: string, predicate: (e: SessionEvent) => boolean) => firstValueFrom(client.watch(id).pipe(filter(predicate)))
 const load = async (store: SessionStore, id: string) => (await store.load(id)) as SessionEvent[]
 
@@ -193,7 +202,10 @@ describe.each(Object.keys(kinds))('sessions across processes on %s', (kind) => {
       await client.deny(id, 'c2', 'not today')
       expect(await denied).toMatchObject({ end: { kind: 'completed' }, text: 'done two' })
       const log = await load(pair.client, id)
-      expect(log.filter((e) => e.type === 'tool/approval-answer').map((e) => (e as SessionEvent<'tool/approval-answer'>).data.decision)).toEqual(['approve', 'deny'])
+      expect(log.filter((e) => e.type === 'tool/approval-answer').map((e) => (e as SessionEventOf<'tool/approval-answer'>).data.decision)).toEqual([
+        'approve',
+        'deny',
+      ])
       expect(checkSessionInvariants(log)).toEqual([])
     } finally {
       await stop()

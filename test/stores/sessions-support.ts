@@ -24,12 +24,16 @@ function lastUserText(request: ModelRequest): string {
   return ''
 }
 
-/** Answers `re: <last user text>` after `delayMs`, in two chunks, honouring the abort signal. */
+/**
+ * Answers `re: <last user text>` after `delayMs`, in two chunks, honouring the abort signal; a prompt that
+ * contains `[hang]` is answered only by its abort (so a cancel always finds the turn running).
+ */
 export function slowModel(delayMs: number): ModelAdapter {
   return {
     provider: 'test',
     model: 'slow',
     async *stream(request) {
+      if (lastUserText(request).includes('[hang]')) await pause(2 ** 31 - 1, request.signal)
       await pause(delayMs / 2, request.signal)
       const chunks = textResponse(`re: ${lastUserText(request)}`)
       yield chunks[0]
