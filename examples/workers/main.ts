@@ -1,10 +1,13 @@
 // Scale-out example: several worker processes serve sessions from one
-// PostgreSQL database. The first worker's model hangs in the second turn (a
+// PostgreSQL database, and this process talks to the sessions only through a
+// session client: it sends each prompt with client.run(), which resolves once
+// that turn's end is committed, whichever worker ran it. The first worker's
+// model hangs in the second turn (a
 // stand-in for a process stuck mid-request); once it is seen stalling, the
 // worker is killed with SIGKILL, so it surely dies with turns open. When its
 // leases lapse the others take its sessions over,
-// repair the turns it left open, and finish the work. Every log is checked
-// at the end.
+// repair the turns it left open; a prompt whose turn was interrupted so is
+// sent again. Every log is checked at the end.
 //
 //   npx tsx examples/workers/main.ts [--sessions 8] [--workers 3] [--turns 4] [--lease-ms 1500]
 //
@@ -13,9 +16,9 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { createAgent, type SessionEvent } from '../../src/index.js'
-import { postgresStore } from '../../src/stores/index.js'
-import { checkSessionInvariants, scriptedModel } from '../../src/testing/index.js'
+import type { SessionEvent } from '../../src/index.js'
+import { createSessionClient, postgresStore } from '../../src/stores/index.js'
+import { checkSessionInvariants } from '../../src/testing/index.js'
 import { startPostgres } from '../../scripts/embedded-postgres.js'
 
 const { values } = parseArgs({
@@ -33,20 +36,18 @@ const leaseMs = Number(values['lease-ms'])
 const server = process.env.DATABASE_URL ? null : await startPostgres()
 const connectionString = process.env.DATABASE_URL ?? server!.connectionString
 const store = postgresStore({ connectionString })
+const client = createSessionClient({ store })
 let failed = false
 const workers: ChildProcess[] = []
 try {
-  // the sessions exist before any worker looks: opening one creates it, disposing releases its lease
-  for (let i = 1; i <= sessions; i++) {
-    const agent = await createAgent({ model: scriptedModel([]), store, sessionId: `session-${i}`, lease: { holder: 'coordinator' } })
-    await agent.dispose()
-  }
+  const ids = Array.from({ length: sessions }, (_, i) => `session-${i + 1}`)
+  for (const id of ids) await client.create(id)
   console.log(`${sessions} sessions of ${turns} turns each, ${values.workers} workers, leases of ${leaseMs} ms`)
 
   const script = fileURLToPath(new URL('./worker.ts', import.meta.url))
   const lines: string[] = []
   const start = (w: number, extra: Record<string, string> = {}) => {
-    const env = { ...process.env, DATABASE_URL: connectionString, WORKER: `worker-${w}`, TURNS: String(turns), LEASE_MS: String(leaseMs), ...extra }
+    const env = { ...process.env, DATABASE_URL: connectionString, WORKER: `worker-${w}`, LEASE_MS: String(leaseMs), ...extra }
     const worker = spawn(process.execPath, ['--import', 'tsx', script], { env, stdio: ['ignore', 'pipe', 'inherit'] })
     worker.stdout!.setEncoding('utf8')
     let partial = ''
@@ -63,6 +64,14 @@ try {
   const seen = async (pattern: RegExp) => {
     while (!lines.some((line) => pattern.test(line))) await new Promise((resolve) => setTimeout(resolve, 20))
   }
+  // each session's prompts, one turn after another, through the client; an interrupted turn's prompt is sent again
+  const conversations = ids.map(async (id) => {
+    for (let turn = 1; turn <= turns;) {
+      const result = await client.run(id, `question ${turn} about ${id}`)
+      if (result.end.kind === 'completed') turn++
+      else if (result.end.kind !== 'interrupted') throw new Error(`${id}: turn ${String(result.turn)} ended ${result.end.kind}`)
+    }
+  })
   // worker-1 first, so it surely holds sessions when it dies; then the others
   start(1, { STALL_TURN: String(Math.min(2, turns)) })
   await seen(/^\[worker-1\] took/)
@@ -71,15 +80,10 @@ try {
   workers[0].kill('SIGKILL')
   console.log(`killed worker-1 with SIGKILL: its sessions go to the others once their leases lapse (<= ${leaseMs} ms)`)
 
-  // wait until every session has all its turns
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    const logs = await Promise.all(Array.from({ length: sessions }, (_, i) => store.load(`session-${i + 1}`)))
-    const done = logs.filter((log) => (log as SessionEvent[]).filter((e) => e.type === 'turn/end' && e.data.reason.kind === 'completed').length >= turns)
-    if (done.length === sessions) break
-    if (Date.now() > deadline) throw new Error(`only ${done.length} of ${sessions} sessions finished`)
-    await new Promise((resolve) => setTimeout(resolve, 200))
-  }
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const lapsed = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('the sessions did not finish within 60 s')), 60_000)))
+  await Promise.race([Promise.all(conversations), lapsed])
+  clearTimeout(timer)
 
   console.log('\nsession     events  completed  interrupted  invariants')
   for (let i = 1; i <= sessions; i++) {
@@ -99,6 +103,7 @@ try {
   await Promise.all(
     workers.map((worker) => (worker.exitCode !== null || worker.signalCode !== null ? null : new Promise((resolve) => worker.on('exit', resolve)))),
   )
+  await client.close()
   await store.close()
   await server?.stop()
 }

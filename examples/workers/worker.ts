@@ -1,20 +1,18 @@
-// One worker of the scale-out example: it polls the sessions table, opens
-// (and so leases) sessions nobody drives that still have work, and runs
-// their remaining turns. Two workers racing for one session is fine: the
-// lease lets exactly one in, the other gets SESSION_IN_USE and moves on. A
-// session whose worker died is picked up once its lease lapses; opening it
-// repairs the turn the dead worker left open.
+// One worker of the scale-out example: serveSessions takes the sessions
+// that have mail and no driver from the queue (pg-boss), opens each one (the
+// lease lets exactly one worker in), applies its mail, and gives it back once
+// it rests idle. A session whose worker died is picked up once its lease
+// lapses; opening it repairs the turn the dead worker left open.
 //
-// Env: DATABASE_URL, WORKER (its name, the lease holder), TURNS, LEASE_MS,
+// Env: DATABASE_URL, WORKER (its name, the lease holder), LEASE_MS,
 // STALL_TURN (optional: the model hangs on that turn's request, so the worker
 // can be killed while it surely holds an open turn).
 import { z } from 'zod'
-import { createAgent, defineTool, SessionInUseError, type Agent, type ModelAdapter, type SessionEvent, type StreamChunk } from '../../src/index.js'
-import { postgresStore } from '../../src/stores/index.js'
+import { defineTool, type ModelAdapter, type SessionEvent, type StreamChunk } from '../../src/index.js'
+import { postgresStore, serveSessions } from '../../src/stores/index.js'
 import { textResponse, toolCallResponse } from '../../src/testing/index.js'
 
 const name = process.env.WORKER ?? `worker-${process.pid}`
-const turns = Number(process.env.TURNS ?? 4)
 const leaseMs = Number(process.env.LEASE_MS ?? 1500)
 const perWorker = Number(process.env.SESSIONS_PER_WORKER ?? 3)
 const stallTurn = Number(process.env.STALL_TURN ?? 0)
@@ -61,43 +59,26 @@ const lookup = defineTool({
   },
 })
 
-/** Drives one session until it has all its turns, unless another worker got the lease first. */
-async function serve(sessionId: string): Promise<void> {
-  let agent: Agent
-  try {
-    agent = await createAgent({ model, store, sessionId, tools: [lookup], lease: { holder: name, leaseMs }, logger: { error: () => {} } })
-  } catch (error) {
-    if (error instanceof SessionInUseError) return // someone else drives it
-    throw error
-  }
-  const done = completed(agent.session.events)
-  const repaired = agent.session.events.some((e) => e.type === 'turn/end' && e.data.reason.kind === 'interrupted' && e.seq >= agent.session.seedLength)
-  say(repaired ? `took over ${sessionId} at turn ${done + 1}, repairing the turn its last worker left open` : `took ${sessionId} at turn ${done + 1}`)
-  for (let turn = done + 1; turn <= turns; turn++) {
-    agent.followup(`question ${turn} about ${sessionId}`)
-    await agent.whenIdle()
-    say(`${sessionId} turn ${turn} done`)
-  }
-  await agent.dispose()
-}
-
-let stopping = false
-process.on('SIGTERM', () => (stopping = true))
-const driving = new Map<string, Promise<void>>()
-while (!stopping) {
-  for (const info of await store.list()) {
-    if (driving.size >= perWorker) break
-    if (driving.has(info.id) || info.lease !== null) continue
-    // a read without a lease: a finished session is not opened (and so not touched) again
-    if (completed((await store.load(info.id)) ?? []) >= turns) continue
-    driving.set(
-      info.id,
-      serve(info.id)
-        .catch((error: unknown) => say(`failed on ${info.id}: ${String(error)}`))
-        .finally(() => driving.delete(info.id)),
-    )
-  }
-  await sleep(100)
-}
-await Promise.all(driving.values())
-await store.close()
+const workers = await serveSessions({
+  store,
+  agent: () => ({ model, tools: [lookup], logger: { error: () => {} } }),
+  concurrency: perWorker,
+  idleMs: 300,
+  leaseMs,
+  name,
+  onOpen: (agent) => {
+    const turn = completed(agent.session.events) + 1
+    const repaired = agent.session.events.some((e) => e.type === 'turn/end' && e.data.reason.kind === 'interrupted' && e.seq >= agent.session.seedLength)
+    say(repaired ? `took over ${agent.sessionId} at turn ${turn}, repairing the turn its last worker left open` : `took ${agent.sessionId} at turn ${turn}`)
+    agent.on('session/event', ({ event }) => {
+      if (event.type === 'turn/end' && event.data.reason.kind === 'completed') say(`${agent.sessionId} turn ${event.data.turn} done`)
+    })
+  },
+  onError: (error, sessionId) => say(`failed on ${sessionId ?? '-'}: ${String(error)}`),
+})
+process.on('SIGTERM', () => {
+  void workers
+    .close()
+    .then(() => store.close())
+    .then(() => process.exit(0))
+})
