@@ -77,10 +77,10 @@ export interface SessionQueue {
   /** Asks for some worker to take the session. */
   offer(sessionId: string): Promise<void>
   /**
-   * Starts handing offered sessions to `take`, one at a time: the next is fetched once `take` resolves (it
-   * resolves when the worker has a free slot and tried to open the session). `nudge()` fetches at once.
+   * Starts handing offered sessions to `take`, up to `concurrency` at a time: more are fetched once those `take`
+   * calls resolve (each resolves when the worker had a free slot and tried to open the session). `nudge()` fetches at once.
    */
-  work(take: (sessionId: string) => Promise<void>): Promise<{ nudge(): void; stop(): Promise<void> }>
+  work(take: (sessionId: string) => Promise<void>, concurrency?: number): Promise<{ nudge(): void; stop(): Promise<void> }>
 }
 
 export const MAILBOX: unique symbol = Symbol.for('agentchart.mailbox') as never
@@ -206,6 +206,7 @@ export class SessionMailbox {
   #apply(row: MailRecord): boolean {
     const agent = this.#agent
     const before = agent.session.length
+    const running = agent.status === 'running'
     const ticket = this.#held.expect([row.id], before)
     this.#applied.add(row.id)
     try {
@@ -233,7 +234,12 @@ export class SessionMailbox {
       this.onError(error)
     }
     if (agent.session.length === before) void ticket.standalone().catch((error: unknown) => this.onError(error))
-    else ticket.done.catch((error: unknown) => this.onError(error))
+    else {
+      ticket.done.catch((error: unknown) => this.onError(error))
+      // a send into a running turn only inserts: commit it now rather than at the writer's next batch (a send that
+      // woke the agent is committed by the turn it opened, before any work leaves the process)
+      if (running && row.body.kind === 'send') agent.flush().catch(() => {})
+    }
     this.onApplied?.()
     return true
   }

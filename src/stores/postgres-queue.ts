@@ -69,10 +69,15 @@ export function postgresQueue(deps: { pool: PgPoolLike; schema: string; mailbox:
       const instance = await boss()
       await instance.send(name, { sessionId }, { singletonKey: sessionId })
     },
-    async work(take) {
+    async work(take, concurrency = 1) {
       const instance = await boss()
-      const id = await instance.work(name, { batchSize: 1, pollingIntervalSeconds: 0.5 }, async (jobs) => {
-        for (const job of jobs) if (typeof job.data?.sessionId === 'string') await take(job.data.sessionId)
+      const batchSize = Math.max(1, Math.min(concurrency, 16))
+      let id = ''
+      id = await instance.work(name, { batchSize, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+        const ids = jobs.map((job) => job.data?.sessionId).filter((sessionId): sessionId is string => typeof sessionId === 'string')
+        await Promise.all(ids.map((sessionId) => take(sessionId)))
+        // a batch was there: look for the next one at once instead of after the polling interval
+        instance.notifyWorker(id)
       })
       return {
         nudge: () => instance.notifyWorker(id),

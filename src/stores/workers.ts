@@ -184,19 +184,21 @@ export async function serveSessions(options: ServeSessionsOptions): Promise<Sess
   await backend.ready()
 
   /** Sessions nobody drives though they have waking mail, or whose worker died: offered to the queue. */
-  let rescuing = false
-  async function rescue(): Promise<void> {
-    if (rescuing || closing) return
-    rescuing = true
-    try {
-      for (const id of await backend.orphans(WORKER_PREFIX, 100)) if (!served.has(id)) await backend.queue().offer(id)
-    } catch (error) {
-      report(error, undefined)
-    } finally {
-      rescuing = false
-    }
+  let rescuing: Promise<void> | null = null
+  function rescue(): Promise<void> {
+    if (rescuing !== null || closing) return rescuing ?? Promise.resolve()
+    rescuing = (async () => {
+      try {
+        for (const id of await backend.orphans(WORKER_PREFIX, 100)) if (!served.has(id) && !closing) await backend.queue().offer(id)
+      } catch (error) {
+        if (!closing) report(error, undefined)
+      } finally {
+        rescuing = null
+      }
+    })()
+    return rescuing
   }
-  const work: { nudge(): void; stop(): Promise<void> } | undefined = await backend.queue().work(take)
+  const work: { nudge(): void; stop(): Promise<void> } | undefined = await backend.queue().work(take, concurrency)
   const rescueTimer = setInterval(() => void rescue(), rescueMs)
   rescueTimer.unref()
   void rescue()
@@ -212,6 +214,7 @@ export async function serveSessions(options: ServeSessionsOptions): Promise<Sess
       clearInterval(rescueTimer)
       unsubscribe()
       slotFreed()
+      await rescuing
       await work?.stop()
       const graceMs = closeOptions?.graceMs ?? 10_000
       const all = [...served.values()]

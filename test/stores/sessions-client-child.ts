@@ -35,9 +35,13 @@ function seen(id: string, predicate: (e: SessionEvent) => boolean): Promise<Sess
   if (found) return Promise.resolve(found)
   return new Promise((resolve) => waiters.get(id)!.push({ predicate, resolve }))
 }
-/** The turn that claimed message `messageId`, once the step it entered started (it is logged after step/start). */
-async function stepOfClaim(id: string, messageId: string): Promise<number> {
-  const claim = await seen(id, (e) => e.type === 'user/message' && e.data.id === messageId)
+/**
+ * The turn whose step entered message `messageId` (it is logged after step/start), or undefined when that turn
+ * ended first (a crash right after the claim: the repair closes the turn before any step).
+ */
+async function stepOfClaim(id: string, messageId: string, run: Promise<RunResult>): Promise<number | undefined> {
+  const claim = await Promise.race([seen(id, (e) => e.type === 'user/message' && e.data.id === messageId), run.then(() => undefined)])
+  if (claim === undefined) return undefined
   const starts = watched.get(id)!.filter((e) => e.type === 'turn/start' && e.seq < claim.seq)
   return (starts[starts.length - 1] as SessionEventOf<'turn/start'>).data.turn
 }
@@ -47,11 +51,11 @@ const runs: { sessionId: string; messageId: string; result: RunResult }[] = []
 const cancels: { sessionId: string; turn: number }[] = []
 const message = (text: string) => userMessage(text)
 
-async function run(id: string, text: string, during?: (messageId: string) => Promise<void>): Promise<RunResult> {
+async function run(id: string, text: string, during?: (messageId: string, pending: Promise<RunResult>) => Promise<void>): Promise<RunResult> {
   const m = message(text)
   sent.push({ sessionId: id, messageId: m.id, kind: 'followup' })
   const pending = client.run(id, m)
-  await during?.(m.id)
+  await during?.(m.id, pending)
   const result = await pending
   runs.push({ sessionId: id, messageId: m.id, result })
   return result
@@ -61,8 +65,8 @@ async function run(id: string, text: string, during?: (messageId: string) => Pro
 process.stdout.write('phase A\n')
 await Promise.all(
   sessions.map((id, i) =>
-    run(id, `${id} first`, async (messageId) => {
-      await stepOfClaim(id, messageId)
+    run(id, `${id} first`, async (messageId, pending) => {
+      await stepOfClaim(id, messageId, pending)
       const steer = message(`${id} steer`)
       const inject = message(`${id} inject`)
       sent.push({ sessionId: id, messageId: steer.id, kind: 'steer' }, { sessionId: id, messageId: inject.id, kind: 'inject' })
@@ -77,8 +81,8 @@ process.stdout.write('phase B\n')
 await Promise.all(
   sessions.map(async (id, i) => {
     if (i % 3 === 0) {
-      await run(id, `${id} [hang]`, async (messageId) => {
-        const turn = await stepOfClaim(id, messageId)
+      await run(id, `${id} [hang]`, async (messageId, pending) => {
+        const turn = (await stepOfClaim(id, messageId, pending))!
         cancels.push({ sessionId: id, turn })
         await client.cancel(id)
       })

@@ -85,8 +85,11 @@ async function scenario(kind: 'postgres' | 'sqlite', target: string, store: Sess
   victim.proc.kill('SIGKILL')
   await victim.exited
   const killedSessions = new Set(victim.lines.filter((l) => l.startsWith('turn ')).map((l) => l.split(' ')[1]))
-  const code = await client.exited
-  expect(code, client.stderr()).toBe(0)
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const code = await Promise.race([client.exited, new Promise<string>((resolve) => (timer = setTimeout(() => resolve('timed out'), 150_000)))])
+  clearTimeout(timer)
+  const diagnosis = [client.lines.join('\n'), client.stderr(), ...workers.map((w) => w.stderr())].join('\n---\n')
+  expect(code, diagnosis).toBe(0)
   for (const w of workers.slice(1)) w.proc.kill('SIGTERM')
   await Promise.all(workers.slice(1).map((w) => w.exited))
   const report = JSON.parse(readFileSync(out, 'utf8')) as Report
@@ -99,28 +102,42 @@ async function scenario(kind: 'postgres' | 'sqlite', target: string, store: Sess
     expect(checkSessionInvariants(log), id).toEqual([])
     expect(report.watched[id], id).toEqual(log)
   }
-  // every message entered exactly one log, exactly once; it was run or discarded, never both or twice
+  // every message entered exactly one log, exactly once, and left the inbox once: entered by a step (logged as a
+  // user/message, once), discarded by a cancel, or claimed by a turn a crash cut short before its step (interrupted)
   const inserted = new Map<string, string[]>()
   const logged = new Map<string, number>()
-  const discarded = new Set<string>()
+  const removals = new Map<string, { canceled: boolean; turn: number }[]>()
+  const endOf = new Map<string, string>()
   for (const [id, log] of logs) {
-    for (const e of log) {
-      if (e.type === 'agent/inbox/spliced') {
-        for (const m of e.data.inserted) inserted.set(m.id, [...(inserted.get(m.id) ?? []), id])
-      } else if (e.type === 'user/message') logged.set(e.data.id, (logged.get(e.data.id) ?? 0) + 1)
-    }
     const lists: Record<string, string[]> = { 'next-turn': [], 'next-step': [] }
+    let turn = 0
     for (const e of log) {
-      if (e.type !== 'agent/inbox/spliced') continue
-      const removed = lists[e.data.target].splice(e.data.start, e.data.removedCount ?? 0, ...e.data.inserted.map((m) => m.id))
-      if (e.data.outcome === 'canceled') for (const m of removed) discarded.add(m)
+      if (e.type === 'turn/start') turn = e.data.turn
+      else if (e.type === 'turn/end') endOf.set(`${id}/${e.data.turn}`, e.data.reason.kind)
+      else if (e.type === 'user/message') logged.set(e.data.id, (logged.get(e.data.id) ?? 0) + 1)
+      else if (e.type === 'agent/inbox/spliced') {
+        for (const m of e.data.inserted) inserted.set(m.id, [...(inserted.get(m.id) ?? []), id])
+        const removed = lists[e.data.target].splice(e.data.start, e.data.removedCount ?? 0, ...e.data.inserted.map((m) => m.id))
+        for (const m of removed) removals.set(m, [...(removals.get(m) ?? []), { canceled: e.data.outcome === 'canceled', turn }])
+      }
     }
   }
   expect(report.sent.length).toBe(SESSIONS * (3 + 1) + Math.ceil(SESSIONS / 3))
+  let cutShort = 0
   for (const message of report.sent) {
-    expect(inserted.get(message.messageId), `${message.kind} ${message.messageId}`).toEqual([message.sessionId])
-    expect((logged.get(message.messageId) ?? 0) + (discarded.has(message.messageId) ? 1 : 0), `${message.kind} ${message.messageId}`).toBe(1)
+    const what = `${message.kind} ${message.messageId}`
+    expect(inserted.get(message.messageId), what).toEqual([message.sessionId])
+    const [removal, ...more] = removals.get(message.messageId) ?? []
+    expect(removal, `${what} never left the inbox`).toBeDefined()
+    expect(more, what).toEqual([])
+    if (removal.canceled) expect(logged.get(message.messageId) ?? 0, what).toBe(0)
+    else if ((logged.get(message.messageId) ?? 0) === 0) {
+      expect(endOf.get(`${message.sessionId}/${removal.turn}`), what).toBe('interrupted')
+      cutShort++
+    } else expect(logged.get(message.messageId), what).toBe(1)
   }
+  // only the killed worker's sessions can have one
+  expect(cutShort).toBeLessThanOrEqual(killedSessions.size)
   // each cancel ended the turn it landed in aborted
   expect(report.cancels.length).toBe(Math.ceil(SESSIONS / 3))
   for (const { sessionId, turn } of report.cancels) {
