@@ -82,13 +82,14 @@ describe('package', () => {
     }
   })
 
-  it('zod and openai are peers (openai optional, and @statelyai/inspect for `demo --inspect`), so are the store drivers (optional); what the sources load is declared', () => {
+  it('zod and openai are peers (openai optional, and @statelyai/inspect for `demo --inspect`), so are the store drivers and pg-boss (optional); what the sources load is declared', () => {
     expect(pkg.peerDependencies).toEqual({
       zod: '^3.25.0 || ^4.0.0',
       openai: '^6.0.0 || ^7.0.0',
       '@statelyai/inspect': '^0.7.0',
       'better-sqlite3': '>=12 <14',
       pg: '^8',
+      'pg-boss': '^10',
       '@modelcontextprotocol/sdk': '^1.20.0',
       ajv: '^8.0.0',
       '@opentelemetry/api': '^1.9.0',
@@ -98,6 +99,7 @@ describe('package', () => {
       '@statelyai/inspect': { optional: true },
       'better-sqlite3': { optional: true },
       pg: { optional: true },
+      'pg-boss': { optional: true },
       '@modelcontextprotocol/sdk': { optional: true },
       ajv: { optional: true },
       '@opentelemetry/api': { optional: true },
