@@ -212,6 +212,24 @@ describe.each(Object.keys(kinds))('sessions across processes on %s', (kind) => {
     }
   }, 30_000)
 
+  it('mail sent while a driver holds the session survives that driver dying before it read it: the next driver delivers it once', async () => {
+    await start({ leaseMs: 300, rescueMs: 50 })
+    try {
+      const id = await client.create()
+      // a worker that dies without a word: it holds the lease and never renews or releases it
+      await pair.client.open(id, { holder: 'worker:dead', leaseMs: 300 })
+      const result = client.run(id, 'are you there')
+      expect((await client.status(id)).driver).toBe('worker:dead')
+      expect(await result).toMatchObject({ turn: 1, end: { kind: 'completed' }, text: 're: are you there' })
+      const log = await load(pair.client, id)
+      expect(texts(log)).toEqual(['are you there'])
+      expect(checkSessionInvariants(log)).toEqual([])
+      expect((await client.status(id)).pendingMail).toBe(0)
+    } finally {
+      await stop()
+    }
+  }, 30_000)
+
   it('watch() from any seq gives the committed log with no gap and no duplicate, live', async () => {
     await start()
     try {
