@@ -110,14 +110,19 @@ export function createSessionClient(options: { store: SessionStore }): SessionCl
         try {
           do {
             again = false
-            const events = await store.load(id)
+            const events = await backend.tail(id, next)
             if (done) return
             if (events === undefined) {
               subscriber.error(new MailboxError('SESSION_UNKNOWN', `no session ${id} in the ${store.kind} store`, { path: 'sessionId' }))
               return
             }
-            // the stored log only grows by commits, so what lies past `next` is new and in order
-            for (; next < events.length && !done; next++) subscriber.next(events[next] as SessionEvent)
+            // the stored log only grows by commits, so what lies from `next` on is new and in order
+            for (const event of events) {
+              if (done) return
+              if ((event as SessionEvent).seq !== next) continue
+              subscriber.next(event as SessionEvent)
+              next++
+            }
           } while (again && !done)
         } catch (error) {
           if (!done) subscriber.error(error)

@@ -54,6 +54,8 @@ export interface MailboxBackend {
   pending(sessionId: string): Promise<MailRecord[]>
   /** How many of the session's rows no driver consumed yet. */
   pendingCount(sessionId: string): Promise<number>
+  /** The committed events from seq `fromSeq` on, read without reading the rest; undefined for an unknown session. */
+  tail(sessionId: string, fromSeq: number): Promise<unknown[] | undefined>
   /** One stored session's row as `list()` would report it; undefined when unknown. */
   info(sessionId: string): Promise<SessionInfo | undefined>
   /** The mailbox side of a handle this store opened. */

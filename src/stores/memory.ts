@@ -117,6 +117,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): SessionStore {
         return { ...record, held: live(stored, Date.now()) }
       })
     },
+    tail: (sessionId, fromSeq) =>
+      settled(() => {
+        const stored = sessions.get(sessionId)
+        return stored === undefined ? undefined : decodeRows(sessionId, stored.rows).slice(fromSeq)
+      }),
     pending: (sessionId) => settled(() => mail.filter((row) => row.sessionId === sessionId)),
     pendingCount: (sessionId) => settled(() => mail.filter((row) => row.sessionId === sessionId).length),
     info: (sessionId) => settled(() => infoOf(sessions.get(sessionId), Date.now())),

@@ -5,6 +5,7 @@ import { StoreError } from '../errors.js'
 import type { SessionHandle, SessionInfo } from './types.js'
 import { MailboxError, RidingMail, wakes, type HeldMail, type MailBody, type MailboxBackend, type MailRecord, type StoreSignal } from './mailbox.js'
 import type { PgPoolLike, PgQueryable } from './postgres.js'
+import { decodeRows, type StoredRow } from './rows.js'
 
 const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint'
 
@@ -78,6 +79,9 @@ export function postgresMailbox(deps: PostgresMailboxDeps): PostgresMailbox {
     consume: `UPDATE ${mail} SET consumed_at = ${NOW_MS}, consumed_token = $3
               WHERE session_id = $1 AND id = ANY($2::bigint[]) AND consumed_at IS NULL
                 AND EXISTS (SELECT 1 FROM ${sessions} WHERE id = $1 AND lease_token = $3)`,
+    length: `SELECT length FROM ${sessions} WHERE id = $1`,
+    tail: `SELECT seq, event FROM "${schema}".agentchart_events WHERE session_id = $1
+             AND seq >= coalesce((SELECT max(seq) FROM "${schema}".agentchart_events WHERE session_id = $1 AND seq <= $2), 0) ORDER BY seq`,
     count: `SELECT count(*)::int AS n FROM ${mail} WHERE session_id = $1 AND consumed_at IS NULL`,
     info: `SELECT *, ${NOW_MS} AS now FROM ${sessions} WHERE id = $1`,
     orphans: `SELECT s.id FROM ${sessions} s, (SELECT ${NOW_MS} AS now) t
@@ -141,6 +145,25 @@ export function postgresMailbox(deps: PostgresMailboxDeps): PostgresMailbox {
       const row = found.rows[0] as { id: string; held: boolean } | undefined
       if (row === undefined) throw new MailboxError('SESSION_UNKNOWN', `no session ${sessionId} in this PostgreSQL store`, { path: 'sessionId' })
       return { id: row.id, sessionId, body, held: row.held }
+    },
+    async tail(sessionId, fromSeq) {
+      deps.assertOpen(sessionId)
+      return deps.run(sessionId, 'reading the log', async (db) => {
+        try {
+          // one snapshot for the length and the rows
+          await db.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+          const found = (await db.query(sql.length, [sessionId])).rows[0] as { length: number } | undefined
+          const rows = found === undefined ? [] : ((await db.query(sql.tail, [sessionId, fromSeq])).rows as StoredRow[])
+          await db.query('COMMIT')
+          if (found === undefined) return undefined
+          // the first row may be a folded run that starts before fromSeq
+          const first = rows.length > 0 ? Number(rows[0].seq) : found.length
+          return decodeRows(sessionId, rows, first).slice(Math.max(0, fromSeq - first))
+        } catch (error) {
+          await db.query('ROLLBACK').catch(() => {})
+          throw error
+        }
+      })
     },
     async pending(sessionId) {
       deps.assertOpen(sessionId)

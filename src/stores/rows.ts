@@ -13,12 +13,12 @@ export interface StoredRow {
 
 /**
  * Parses rows (in seq order) into events, expanding folded chunk rows (fold.ts); a gap, malformed JSON or a
- * mismatched seq names the session and seq.
+ * mismatched seq names the session and seq. `first` is the seq of the first row (a tail read starts past 0).
  */
-export function decodeRows(sessionId: string, rows: readonly StoredRow[]): unknown[] {
+export function decodeRows(sessionId: string, rows: readonly StoredRow[], first = 0): unknown[] {
   const events: unknown[] = []
   for (const row of rows) {
-    const i = events.length
+    const i = first + events.length
     const seq = Number(row.seq)
     if (seq !== i) {
       throw new StoredLogError(sessionId, i, seq > i ? `seq gap: seq ${i} is missing (the next stored seq is ${seq})` : `duplicate or unordered seq ${seq}`)

@@ -7,6 +7,7 @@ import { scanningQueue, SignalHub } from './local-queue.js'
 import { MailboxError, RidingMail, wakes, type MailboxBackend, type MailBody, type MailRecord, type SessionQueue } from './mailbox.js'
 import type { LeaseColumns, LeaseWatch } from './sqlite-lease.js'
 import type { SessionHandle, SessionInfo } from './types.js'
+import { decodeRows, type StoredRow } from './rows.js'
 
 const MAIL_SCHEMA = `
 CREATE TABLE IF NOT EXISTS agentchart_mail (
@@ -62,6 +63,10 @@ export function sqliteMailbox(deps: SqliteMailboxDeps): SqliteMailbox {
       remove: db.prepare('DELETE FROM agentchart_mail WHERE id = ? AND session_id = ?'),
       token: db.prepare<[string], { lease_token: number }>('SELECT lease_token FROM agentchart_sessions WHERE id = ?'),
       newMail: db.prepare<[number], { id: number; session_id: string }>('SELECT id, session_id FROM agentchart_mail WHERE id > ? ORDER BY id'),
+      tail: db.prepare<[number, number, number], StoredRow>(
+        `SELECT seq, event FROM agentchart_events WHERE session_id = ?
+           AND seq >= coalesce((SELECT max(seq) FROM agentchart_events WHERE session_id = ? AND seq <= ?), 0) ORDER BY seq`,
+      ),
       lengths: db.prepare<[], { id: string; length: number }>('SELECT id, length FROM agentchart_sessions'),
       candidates: db.prepare<[number, string], LeaseColumns & { id: string; lease_holder: string | null; waking: number }>(
         `SELECT s.*, EXISTS (SELECT 1 FROM agentchart_mail m WHERE m.session_id = s.id AND m.wakes = 1) AS waking FROM agentchart_sessions s
@@ -121,6 +126,20 @@ export function sqliteMailbox(deps: SqliteMailboxDeps): SqliteMailbox {
         }),
       )
     },
+    tail: (sessionId, fromSeq) =>
+      Promise.resolve().then(() =>
+        deps.run(sessionId, () =>
+          db
+            .transaction(() => {
+              const row = sql().session.get(sessionId) as (LeaseColumns & { key: number; length: number }) | undefined
+              if (row === undefined) return undefined
+              const rows = sql().tail.all(row.key, row.key, fromSeq)
+              const first = rows.length > 0 ? Number(rows[0].seq) : row.length
+              return decodeRows(sessionId, rows, first).slice(Math.max(0, fromSeq - first))
+            })
+            .deferred(),
+        ),
+      ),
     pending: (sessionId) =>
       Promise.resolve().then(() =>
         deps.run(sessionId, () =>

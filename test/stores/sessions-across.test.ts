@@ -249,6 +249,9 @@ describe.each(Object.keys(kinds))('sessions across processes on %s', (kind) => {
       expect(fromThree).toEqual(log.slice(3))
       const replay = await firstValueFrom(client.watch(id).pipe(take(log.length), toArray()))
       expect(replay).toEqual(log)
+      // from every seq, folded chunk runs included: the log from there on
+      expect(log.some((e) => e.type === 'assistant/chunk')).toBe(true)
+      for (let k = 0; k < log.length; k++) expect(await firstValueFrom(client.watch(id, { fromSeq: k })), `from ${k}`).toEqual(log[k])
     } finally {
       await stop()
     }
