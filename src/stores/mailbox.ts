@@ -36,6 +36,8 @@ export interface StoreSignal {
 export interface MailTicket {
   /** The send appended nothing: consume the rows on their own (fenced by the lease), after what is stored. */
   standalone(): Promise<void>
+  /** The rows were not applied after all: no commit consumes them (they stay for the next driver). */
+  withdraw(): void
   /** Settles when the rows are consumed; rejects when the commit carrying them failed. */
   readonly done: Promise<void>
 }
@@ -117,6 +119,9 @@ export class RidingMail {
     this.#waiting.push(entry)
     return {
       done,
+      withdraw: () => {
+        this.#waiting = this.#waiting.filter((e) => e !== entry)
+      },
       standalone: () => {
         if (!this.#waiting.includes(entry)) return done
         this.#waiting = this.#waiting.filter((e) => e !== entry)
@@ -230,7 +235,7 @@ export class SessionMailbox {
     } catch (error) {
       if (driverGone(error)) {
         this.#applied.delete(row.id)
-        ticket.done.catch(() => {})
+        ticket.withdraw()
         return false
       }
       this.onError(error)
