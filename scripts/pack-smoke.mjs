@@ -105,6 +105,7 @@ const SUBPATHS = [
   'agentchart/adapters/deepseek',
   'agentchart/telemetry',
   'agentchart/mcp',
+  'agentchart/chat',
 ]
 
 /** The model of the tool turn: agentchart/testing's scripted model, or the same answers from a hand-written adapter. */

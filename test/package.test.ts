@@ -110,6 +110,7 @@ describe('package', () => {
       ...runtimePackages('src/stores/index.ts'),
       ...runtimePackages('src/telemetry/index.ts'),
       ...runtimePackages('src/mcp/index.ts'),
+      ...runtimePackages('src/chat/index.ts'),
     ])
     const builtin = [...loaded].filter((p) => p.startsWith('node:'))
     const declared = new Set([...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies)])
