@@ -17,8 +17,11 @@ export interface ChatBackend {
   /** Whether a turn runs (or is about to): a message then steers it. */
   running(chatId: string): Promise<boolean>
   send(chatId: string, message: UserMessage, target: InboxTarget): Promise<void>
-  /** End the running turn (`aborted{user}`); queued messages are discarded unless `keepInbox`. */
-  cancel(chatId: string, options: { keepInbox: boolean }): Promise<void>
+  /**
+   * End the running turn (`aborted{user}`); queued messages are discarded unless `keepInbox`; tool bodies that ignore
+   * the abort are abandoned after `graceMs` (their calls close TOOL_OUTCOME_UNKNOWN).
+   */
+  cancel(chatId: string, options: { keepInbox: boolean; graceMs?: number }): Promise<void>
   approve(chatId: string, callId: string): Promise<void>
   deny(chatId: string, callId: string, reason: string): Promise<void>
 }
@@ -26,7 +29,7 @@ export interface ChatBackend {
 /** The part of `createSessionClient({ store })` (agentchart/stores) the chat endpoint uses. */
 export interface ChatSessionClient {
   send(sessionId: string, message: UserMessage, target: InboxTarget, wakeup: boolean): unknown
-  cancel(sessionId: string, cause?: { kind: 'user' }, options?: { keepInbox?: boolean }): unknown
+  cancel(sessionId: string, cause?: { kind: 'user' }, options?: { keepInbox?: boolean; graceMs?: number }): unknown
   watch(sessionId: string, options?: { fromSeq?: number }): Observable<SessionEvent>
   status(sessionId: string): unknown
   approve?(sessionId: string, callId: string): unknown
@@ -95,7 +98,7 @@ export function agentBackend(lookup: (chatId: string) => Agent | Promise<Agent>)
       }),
     running: async (chatId) => (await agentOf(chatId)).status === 'running',
     send: async (chatId, message, target) => (await agentOf(chatId)).send(message, target, true),
-    cancel: async (chatId, { keepInbox }) => (await agentOf(chatId)).cancel({ kind: 'user' }, { keepInbox }),
+    cancel: async (chatId, { keepInbox, graceMs }) => (await agentOf(chatId)).cancel({ kind: 'user' }, { keepInbox, ...(graceMs !== undefined ? { graceMs } : {}) }),
     approve: async (chatId, callId) => (await agentOf(chatId)).approve(callId),
     deny: async (chatId, callId, reason) => (await agentOf(chatId)).deny(callId, reason),
   }
@@ -141,8 +144,8 @@ export function clientBackend(client: ChatSessionClient): ChatBackend {
     send: async (chatId, message, target) => {
       await client.send(chatId, message, target, true)
     },
-    cancel: async (chatId, { keepInbox }) => {
-      await client.cancel(chatId, { kind: 'user' }, { keepInbox })
+    cancel: async (chatId, { keepInbox, graceMs }) => {
+      await client.cancel(chatId, { kind: 'user' }, { keepInbox, ...(graceMs !== undefined ? { graceMs } : {}) })
     },
     approve: async (chatId, callId) => {
       if (typeof client.approve !== 'function') throw new ChatError('CHAT_UNSUPPORTED', 'this session client cannot answer approvals (no approve())')

@@ -30,6 +30,8 @@ export interface ChatHandlerOptions {
   cancelOnDisconnect?: boolean
   /** Keep queued messages when Stop ends the turn; default false (they are discarded with it). */
   keepInboxOnStop?: boolean
+  /** Stop abandons tool bodies that ignore the abort after this many milliseconds (`cancel`'s `graceMs`); default 1000. */
+  stopGraceMs?: number
   /** Milliseconds between keep-alive comments on an open stream; default 15000, 0 for none. */
   keepAliveMs?: number
 }
@@ -135,6 +137,8 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
   if (typeof keepAliveMs !== 'number' || !(keepAliveMs >= 0)) throw new ConfigError('keepAliveMs must be a number of milliseconds >= 0', { path: 'keepAliveMs' })
   const cancelOnDisconnect = options.cancelOnDisconnect === true
   const keepInbox = options.keepInboxOnStop === true
+  const graceMs = options.stopGraceMs ?? 1000
+  if (typeof graceMs !== 'number' || !(graceMs >= 0)) throw new ConfigError('stopGraceMs must be a number of milliseconds >= 0', { path: 'stopGraceMs' })
 
   /** A response that follows the log from `fromSeq` through `view`, until the view ends or the client leaves. */
   function stream(request: Request, chatId: string, fromSeq: number, start: ResponseStart): Response {
@@ -168,7 +172,7 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
       } catch {
         // the consumer already cancelled the body
       }
-      if (running && cancelOnDisconnect) backend.cancel(chatId, { keepInbox }).catch(() => {})
+      if (running && cancelOnDisconnect) backend.cancel(chatId, { keepInbox, graceMs }).catch(() => {})
     }
     const body = new ReadableStream<Uint8Array>({
       start(c) {
@@ -268,7 +272,7 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
   async function stop(chatId: string): Promise<Response> {
     const events = await backend.read(chatId)
     const running = openTurnOf(events) !== null || (await backend.running(chatId))
-    await backend.cancel(chatId, { keepInbox })
+    await backend.cancel(chatId, { keepInbox, graceMs })
     return json({ stopped: running })
   }
 

@@ -3,7 +3,7 @@
 // the turn; a reload loads the chat from the log and re-attaches to the turn.
 import { useChat } from '@ai-sdk/react'
 import { DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai'
-import { useState, type FormEvent } from 'react'
+import { useEffect, useState, type FormEvent } from 'react'
 import { createRoot } from 'react-dom/client'
 
 const API = '/api/chat'
@@ -61,15 +61,21 @@ function Message({ message, answer }: { message: UIMessage; answer: Answer }) {
 }
 
 function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
-  const { messages, sendMessage, status, error, addToolApprovalResponse } = useChat({
+  const { messages, sendMessage, status, error, addToolApprovalResponse, resumeStream } = useChat({
     id,
     messages: initial,
-    resume: true,
     transport: new DefaultChatTransport({ api: API }),
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
   })
   const [input, setInput] = useState('')
   const [queue, setQueue] = useState(false)
+  // re-attach to a running turn (GET /api/chat/{id}/stream) before taking input, so a send never races the resume
+  const [attached, setAttached] = useState(false)
+  useEffect(() => {
+    void resumeStream().finally(() => setAttached(true))
+  }, [resumeStream])
+  // a resume that found a running turn is attached as soon as its stream starts
+  if (!attached && status !== 'ready') setAttached(true)
   const busy = status === 'submitted' || status === 'streaming'
   const submit = (event: FormEvent) => {
     event.preventDefault()
@@ -94,14 +100,21 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
         </a>
         <a href="/">New chat</a>
       </header>
-      <main data-testid="messages" data-status={status}>
+      <main data-testid="messages" data-status={status} data-attached={attached}>
         {messages.map((m) => (
           <Message key={m.id} message={m} answer={answer} />
         ))}
         {error && <p className="error">{error.message}</p>}
       </main>
       <form onSubmit={submit}>
-        <input type="text" value={input} onChange={(e) => setInput(e.target.value)} placeholder={busy ? 'Steer the running turn…' : 'Ask about the files…'} data-testid="input" />
+        <input
+          type="text"
+          value={input}
+          disabled={!attached}
+          onChange={(e) => setInput(e.target.value)}
+          placeholder={busy ? 'Steer the running turn…' : 'Ask about the files…'}
+          data-testid="input"
+        />
         <label>
           <input type="checkbox" checked={queue} onChange={(e) => setQueue(e.target.checked)} /> queue as next turn
         </label>
