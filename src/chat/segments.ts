@@ -117,7 +117,8 @@ export class ResponseView {
       this.#closeGroup()
       if (this.done) return
     }
-    if (event.type === 'turn/start') this.#turn = event.data.turn
+    const turn = (event.data as { turn?: unknown }).turn
+    if (typeof turn === 'number') this.#turn = turn
     if (event.type === 'step/start') {
       this.#step = { seq: event.seq, turn: event.data.turn, prompts: [] }
       return
@@ -131,6 +132,7 @@ export class ResponseView {
   /** End the response while a call waits for a person: the answer comes back as a new request. */
   pause(): void {
     if (this.#phase !== 'streaming') return
+    if (this.#turn !== null) this.#emit(turnChunk({ turn: this.#turn, status: 'awaiting-approval' }))
     this.#finish({ type: 'finish', finishReason: 'tool-calls' })
   }
 
@@ -190,6 +192,7 @@ export class ResponseView {
     }
     if (!this.#firstGroup && step.prompts.length > 0) {
       // a steer entered: the response that sent it shows the rest of the turn
+      this.#emit(turnChunk({ turn: step.turn, status: 'continued' }))
       this.#finish({ type: 'finish', finishReason: 'other' })
       return
     }
