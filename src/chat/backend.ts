@@ -98,7 +98,8 @@ export function agentBackend(lookup: (chatId: string) => Agent | Promise<Agent>)
       }),
     running: async (chatId) => (await agentOf(chatId)).status === 'running',
     send: async (chatId, message, target) => (await agentOf(chatId)).send(message, target, true),
-    cancel: async (chatId, { keepInbox, graceMs }) => (await agentOf(chatId)).cancel({ kind: 'user' }, { keepInbox, ...(graceMs !== undefined ? { graceMs } : {}) }),
+    cancel: async (chatId, { keepInbox, graceMs }) =>
+      (await agentOf(chatId)).cancel({ kind: 'user' }, { keepInbox, ...(graceMs !== undefined ? { graceMs } : {}) }),
     approve: async (chatId, callId) => (await agentOf(chatId)).approve(callId),
     deny: async (chatId, callId, reason) => (await agentOf(chatId)).deny(callId, reason),
   }
@@ -115,7 +116,8 @@ function committedLengthOf(status: unknown): number {
 /** A session client: the session may be driven by any process (its worker), the chat endpoint only talks to the store. */
 export function clientBackend(client: ChatSessionClient): ChatBackend {
   for (const method of ['send', 'cancel', 'watch', 'status'] as const) {
-    if (typeof client?.[method] !== 'function') throw new ConfigError(`client must be a session client (createSessionClient): no ${method}()`, { path: 'client' })
+    if (typeof client?.[method] !== 'function')
+      throw new ConfigError(`client must be a session client (createSessionClient): no ${method}()`, { path: 'client' })
   }
   const status = async (chatId: string): Promise<Record<string, unknown>> => ((await client.status(chatId)) ?? {}) as Record<string, unknown>
   return {

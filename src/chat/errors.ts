@@ -1,14 +1,7 @@
 // The chat endpoint's refusals: each names what was wrong with the request.
 import { AgentchartError } from '../errors.js'
 
-export type ChatErrorCode =
-  | 'CHAT_BAD_REQUEST'
-  | 'CHAT_NO_MESSAGE'
-  | 'CHAT_UNSUPPORTED'
-  | 'CHAT_NOT_FOUND'
-  | 'CHAT_METHOD'
-  | 'CHAT_NO_AGENT'
-  | 'CHAT_BACKEND'
+export type ChatErrorCode = 'CHAT_BAD_REQUEST' | 'CHAT_NO_MESSAGE' | 'CHAT_UNSUPPORTED' | 'CHAT_NOT_FOUND' | 'CHAT_METHOD' | 'CHAT_NO_AGENT' | 'CHAT_BACKEND'
 
 /** A request the chat endpoint refuses, or a backend that cannot serve it; `status` is the HTTP status it answers with. */
 export class ChatError extends AgentchartError {

@@ -126,7 +126,7 @@ function routeOf(request: Request): Route {
  * `GET {api}/{chatId}/messages` the chat's messages as UI messages.
  */
 export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
-  if (!isRecord(options as unknown)) throw new ConfigError('createChatHandler needs an options object ({ agent } or { client })')
+  if (typeof options !== 'object' || options === null) throw new ConfigError('createChatHandler needs an options object ({ agent } or { client })')
   const given = [options.agent, options.client, options.backend].filter((v) => v !== undefined).length
   if (given !== 1) throw new ConfigError('createChatHandler needs exactly one of agent (a function of the chat id), client or backend', { path: 'agent' })
   const backend = options.backend ?? (options.client ? clientBackend(options.client) : agentBackend(options.agent!))
@@ -134,7 +134,8 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
   if (whileRunning !== 'steer' && whileRunning !== 'followup')
     throw new ConfigError(`whileRunning must be 'steer' or 'followup', got ${JSON.stringify(whileRunning)}`, { path: 'whileRunning' })
   const keepAliveMs = options.keepAliveMs ?? 15_000
-  if (typeof keepAliveMs !== 'number' || !(keepAliveMs >= 0)) throw new ConfigError('keepAliveMs must be a number of milliseconds >= 0', { path: 'keepAliveMs' })
+  if (typeof keepAliveMs !== 'number' || !(keepAliveMs >= 0))
+    throw new ConfigError('keepAliveMs must be a number of milliseconds >= 0', { path: 'keepAliveMs' })
   const cancelOnDisconnect = options.cancelOnDisconnect === true
   const keepInbox = options.keepInboxOnStop === true
   const graceMs = options.stopGraceMs ?? 1000
@@ -248,7 +249,8 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
       if (part.state !== 'approval-responded' || !isRecord(approval) || typeof approval.id !== 'string') return []
       return [{ callId: approval.id, approved: approval.approved === true, reason: typeof approval.reason === 'string' ? approval.reason : undefined }]
     })
-    if (answers.length === 0) throw new ChatError('CHAT_NO_MESSAGE', 'the last message is an assistant message with no approval answer to send', { path: 'messages' })
+    if (answers.length === 0)
+      throw new ChatError('CHAT_NO_MESSAGE', 'the last message is an assistant message with no approval answer to send', { path: 'messages' })
     let answered = 0
     for (const a of answers) {
       if (!waiting.has(a.callId)) continue

@@ -21,18 +21,15 @@ export function toNodeListener(handler: (request: Request) => Promise<Response>)
       else if (value !== undefined) headers.set(name, value)
     }
     const hasBody = req.method !== 'GET' && req.method !== 'HEAD'
-    const request = new Request(url, {
-      method: req.method,
-      headers,
-      signal: controller.signal,
-      ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream<Uint8Array>, duplex: 'half' } : {}),
-    } as RequestInit)
+    const init: RequestInit & { duplex?: 'half' } = { method: req.method, headers, signal: controller.signal }
+    if (hasBody) Object.assign(init, { body: Readable.toWeb(req), duplex: 'half' })
+    const request = new Request(url, init)
     handler(request).then(
       async (response) => {
         res.writeHead(response.status, Object.fromEntries(response.headers))
         if (!response.body) return void res.end()
         res.flushHeaders()
-        const reader = response.body.getReader()
+        const reader: ReadableStreamDefaultReader<Uint8Array> = response.body.getReader()
         controller.signal.addEventListener('abort', () => void reader.cancel().catch(() => {}))
         try {
           for (;;) {

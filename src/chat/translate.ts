@@ -72,7 +72,9 @@ export class ChunkTranslator {
         const block = event.data.message.content[0]
         if (this.#denied.has(callId)) return [{ type: 'tool-output-denied', toolCallId: callId }]
         const text = resultText(block.content)
-        return block.isError ? [{ type: 'tool-output-error', toolCallId: callId, errorText: text }] : [{ type: 'tool-output-available', toolCallId: callId, output: text }]
+        return block.isError
+          ? [{ type: 'tool-output-error', toolCallId: callId, errorText: text }]
+          : [{ type: 'tool-output-available', toolCallId: callId, output: text }]
       }
       case 'step/end': {
         const out = this.#closeAll()

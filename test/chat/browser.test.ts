@@ -92,7 +92,13 @@ describe.skipIf(!CHROMIUM)('the chat example in headless Chromium', () => {
     await page.click('[data-testid="send"]')
   }
 
-  const assistantText = (page: Page, nth: number) => page.locator('[data-role="assistant"]').nth(nth).locator('.text').allInnerTexts().then((t) => t.join(''))
+  const assistantText = (page: Page, nth: number) =>
+    page
+      .locator('[data-role="assistant"]')
+      .nth(nth)
+      .locator('.text')
+      .allInnerTexts()
+      .then((t) => t.join(''))
 
   it('streams text and tool parts; a second message typed while the turn runs joins it (one turn, the steer in the next step)', async () => {
     const { page, chatId, problems } = await open()

@@ -32,9 +32,7 @@ function agents(make: (chatId: string) => Agent) {
 }
 
 const userText = (request: ModelRequest) =>
-  request.messages
-    .filter((m) => m.role === 'user' && m.source.kind === 'user')
-    .map((m) => m.content.map((b) => (b.type === 'text' ? b.text : '')).join(''))
+  request.messages.filter((m) => m.role === 'user' && m.source.kind === 'user').map((m) => m.content.map((b) => (b.type === 'text' ? b.text : '')).join(''))
 
 describe('chat endpoint over local agents', () => {
   it('streams a text turn as the UI message stream protocol (headers, chunks, [DONE])', async () => {
@@ -84,7 +82,10 @@ describe('chat endpoint over local agents', () => {
   })
 
   it('shows tool calls as tool parts with their input and output, one step-start per step', async () => {
-    const model = scriptedModel([toolCallResponse([{ id: 'call-1', name: 'echo', arguments: '{"text":"ping"}' }], 'Let me echo.'), textResponse('It said ping.')])
+    const model = scriptedModel([
+      toolCallResponse([{ id: 'call-1', name: 'echo', arguments: '{"text":"ping"}' }], 'Let me echo.'),
+      textResponse('It said ping.'),
+    ])
     const chats = agents((id) => createAgent({ model, id, tools: [echo], logger: quiet }))
     const chat = chatFor(createChatHandler({ agent: chats.lookup }), 'c2')
     await chat.sendMessage({ text: 'echo ping' })
@@ -199,7 +200,10 @@ describe('chat endpoint over local agents', () => {
 
   it('resume: a reloaded page loads the messages and re-attaches to the running turn (GET {api}/{id}/stream); 204 when idle', async () => {
     const held = gate()
-    const model = scriptedModel([textResponse('Earlier answer.'), (request) => heldStream(textResponse('The whole second answer arrives.'), 3, held, request.signal)])
+    const model = scriptedModel([
+      textResponse('Earlier answer.'),
+      (request) => heldStream(textResponse('The whole second answer arrives.'), 3, held, request.signal),
+    ])
     const chats = agents((id) => createAgent({ model, id, logger: quiet }))
     const handler = createChatHandler({ agent: chats.lookup })
     const page = chatFor(handler, 'c7')

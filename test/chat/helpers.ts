@@ -66,8 +66,7 @@ export function logged(agent: Agent, match: (e: SessionEvent) => boolean): Promi
 export const typesOf = (agent: Agent, type: string) => agent.session.events.filter((e) => e.type === type)
 
 /** The text of a UI message's text parts. */
-export const textOf = (message: UIMessage | undefined) =>
-  (message?.parts ?? []).flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('')
+export const textOf = (message: UIMessage | undefined) => (message?.parts ?? []).flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('')
 
 /** Wait until `predicate` holds, checking after each tick. */
 export async function until(predicate: () => boolean, what: string, tries = 2000): Promise<void> {

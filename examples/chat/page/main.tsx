@@ -47,11 +47,25 @@ function Message({ message, answer }: { message: UIMessage; answer: Answer }) {
   return (
     <div className="message" data-testid="message" data-role={message.role}>
       {message.parts.map((part, i) => {
-        if (part.type === 'text') return <p key={i} className="text">{part.text}</p>
-        if (part.type === 'reasoning') return <p key={i} className="reasoning">{part.text}</p>
+        if (part.type === 'text')
+          return (
+            <p key={i} className="text">
+              {part.text}
+            </p>
+          )
+        if (part.type === 'reasoning')
+          return (
+            <p key={i} className="reasoning">
+              {part.text}
+            </p>
+          )
         if (part.type === 'data-turn') {
           const data = part.data as { turn: number; status: string }
-          return <div key={i} className="turn" data-testid="turn" data-status={data.status}>turn {data.turn} · {data.status}</div>
+          return (
+            <div key={i} className="turn" data-testid="turn" data-status={data.status}>
+              turn {data.turn} · {data.status}
+            </div>
+          )
         }
         if (part.type.startsWith('tool-') || part.type === 'dynamic-tool') return <Tool key={i} part={part as ToolPart} answer={answer} />
         return null
