@@ -26,6 +26,11 @@ export interface ChatHandlerOptions {
   backend?: ChatBackend
   /** What a message does while a turn runs, unless the request's body says (`mode`): default `'steer'`. */
   whileRunning?: 'steer' | 'followup'
+  /**
+   * What a message does while a call waits for approval: `'deny'` (default) refuses the waiting calls (the person
+   * wrote instead of answering) and the message steers the turn; `'steer'` leaves the question open.
+   */
+  whileAwaitingApproval?: 'deny' | 'steer'
   /** End the turn when the client drops a response's connection (a closed tab, `useChat`'s `stop()`); default false. */
   cancelOnDisconnect?: boolean
   /** Keep queued messages when Stop ends the turn; default false (they are discarded with it). */
@@ -46,6 +51,9 @@ interface ChatRequestBody {
   trigger?: string
   mode?: 'steer' | 'followup'
 }
+
+/** The reason a waiting call is refused with when a person sends a message instead of answering. */
+const DENIED_BY_MESSAGE = 'not approved: the user sent a new message instead of answering'
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }
 
@@ -133,6 +141,9 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
   const whileRunning = options.whileRunning ?? 'steer'
   if (whileRunning !== 'steer' && whileRunning !== 'followup')
     throw new ConfigError(`whileRunning must be 'steer' or 'followup', got ${JSON.stringify(whileRunning)}`, { path: 'whileRunning' })
+  const whileAwaitingApproval = options.whileAwaitingApproval ?? 'deny'
+  if (whileAwaitingApproval !== 'deny' && whileAwaitingApproval !== 'steer')
+    throw new ConfigError(`whileAwaitingApproval must be 'deny' or 'steer', got ${JSON.stringify(whileAwaitingApproval)}`, { path: 'whileAwaitingApproval' })
   const keepAliveMs = options.keepAliveMs ?? 15_000
   if (typeof keepAliveMs !== 'number' || !(keepAliveMs >= 0))
     throw new ConfigError('keepAliveMs must be a number of milliseconds >= 0', { path: 'keepAliveMs' })
@@ -237,6 +248,10 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
     const target: InboxTarget = mode === 'steer' ? 'next-step' : 'next-turn'
     const message: UserMessage = userMessage(content, { id: last.id })
     await backend.send(chatId, message, target)
+    // after the send, so the step that reads the refusal also enters the message
+    if (whileAwaitingApproval === 'deny') {
+      for (const waiting of pendingApprovals(events)) await backend.deny(chatId, waiting.callId, DENIED_BY_MESSAGE)
+    }
     return stream(request, chatId, events.length, { kind: 'prompt', messageId: last.id })
   }
 
@@ -258,7 +273,8 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
       else await backend.deny(chatId, a.callId, a.reason ?? 'the user denied this call')
       answered++
     }
-    if (answered === 0 && openTurnOf(events) === null) return ended({ type: 'finish', finishReason: 'other' })
+    // nothing waited for these answers (answered before, or closed by a Stop or a message): nothing to continue
+    if (answered === 0) return ended({ type: 'finish', finishReason: 'other' })
     return stream(request, chatId, events.length, { kind: 'continue' })
   }
 

@@ -4,7 +4,7 @@
 import { readUIMessageStream, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage, type UIMessageChunk } from 'ai'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createChatHandler } from '../../src/chat/index.js'
+import { chatMessages, createChatHandler } from '../../src/chat/index.js'
 import { createAgent, defineTool, type Agent, type ModelRequest } from '../../src/index.js'
 import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { API, chatFor, gate, heldStream, logged, textOf, transportFor, typesOf, until } from './helpers.js'
@@ -272,6 +272,57 @@ describe('chat endpoint over local agents', () => {
     expect(checkSessionInvariants(agent.session.events)).toEqual([])
   })
 
+  it('a message while a call awaits approval denies the waiting call and steers the same turn', async () => {
+    const model = scriptedModel([
+      toolCallResponse([{ id: 'call-1', name: 'echo', arguments: '{"text":"x"}' }]),
+      (request) => textResponse(`Then: ${userText(request).at(-1)}`),
+    ])
+    const chats = agents((id) => {
+      const agent = createAgent({ model, id, tools: [echo], approvals: true, logger: quiet })
+      agent.on('tools/pre-execute', () => ({ kind: 'ask', reason: 'a person decides' }))
+      return agent
+    })
+    const chat = chatFor(createChatHandler({ agent: chats.lookup }), 'c10')
+    await chat.sendMessage({ text: 'echo x' })
+    const agent = chats.get('c10')
+    expect(agent.pendingApprovals).toHaveLength(1)
+    await chat.sendMessage({ text: 'never mind, just say hi' })
+    await agent.whenIdle()
+    expect(typesOf(agent, 'turn/start')).toHaveLength(1)
+    expect(typesOf(agent, 'tool/approval-answer').map((e) => e.data)).toMatchObject([{ callId: 'call-1', decision: 'deny' }])
+    expect(typesOf(agent, 'tool/result')[0].data).toMatchObject({ error: { code: 'DENIED' } })
+    expect(model.requests).toHaveLength(2)
+    expect(textOf(chat.messages.at(-1))).toBe('Then: never mind, just say hi')
+    // the log, reloaded, shows the call denied
+    const history = chatMessagesOf(agent)
+    expect(history[1].parts.find((p) => p.type === 'tool-echo')).toMatchObject({ state: 'output-denied' })
+  })
+
+  it('CX-3: a queued message that Stop discards ends its response with abort; a message posted twice is sent once', async () => {
+    const held = gate()
+    const model = scriptedModel([(request) => heldStream(textResponse('Busy for a while.'), 2, held, request.signal)])
+    const chats = agents((id) => createAgent({ model, id, logger: quiet }))
+    const handler = createChatHandler({ agent: chats.lookup })
+    const chat = chatFor(handler, 'c11')
+    const first = chat.sendMessage({ text: 'first' })
+    await until(() => chats.get('c11') !== undefined, 'the agent')
+    const agent = chats.get('c11')
+    await logged(agent, (e) => e.type === 'assistant/chunk')
+    // the same POST twice (a retried request): one message in the log, both attach to its response
+    const body = JSON.stringify({ id: 'c11', mode: 'followup', messages: [{ id: 'queued-1', role: 'user', parts: [{ type: 'text', text: 'later' }] }] })
+    const post = () => handler(new Request(API, { method: 'POST', body }))
+    const [a, b] = [await post(), await post()]
+    await handler(new Request(`${API}/c11/stop`, { method: 'POST' }))
+    const [textA, textB] = await Promise.all([a.text(), b.text()])
+    await first
+    await agent.whenIdle()
+    for (const text of [textA, textB]) expect(text).toContain('"type":"abort","reason":"discarded"')
+    const inserted = typesOf(agent, 'agent/inbox/spliced').filter((e) => (e.data as { inserted: { id: string }[] }).inserted.some((m) => m.id === 'queued-1'))
+    expect(inserted).toHaveLength(1)
+    expect(typesOf(agent, 'agent/inbox/spliced').some((e) => (e.data as { outcome?: string }).outcome === 'canceled')).toBe(true)
+    expect(typesOf(agent, 'turn/start')).toHaveLength(1)
+  })
+
   it('refuses bad requests with a typed error naming what was wrong', async () => {
     const handler = createChatHandler({ agent: () => createAgent({ model: scriptedModel([]), logger: quiet }) })
     const post = (body: unknown) => handler(new Request(API, { method: 'POST', body: JSON.stringify(body) }))
@@ -304,6 +355,8 @@ describe('chat endpoint over local agents', () => {
     expect(chats.get('c9').session.id).toBe('c9')
   })
 })
+
+const chatMessagesOf = (agent: Agent) => chatMessages(agent.session.events) as unknown as UIMessage[]
 
 function textOfBlocks(content: readonly { type: string; text?: string }[]): string {
   return content.map((b) => (b.type === 'text' ? b.text : '')).join('')
