@@ -153,7 +153,10 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
   if (typeof graceMs !== 'number' || !(graceMs >= 0)) throw new ConfigError('stopGraceMs must be a number of milliseconds >= 0', { path: 'stopGraceMs' })
 
   /** A response that follows the log from `fromSeq` through `view`, until the view ends or the client leaves. */
-  function stream(request: Request, chatId: string, fromSeq: number, start: ResponseStart): Response {
+  function stream(request: Request, chatId: string, fromSeq: number, start: ResponseStart, known: readonly SessionEvent[]): Response {
+    const answered = new Set(
+      known.flatMap((e) => (e.type === 'tool/approval-answer' ? [e.data.callId] : e.type === 'tool/result' ? [e.data.message.source.callId] : [])),
+    )
     const encoder = new TextEncoder()
     let closed = false
     let subscription: Subscription | null = null
@@ -194,10 +197,11 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
         if (keepAliveMs > 0) keepAlive = setInterval(() => write(': keep-alive\n\n'), keepAliveMs)
         const settle = () => {
           if (view.done) return finish()
-          if (view.awaitingApproval) {
+          // a question the log already answers is replayed through, however slowly its answer arrives
+          if (view.awaitingApproval !== null && !answered.has(view.awaitingApproval)) {
             // end the response once the question is the last thing logged: the answer comes back as a new request
             setImmediate(() => {
-              if (!closed && view.awaitingApproval) {
+              if (!closed && view.awaitingApproval !== null) {
                 view.pause()
                 finish()
               }
@@ -240,10 +244,10 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
     const logged = events.find((e) => e.type === 'user/message' && e.data.id === last.id)
     if (logged) {
       const segment = segmentsOf(events).findLast((s) => s.start <= logged.seq)
-      if (segment) return stream(request, chatId, segment.start, { kind: 'segment', start: segment.start })
+      if (segment) return stream(request, chatId, segment.start, { kind: 'segment', start: segment.start }, events)
     }
     const queued = events.find((e) => e.type === 'agent/inbox/spliced' && e.data.inserted.some((m) => m.id === last.id))
-    if (queued) return stream(request, chatId, queued.seq, { kind: 'prompt', messageId: last.id })
+    if (queued) return stream(request, chatId, queued.seq, { kind: 'prompt', messageId: last.id }, events)
     const mode = body.mode ?? ((await backend.running(chatId)) ? whileRunning : 'followup')
     const target: InboxTarget = mode === 'steer' ? 'next-step' : 'next-turn'
     const message: UserMessage = userMessage(content, { id: last.id })
@@ -252,7 +256,7 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
     if (whileAwaitingApproval === 'deny') {
       for (const waiting of pendingApprovals(events)) await backend.deny(chatId, waiting.callId, DENIED_BY_MESSAGE)
     }
-    return stream(request, chatId, events.length, { kind: 'prompt', messageId: last.id })
+    return stream(request, chatId, events.length, { kind: 'prompt', messageId: last.id }, events)
   }
 
   /** Approval answers: the tool parts of the last assistant message that a person approved or denied. */
@@ -275,7 +279,7 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
     }
     // nothing waited for these answers (answered before, or closed by a Stop or a message): nothing to continue
     if (answered === 0) return ended({ type: 'finish', finishReason: 'other' })
-    return stream(request, chatId, events.length, { kind: 'continue' })
+    return stream(request, chatId, events.length, { kind: 'continue' }, events)
   }
 
   async function resume(request: Request, chatId: string): Promise<Response> {
@@ -284,7 +288,7 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
     if (open === null) return new Response(null, { status: 204 })
     const current = segmentsOf(events).at(-1)
     const from = current && current.end === undefined ? current.start : open.turnSeq
-    return stream(request, chatId, from, { kind: 'segment', start: from })
+    return stream(request, chatId, from, { kind: 'segment', start: from }, events)
   }
 
   async function stop(chatId: string): Promise<Response> {

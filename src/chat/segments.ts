@@ -89,8 +89,8 @@ export class ResponseView {
   #slot: { target: string; index: number } | null = null
   #claimed = false
   #turn: number | null = null
-  /** The last event shown was an approval request: the response can end and wait for the answer. */
-  awaitingApproval = false
+  /** The call of the approval request the last event was: the response can end and wait for the answer. */
+  awaitingApproval: string | null = null
 
   constructor(start: ResponseStart, emit: (chunk: UIMessageChunk) => void) {
     this.#emit = emit
@@ -108,7 +108,7 @@ export class ResponseView {
   /** Show the next event of the log (events come in seq order). */
   push(event: SessionEvent): void {
     if (this.#phase === 'done') return
-    this.awaitingApproval = false
+    this.awaitingApproval = null
     if (this.#step !== null) {
       if (event.type === 'user/message') {
         if (isPersonMessage(event.data)) this.#step.prompts.push(event.data.id)
@@ -126,7 +126,7 @@ export class ResponseView {
     if (this.#phase === 'waiting') return this.#wait(event)
     for (const chunk of this.#translator.translate(event)) this.#emit(chunk)
     if (event.type === 'turn/end') this.#phase = 'done'
-    else if (event.type === 'tool/approval-request') this.awaitingApproval = true
+    else if (event.type === 'tool/approval-request') this.awaitingApproval = event.data.callId
   }
 
   /** End the response while a call waits for a person: the answer comes back as a new request. */
