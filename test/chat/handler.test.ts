@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { chatMessages, createChatHandler } from '../../src/chat/index.js'
 import { createAgent, defineTool, type Agent, type ModelRequest } from '../../src/index.js'
-import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
+import { checkSessionInvariants, errorResponse, reasoningResponse, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { API, chatFor, gate, heldStream, logged, textOf, transportFor, typesOf, until } from './helpers.js'
 
 const quiet = { error: () => {} }
@@ -136,7 +136,8 @@ describe('chat endpoint over local agents', () => {
     const held = gate()
     const model = scriptedModel([(request) => heldStream(textResponse('One.'), 1, held, request.signal), textResponse('Two.')])
     const chats = agents((id) => createAgent({ model, id, logger: quiet }))
-    const chat = chatFor(createChatHandler({ agent: chats.lookup }), 'c4')
+    // keep-alive comments between the chunks (one a millisecond) are skipped by the AI SDK's parser
+    const chat = chatFor(createChatHandler({ agent: chats.lookup, keepAliveMs: 1 }), 'c4')
     const first = chat.sendMessage({ text: 'first' })
     await until(() => chats.get('c4') !== undefined, 'the agent')
     const agent = chats.get('c4')
@@ -321,6 +322,25 @@ describe('chat endpoint over local agents', () => {
     expect(inserted).toHaveLength(1)
     expect(typesOf(agent, 'agent/inbox/spliced').some((e) => (e.data as { outcome?: string }).outcome === 'canceled')).toBe(true)
     expect(typesOf(agent, 'turn/start')).toHaveLength(1)
+  })
+
+  it('reasoning arrives as reasoning parts; a failed turn as an error the chat reports', async () => {
+    const model = scriptedModel([
+      reasoningResponse('Think first.', 'Then answer.'),
+      errorResponse({ message: 'the request was refused', code: 'INVALID_REQUEST' }),
+    ])
+    const chats = agents((id) => createAgent({ model, id, logger: quiet }))
+    const errors: Error[] = []
+    const chat = chatFor(createChatHandler({ agent: chats.lookup }), 'c12', { onError: (error) => errors.push(error) })
+    await chat.sendMessage({ text: 'think' })
+    expect(chat.messages[1].parts.filter((p) => p.type === 'reasoning' || p.type === 'text').map((p) => [p.type, (p as { text: string }).text])).toEqual([
+      ['reasoning', 'Think first.'],
+      ['text', 'Then answer.'],
+    ])
+    await chat.sendMessage({ text: 'again' })
+    expect(chat.status).toBe('error')
+    expect(errors.map((e) => e.message)).toEqual(['the request was refused'])
+    expect(typesOf(chats.get('c12'), 'turn/end').at(-1)!.data).toMatchObject({ reason: { kind: 'error', error: { code: 'INVALID_REQUEST' } } })
   })
 
   it('refuses bad requests with a typed error naming what was wrong', async () => {

@@ -62,7 +62,7 @@ export function logged(agent: Agent, match: (e: SessionEvent) => boolean): Promi
   })
 }
 
-/** The log's event types and the data that tell turns, steps and messages apart, for assertions. */
+/** The agent's logged events of one type. */
 export const typesOf = (agent: Agent, type: string) => agent.session.events.filter((e) => e.type === type)
 
 /** The text of a UI message's text parts. */
