@@ -2,10 +2,14 @@
 // `useChat` wraps) with DefaultChatTransport, and readUIMessageStream over a
 // raw response. Every assertion reads the agent's log or the chat's messages.
 import { readUIMessageStream, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage, type UIMessageChunk } from 'ai'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { chatMessages, createChatHandler } from '../../src/chat/index.js'
 import { createAgent, defineTool, type Agent, type ModelRequest } from '../../src/index.js'
+import { sqliteStore } from '../../src/stores/index.js'
 import { checkSessionInvariants, errorResponse, reasoningResponse, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { API, chatFor, gate, heldStream, logged, textOf, transportFor, typesOf, until } from './helpers.js'
 
@@ -341,6 +345,41 @@ describe('chat endpoint over local agents', () => {
     expect(chat.status).toBe('error')
     expect(errors.map((e) => e.message)).toEqual(['the request was refused'])
     expect(typesOf(chats.get('c12'), 'turn/end').at(-1)!.data).toMatchObject({ reason: { kind: 'error', error: { code: 'INVALID_REQUEST' } } })
+  })
+
+  it('RS-1: a chat over a store survives a restart: a new handler and agent find its messages and continue it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentchart-chat-store-'))
+    const path = join(dir, 'chats.db')
+    try {
+      const firstStore = sqliteStore({ path })
+      const firstAgents = new Map<string, Promise<Agent>>()
+      const open = (store: ReturnType<typeof sqliteStore>, text: string, agents: Map<string, Promise<Agent>>) => (chatId: string) => {
+        if (!agents.has(chatId)) agents.set(chatId, createAgent({ model: scriptedModel([textResponse(text)]), store, sessionId: chatId, logger: quiet }))
+        return agents.get(chatId)!
+      }
+      const before = chatFor(createChatHandler({ agent: open(firstStore, 'Before the restart.', firstAgents) }), 'kept')
+      await before.sendMessage({ text: 'one' })
+      const first = await firstAgents.get('kept')!
+      await first.whenIdle()
+      await first.dispose()
+      await firstStore.close()
+
+      const secondStore = sqliteStore({ path })
+      const secondAgents = new Map<string, Promise<Agent>>()
+      const handler = createChatHandler({ agent: open(secondStore, 'After the restart.', secondAgents) })
+      const history = (await (await handler(new Request(`${API}/kept/messages`))).json()) as UIMessage[]
+      expect(history.map(textOf)).toEqual(['one', 'Before the restart.'])
+      const after = chatFor(handler, 'kept', { messages: history })
+      await after.sendMessage({ text: 'two' })
+      const second = await secondAgents.get('kept')!
+      await second.whenIdle()
+      expect(after.messages.map(textOf)).toEqual(['one', 'Before the restart.', 'two', 'After the restart.'])
+      expect(typesOf(second, 'turn/start').map((e) => (e.data as { turn: number }).turn)).toEqual([1, 2])
+      await second.dispose()
+      await secondStore.close()
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it('refuses bad requests with a typed error naming what was wrong', async () => {
