@@ -164,6 +164,32 @@ describe.skipIf(!CHROMIUM)('the chat example in headless Chromium', () => {
     await page.close()
   }, 60_000)
 
+  it('TL-18: with approvals on, read_file waits as a tool part with Approve / Deny; approving runs it and the turn goes on', async () => {
+    const asking = await startChatExample({ dataDir: data, model: control.model, approvals: true, print: () => {} })
+    try {
+      const page = await context.newPage()
+      await page.goto(asking.url)
+      await page.waitForSelector('[data-testid="messages"][data-attached="true"]')
+      const chatId = new URL(page.url()).searchParams.get('chat')!
+      await type(page, 'What does README.md say?')
+      const tool = page.locator('[data-testid="tool"][data-state="approval-requested"]')
+      await tool.waitFor()
+      const agent = await asking.agent(chatId)
+      expect(agent.pendingApprovals.map((p) => p.name)).toEqual(['read_file'])
+      await page.screenshot({ path: join(shots, '7-approval-asked.png'), fullPage: true })
+      await tool.getByRole('button', { name: 'Approve' }).click()
+      await expect.poll(() => turnEnds(agent).length, { timeout: 15_000 }).toBe(1)
+      await page.waitForSelector('[data-testid="messages"][data-status="ready"]')
+      expect(agent.session.events.filter((e) => e.type === 'tool/approval-answer').map((e) => e.data)).toMatchObject([{ decision: 'approve' }])
+      expect(await page.locator('[data-testid="tool"]').first().getAttribute('data-state')).toBe('output-available')
+      expect(turnEnds(agent)[0].data.reason.kind).toBe('completed')
+      await page.screenshot({ path: join(shots, '8-approved.png'), fullPage: true })
+      await page.close()
+    } finally {
+      await asking.close()
+    }
+  }, 60_000)
+
   it('a reload during a turn shows the rest of that turn’s answer', async () => {
     const { page, chatId } = await open()
     const held = control.hold()

@@ -91,6 +91,13 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
   // a resume that found a running turn is attached as soon as its stream starts
   if (!attached && status !== 'ready') setAttached(true)
   const busy = status === 'submitted' || status === 'streaming'
+  // the server's turn also runs while a call waits for an answer (the response has ended, the turn has not)
+  const lastTurn = messages
+    .flatMap((m) => m.parts)
+    .filter((p) => p.type === 'data-turn')
+    .map((p) => (p as { data: { status: string } }).data.status)
+    .at(-1)
+  const turnRuns = busy || lastTurn === 'awaiting-approval'
   const submit = (event: FormEvent) => {
     event.preventDefault()
     if (input.trim() === '') return
@@ -135,7 +142,7 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
         <button type="submit" data-testid="send">
           {busy ? 'Steer' : 'Send'}
         </button>
-        <button type="button" onClick={stop} disabled={!busy} data-testid="stop">
+        <button type="button" onClick={stop} disabled={!turnRuns} data-testid="stop">
           Stop
         </button>
       </form>
