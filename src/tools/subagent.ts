@@ -3,7 +3,7 @@
 // rule): the parent's cancel cancels it with cause `parent`, the call disposes it when it ends, a failed or
 // cancelled child gives the call an error result and the parent's turn goes on. The two logs name each other:
 // the child's prompt says which session and call made it, the call's result `meta.subagent` names the child.
-import { createAgent, inspectorOf, type Agent, type AgentOptions, type StoredAgentOptions } from '../agent.js'
+import { createAgent, inspectorOf, telemetryOf, type Agent, type AgentOptions, type StoredAgentOptions } from '../agent.js'
 import { AgentchartError, ConfigError, SessionInUseError } from '../errors.js'
 import { DEFAULT_LEASE_MS } from '../stores/lease.js'
 import { describeValue } from '../foreign.js'
@@ -215,11 +215,26 @@ async function spawn(options: AgentOptions | StoredAgentOptions, parent: Agent, 
   const given = options as AgentOptions & Partial<StoredAgentOptions>
   // the child reports to the parent's inspector unless its options name their own: one inspector shows both
   const inspect = given.inspect ?? inspectorOf(parent)
-  const own = inspect && !given.inspect ? { ...given, inspect } : given
+  const withInspector = inspect && !given.inspect ? { ...given, inspect } : given
+  const own = nestedTelemetry(withInspector, parent, callId)
   const store = own.store ?? (own.session === undefined ? parent.store : undefined)
   if (store === undefined) return createAgent(own as AgentOptions)
   const sessionId = own.sessionId ?? childSessionId(parent.sessionId, callId)
   return createAgent({ ...(own as StoredAgentOptions), store, sessionId })
+}
+
+/**
+ * The child's telemetry: the parent's tracer unless the child names its own, and its turns under the span of the call
+ * that made it unless its options give a context of their own.
+ */
+function nestedTelemetry<O extends AgentOptions | StoredAgentOptions>(options: O, parent: Agent, callId: string): O {
+  const spans = telemetryOf(parent)
+  const given: unknown = options.telemetry
+  // a malformed telemetry option is left for createAgent to refuse by name
+  if (spans === undefined || (given !== undefined && (!isPlainObject(given) || given.context !== undefined))) return options
+  const context = spans.contextOfCall(callId)
+  if (context === null) return options
+  return { ...options, telemetry: { ...(options.telemetry ?? spans.options), context } }
 }
 
 function promptOf<A>(
