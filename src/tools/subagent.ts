@@ -21,10 +21,12 @@ import { defineTool, setCallRecovery, type ExecutionMode, type InterruptedCall, 
 export const SUBAGENT_SOURCE = 'agentchart/subagent'
 /** How deep delegation may nest by default: a child's child's child is the last. */
 export const DEFAULT_MAX_DEPTH = 3
+/** How long a parent's cancel waits for a child's turn to end before the child is abandoned (and force-disposed). */
+const ABANDON_GRACE_MS = 1_000
 
 /** Delegation refused: the depth limit (`SUBAGENT_DEPTH`) or a child that could not be made (`SUBAGENT_CONFIG`). */
 export class SubagentError extends AgentchartError {
-  constructor(code: 'SUBAGENT_DEPTH' | 'SUBAGENT_CONFIG', message: string) {
+  constructor(code: 'SUBAGENT_DEPTH' | 'SUBAGENT_CONFIG' | 'SUBAGENT_ABANDONED', message: string) {
     super(code, message)
     this.name = 'SubagentError'
   }
@@ -194,7 +196,7 @@ async function delegate(
   context.signal.addEventListener('abort', cancel, { once: true })
   try {
     const source: SubagentSource = { kind: 'plugin', plugin: SUBAGENT_SOURCE, parentSessionId: parent.sessionId, parentCallId: context.callId, tool }
-    const result = await child.run(userMessage(content as string, { source }))
+    const result = await runOrAbandon(child, userMessage(content as string, { source }), context.signal, tool)
     const record: SubagentRecord = { sessionId: child.sessionId, turn: result.turn, end: result.end.kind, steps: result.steps, usage: result.usage }
     const shown = output ? output(result, child) : defaultOutput(result)
     const value: ToolResultValue = typeof shown === 'string' ? { content: shown } : { ...shown }
@@ -204,7 +206,35 @@ async function delegate(
     context.signal.removeEventListener('abort', cancel)
     siblings.delete(child)
     // a child that ignores its cancel must not hold the parent's call: after a parent's cancel it is abandoned
-    await child.dispose(context.signal.aborted ? { force: true, graceMs: 1_000 } : {})
+    const stuck = child.status === 'running'
+    await child.dispose(context.signal.aborted ? { force: true, graceMs: stuck ? 0 : ABANDON_GRACE_MS } : {})
+  }
+}
+
+/**
+ * The child's turn, or, when the parent's signal aborts and the child's turn has not ended within the grace (a child
+ * stuck in code that ignores its cancel), a SUBAGENT_ABANDONED error: the parent's cancel never waits on a child for good.
+ */
+async function runOrAbandon(child: Agent, prompt: UserMessage, signal: AbortSignal, tool: string): Promise<RunResult> {
+  const run = child.run(prompt)
+  let timer: ReturnType<typeof setTimeout> | undefined
+  let onAbort: (() => void) | undefined
+  const abandoned = new Promise<null>((resolve) => {
+    onAbort = () => (timer = setTimeout(() => resolve(null), ABANDON_GRACE_MS))
+    if (signal.aborted) onAbort()
+    else signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    const result = await Promise.race([run, abandoned])
+    if (result !== null) return result
+    run.catch(() => {})
+    throw new SubagentError(
+      'SUBAGENT_ABANDONED',
+      `${tool}: the child did not end its turn within ${ABANDON_GRACE_MS} ms of the parent's cancel; it was abandoned`,
+    )
+  } finally {
+    if (timer !== undefined) clearTimeout(timer)
+    if (onAbort) signal.removeEventListener('abort', onAbort)
   }
 }
 

@@ -92,9 +92,9 @@ describe('telemetry beyond the log', () => {
     }
 
     const stored = new Map<string, readonly unknown[]>()
-    for (const id of childIds) stored.set(id, await store.load(id))
+    for (const id of childIds) stored.set(id, (await store.load(id))!)
     const exported = memoryTracer()
-    const written = exportSessionSpans(await store.load('planner'), { tracer: exported.tracer, sessionId: 'planner', children: (id) => stored.get(id) })
+    const written = exportSessionSpans((await store.load('planner'))!, { tracer: exported.tracer, sessionId: 'planner', children: (id) => stored.get(id) })
     expect(written).toBe(otel.spans().length)
     expect(spanTree(exported.spans())).toEqual(live)
   })
@@ -103,12 +103,12 @@ describe('telemetry beyond the log', () => {
     const { store, research, model } = delegatingParent(undefined)
     const parent = track(await createAgent({ store, sessionId: 'planner', model, tools: [research] }))
     await parent.run('go')
-    const log = await store.load('planner')
+    const log = (await store.load('planner'))!
     const alone = memoryTracer()
     exportSessionSpans(log, { tracer: alone.tracer, sessionId: 'planner' })
     const partial = memoryTracer()
     const [known] = ofType(parent, 'tool/result').map((e) => (e.data.meta as { subagent: { sessionId: string } }).subagent.sessionId)
-    const knownLog = await store.load(known)
+    const knownLog = (await store.load(known))!
     exportSessionSpans(log, { tracer: partial.tracer, sessionId: 'planner', children: (id) => (id === known ? knownLog : undefined) })
     expect(alone.spans().filter((s) => s.name === 'invoke_agent')).toHaveLength(1)
     expect(partial.spans().filter((s) => s.name === 'invoke_agent')).toHaveLength(2)
