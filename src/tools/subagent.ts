@@ -196,7 +196,7 @@ async function delegate(
   context.signal.addEventListener('abort', cancel, { once: true })
   try {
     const source: SubagentSource = { kind: 'plugin', plugin: SUBAGENT_SOURCE, parentSessionId: parent.sessionId, parentCallId: context.callId, tool }
-    const result = await runOrAbandon(child, userMessage(content as string, { source }), context.signal, tool)
+    const result = await runOrAbandon(child, userMessage(content, { source }), context.signal, tool)
     const record: SubagentRecord = { sessionId: child.sessionId, turn: result.turn, end: result.end.kind, steps: result.steps, usage: result.usage }
     const shown = output ? output(result, child) : defaultOutput(result)
     const value: ToolResultValue = typeof shown === 'string' ? { content: shown } : { ...shown }
