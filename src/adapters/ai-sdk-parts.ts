@@ -224,7 +224,8 @@ export class PartNormalizer {
     for (const [key, open] of this.#open) if (open === block) this.#open.delete(key)
     let content: ContentBlock
     if (block.kind === 'tool-call') content = { type: 'tool-call', id: block.callId ?? `call-${block.index}`, name: block.name ?? '', arguments: block.text }
-    else if (block.kind === 'image') return // closed when made (see #file)
+    else if (block.kind === 'image')
+      return // closed when made (see #file)
     else content = { type: block.kind, text: block.text }
     out.push({ type: 'block-end', index: block.index, block: content })
   }
@@ -235,7 +236,15 @@ export class PartNormalizer {
     if (mediaType === undefined || !mediaType.startsWith('image/')) return
     const attachment = imageAttachment(peek(part, 'data'), mediaType)
     if (attachment === undefined) return
-    const block: Block = { index: this.#blocks.length, kind: 'image', text: '', callId: undefined, name: undefined, metadata: mergeMetadata(undefined, metadata), closed: true }
+    const block: Block = {
+      index: this.#blocks.length,
+      kind: 'image',
+      text: '',
+      callId: undefined,
+      name: undefined,
+      metadata: mergeMetadata(undefined, metadata),
+      closed: true,
+    }
     this.#blocks.push(block)
     out.push({ type: 'block-start', index: block.index, blockType: 'image' })
     out.push({ type: 'block-end', index: block.index, block: { type: 'image', attachment } })

@@ -54,10 +54,7 @@ export type SpecToolOutputPart =
   | { type: 'image-url'; url: string }
   | { type: 'file'; data: SpecFileData; mediaType: string }
 
-export type SpecToolResultOutput =
-  | { type: 'text'; value: string }
-  | { type: 'error-text'; value: string }
-  | { type: 'content'; value: SpecToolOutputPart[] }
+export type SpecToolResultOutput = { type: 'text'; value: string } | { type: 'error-text'; value: string } | { type: 'content'; value: SpecToolOutputPart[] }
 
 export interface SpecToolResultPart {
   type: 'tool-result'

@@ -147,7 +147,7 @@ async function* streamModel(request: ModelRequest, context: StreamContext): Asyn
       throw new LlmError({ message: `${provider}: doStream returned no readable stream`, code: 'INVALID_RESPONSE' })
     }
     requestId = responseRequestId(peek(peek(result, 'response'), 'headers'))
-    const reader = (stream as ReadableStream<unknown>).getReader()
+    const reader = stream.getReader()
     // a model that ignores its abort signal still stops: cancelling the reader ends the pending read
     const stop = () => void reader.cancel(signal.reason).catch(() => {})
     signal.addEventListener('abort', stop, { once: true })

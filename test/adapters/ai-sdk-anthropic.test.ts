@@ -6,7 +6,7 @@ import { createAnthropic } from '@ai-sdk/anthropic'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { aiSdkModel } from '../../src/adapters/ai-sdk.js'
-import { createAgent, defineTool, type Agent, type SessionEvent } from '../../src/index.js'
+import { createAgent, defineTool, type Agent, type SessionEvent, type SessionEventOf, type SessionEventType } from '../../src/index.js'
 import { checkSessionInvariants } from '../../src/testing/index.js'
 import { startSseServer, type ScriptedReply, type SseServer } from './sse-server.js'
 
@@ -43,7 +43,12 @@ function messageStream(blocks: readonly Block[], stopReason: string, usage: { in
         model: 'claude-sonnet-4-5',
         content: [],
         stop_reason: null,
-        usage: { input_tokens: usage.input, cache_read_input_tokens: usage.cacheRead ?? 0, cache_creation_input_tokens: usage.cacheWrite ?? 0, output_tokens: 1 },
+        usage: {
+          input_tokens: usage.input,
+          cache_read_input_tokens: usage.cacheRead ?? 0,
+          cache_creation_input_tokens: usage.cacheWrite ?? 0,
+          output_tokens: 1,
+        },
       },
     },
   ]
@@ -91,8 +96,8 @@ function agentWith(options: Partial<Parameters<typeof createAgent>[0]> = {}): Ag
   return createAgent({ model: model(), tools: [add], systemPrompt: 'You add.', maxTokens: 2048, request: THINKING, logger: { error: () => {} }, ...options })
 }
 
-const ofType = <T extends SessionEvent['type']>(events: readonly SessionEvent[], type: T) =>
-  events.filter((e): e is Extract<SessionEvent, { type: T }> => e.type === type).map((e) => e.data)
+const ofType = <T extends SessionEventType>(events: readonly SessionEvent[], type: T): SessionEventOf<T>['data'][] =>
+  events.filter((e) => e.type === type).map((e) => e.data as SessionEventOf<T>['data'])
 
 /** Waits (a bounded number of turns of the event loop) until `check` holds. */
 async function until(check: () => boolean): Promise<void> {
@@ -154,7 +159,9 @@ describe('aiSdkModel over @ai-sdk/anthropic (Messages SSE on loopback)', () => {
       const [one, two, three] = server.received.map((r) => r.body)
       expect(one).toMatchObject({ model: 'claude-sonnet-4-5', max_tokens: 2048 + 1024, stream: true, thinking: { type: 'enabled', budget_tokens: 1024 } })
       expect(one.system).toEqual([{ type: 'text', text: 'You add.' }])
-      expect(one.tools).toEqual([expect.objectContaining({ name: 'add', description: 'Adds two numbers', input_schema: expect.objectContaining({ type: 'object' }) })])
+      expect(one.tools).toEqual([
+        expect.objectContaining({ name: 'add', description: 'Adds two numbers', input_schema: expect.objectContaining({ type: 'object' }) }),
+      ])
       expect(one.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'what is 2 + 3?' }] }])
       const replayedStep1 = [
         { role: 'user', content: [{ type: 'text', text: 'what is 2 + 3?' }] },
@@ -194,7 +201,14 @@ describe('aiSdkModel over @ai-sdk/anthropic (Messages SSE on loopback)', () => {
       { input: 5, output: 5 },
     )
     // everything up to the text delta, then the connection stays open
-    server.reply({ kind: 'sse', events: events.slice(0, events.findIndex((e) => e.type === 'content_block_stop' && e.index === 1)), hold: true })
+    server.reply({
+      kind: 'sse',
+      events: events.slice(
+        0,
+        events.findIndex((e) => e.type === 'content_block_stop' && e.index === 1),
+      ),
+      hold: true,
+    })
     const holding = server.whenHolding()
     const agent = agentWith()
     try {

@@ -7,7 +7,7 @@ import { createOpenAI } from '@ai-sdk/openai'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { aiSdkModel } from '../../src/adapters/ai-sdk.js'
-import { createAgent, defineTool, type Agent, type SessionEvent } from '../../src/index.js'
+import { createAgent, defineTool, type Agent, type SessionEvent, type SessionEventOf, type SessionEventType } from '../../src/index.js'
 import { checkSessionInvariants } from '../../src/testing/index.js'
 import { startSseServer, type ScriptedReply, type SseServer } from './sse-server.js'
 
@@ -95,8 +95,8 @@ function agentWith(options: Partial<Parameters<typeof createAgent>[0]> = {}): Ag
   })
 }
 
-const ofType = <T extends SessionEvent['type']>(events: readonly SessionEvent[], type: T) =>
-  events.filter((e): e is Extract<SessionEvent, { type: T }> => e.type === type).map((e) => e.data)
+const ofType = <T extends SessionEventType>(events: readonly SessionEvent[], type: T): SessionEventOf<T>['data'][] =>
+  events.filter((e) => e.type === type).map((e) => e.data as SessionEventOf<T>['data'])
 
 async function until(check: () => boolean): Promise<void> {
   for (let k = 0; k < 400 && !check(); k++) await new Promise((resolve) => setTimeout(resolve, 5))
