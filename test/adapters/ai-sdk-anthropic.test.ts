@@ -28,6 +28,7 @@ afterAll(async () => {
 
 type Block =
   | { kind: 'thinking'; thinking: string; signature: string }
+  | { kind: 'redacted'; data: string }
   | { kind: 'text'; text: string }
   | { kind: 'tool'; id: string; name: string; json: readonly string[] }
 
@@ -53,7 +54,9 @@ function messageStream(blocks: readonly Block[], stopReason: string, usage: { in
     },
   ]
   blocks.forEach((block, index) => {
-    if (block.kind === 'thinking') {
+    if (block.kind === 'redacted') {
+      events.push({ type: 'content_block_start', index, content_block: { type: 'redacted_thinking', data: block.data } })
+    } else if (block.kind === 'thinking') {
       events.push({ type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '' } })
       events.push({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: block.thinking } })
       events.push({ type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: block.signature } })
@@ -112,6 +115,7 @@ describe('aiSdkModel over @ai-sdk/anthropic (Messages SSE on loopback)', () => {
         messageStream(
           [
             { kind: 'thinking', thinking: 'I should add them.', signature: 'sig-step-1' },
+            { kind: 'redacted', data: 'opaque-redacted-1' },
             { kind: 'tool', id: 'toolu_1', name: 'add', json: ['{"a":2,', '"b":3}'] },
           ],
           'tool_use',
@@ -144,12 +148,13 @@ describe('aiSdkModel over @ai-sdk/anthropic (Messages SSE on loopback)', () => {
       const anchors = ofType(events, 'assistant/message')
       expect(anchors[0].message.content).toEqual([
         { type: 'reasoning', text: 'I should add them.' },
+        { type: 'reasoning', text: '' },
         { type: 'tool-call', id: 'toolu_1', name: 'add', arguments: '{"a":2,"b":3}' },
       ])
       expect(anchors[0].message.source).toMatchObject({
         provider: 'anthropic.messages',
         model: 'claude-sonnet-4-5',
-        replayState: { blocks: [{ anthropic: { signature: 'sig-step-1' } }, null] },
+        replayState: { blocks: [{ anthropic: { signature: 'sig-step-1' } }, { anthropic: { redactedData: 'opaque-redacted-1' } }, null] },
       })
       expect(anchors[0].usage).toEqual({ inputTokens: 10, outputTokens: 30, cacheReadTokens: 50, cacheWriteTokens: 5 })
       expect(ofType(events, 'tool/result').map((r) => r.message.content[0].content)).toEqual(['5'])
@@ -169,6 +174,7 @@ describe('aiSdkModel over @ai-sdk/anthropic (Messages SSE on loopback)', () => {
           role: 'assistant',
           content: [
             { type: 'thinking', thinking: 'I should add them.', signature: 'sig-step-1' },
+            { type: 'redacted_thinking', data: 'opaque-redacted-1' },
             { type: 'tool_use', id: 'toolu_1', name: 'add', input: { a: 2, b: 3 } },
           ],
         },

@@ -160,6 +160,33 @@ describe('aiSdkModel over @ai-sdk/openai (Responses SSE on loopback)', () => {
     }
   })
 
+  it("with OpenAI's default store, the replayed reasoning goes back as a reference to its stored item, the call as it was made", async () => {
+    server.reply(
+      sse(
+        responseStream(
+          [
+            { kind: 'reasoning', id: 'rs_9', summary: 'Add.', encrypted: 'enc-9' },
+            { kind: 'call', id: 'fc_9', callId: 'call_9', name: 'add', json: ['{"a":1,"b":1}'] },
+          ],
+          { input: 10, output: 10 },
+        ),
+      ),
+      sse(responseStream([{ kind: 'message', id: 'msg_9', text: '2' }], { input: 20, output: 1 })),
+    )
+    const agent = agentWith({ request: {} })
+    try {
+      expect((await agent.run('1 + 1?')).text).toBe('2')
+      const second = server.received[1].body
+      expect(second.input.slice(2)).toMatchObject([
+        { type: 'item_reference', id: 'rs_9' },
+        { type: 'function_call', call_id: 'call_9', name: 'add', arguments: '{"a":1,"b":1}' },
+        { type: 'function_call_output', call_id: 'call_9', output: '2' },
+      ])
+    } finally {
+      await agent.dispose()
+    }
+  })
+
   it('structured output and provider options pass through to the Responses body', async () => {
     server.reply(sse(responseStream([{ kind: 'message', id: 'msg_1', text: '{"sum":5}' }], { input: 10, output: 5 })))
     const agent = agentWith({

@@ -4,6 +4,7 @@
 // metadata replayed, finish reasons, failures as codes (1.5), and abort.
 import { APICallError, LoadAPIKeyError } from '@ai-sdk/provider'
 import { MockLanguageModelV3, convertArrayToReadableStream } from 'ai/test'
+import { getEventListeners } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { normalizeStream, StreamAssembler } from '../../src/adapters/assemble.js'
@@ -236,6 +237,13 @@ describe('aiSdkModel: failures as codes', () => {
   it('secrets given in the options are cut out of failure messages', async () => {
     const adapter = aiSdkModel(throwing(apiError(401, 'key tok_9f8e7d6c5b is not valid')), { secrets: ['tok_9f8e7d6c5b'] })
     expect(failureOf(await run(adapter)).message).toBe('mock.provider: key [redacted] is not valid')
+  })
+
+  it('requests sharing one signal leave no listeners behind on it', async () => {
+    const shared = new AbortController()
+    const adapter = aiSdkModel(mock(...Array.from({ length: 8 }, () => [...textParts('t', 'x'), finish('stop')])))
+    for (let k = 0; k < 8; k++) await run(adapter, request({ signal: shared.signal }))
+    expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0)
   })
 
   it('abort: the signal reaches doStream, and a model that ignores it still stops at once with ABORTED', async () => {
