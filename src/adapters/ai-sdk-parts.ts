@@ -122,8 +122,10 @@ export class PartNormalizer {
         block.metadata = mergeMetadata(block.metadata, metadata)
         const name = text(peek(part, 'toolName'))
         if (name !== undefined) block.name = name
-        const input = text(peek(part, 'input'))
-        // the call's input is authoritative: streamed deltas may be text-encoded or missing
+        const raw = peek(part, 'input')
+        // the call's input is authoritative (streamed deltas may be text-encoded or missing); the spec makes it
+        // JSON text, and a model that hands over the value itself gets it encoded
+        const input = raw === undefined ? undefined : (text(raw) ?? JSON.stringify(jsonCopy(raw)) ?? '')
         if (input !== undefined) block.text = input
         this.#close(block, out)
         break

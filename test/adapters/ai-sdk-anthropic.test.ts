@@ -289,7 +289,7 @@ describe('aiSdkModel over @ai-sdk/anthropic (Messages SSE on loopback)', () => {
     const agent = agentWith({ retry: false })
     try {
       const result = await agent.run('hi')
-      expect(result.end).toMatchObject({ kind: 'error', error: { code: 'SERVER', message: 'anthropic.messages: Overloaded' } })
+      expect(result.end).toMatchObject({ kind: 'error', error: { code: 'SERVER', message: 'anthropic.messages: Overloaded', requestId: 'req-1' } })
     } finally {
       await agent.dispose()
     }

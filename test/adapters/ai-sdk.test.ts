@@ -145,16 +145,19 @@ describe('aiSdkModel (MockLanguageModelV3): the stream', () => {
     })
   })
 
-  it('a tool call without streamed input, and two calls sharing an id, get unique ids (Decision 8)', async () => {
+  it('tool calls without streamed input; two calls sharing an id get unique ids (Decision 8)', async () => {
     const model = mock([
       { type: 'tool-call', toolCallId: 'same', toolName: 'a', input: '{}' },
       { type: 'tool-call', toolCallId: 'same', toolName: 'b', input: '{"x":1}' },
+      // not the spec's JSON text but the value itself: encoded
+      { type: 'tool-call', toolCallId: 'obj', toolName: 'c', input: { y: [1, 2] } },
       finish('tool-calls'),
     ])
     const result = assemble(await run(aiSdkModel(model)))
     expect(result.toolCalls).toEqual([
       { type: 'tool-call', id: 'same', name: 'a', arguments: '{}' },
       { type: 'tool-call', id: 'same#2', name: 'b', arguments: '{"x":1}' },
+      { type: 'tool-call', id: 'obj', name: 'c', arguments: '{"y":[1,2]}' },
     ])
   })
 
