@@ -59,8 +59,15 @@ export function aiSdkModel(model: AiSdkLanguageModel, options: AiSdkModelOptions
   }
   const provider = options.provider ?? model.provider
   const doStream = (model.doStream as unknown as DoStream).bind(model)
-  let redactor: Promise<Redactor> | undefined
-  const redact = () => (redactor ??= providerSecrets(model).then((found) => credentialRedactor([...(secrets ?? []), ...found])))
+  // kept once the provider's key is known; until then (no key configured yet) each request looks again
+  let known: Redactor | undefined
+  const redact = async (): Promise<Redactor> => {
+    if (known !== undefined) return known
+    const found = await providerSecrets(model)
+    const redactor = credentialRedactor([...(secrets ?? []), ...found])
+    if (found.length > 0) known = redactor
+    return redactor
+  }
   return {
     provider,
     model: options.model ?? model.modelId,
@@ -136,6 +143,7 @@ async function* streamModel(request: ModelRequest, context: StreamContext): Asyn
   const forward = () => linked.abort(signal.reason)
   signal.addEventListener('abort', forward, { once: true })
   try {
+    if (signal.aborted) throw abortError(signal) // while the redactor was looked up
     let result: unknown
     try {
       result = await context.doStream({ ...options, abortSignal: linked.signal })
@@ -151,6 +159,7 @@ async function* streamModel(request: ModelRequest, context: StreamContext): Asyn
     // a model that ignores its abort signal still stops: cancelling the reader ends the pending read
     const stop = () => void reader.cancel(signal.reason).catch(() => {})
     signal.addEventListener('abort', stop, { once: true })
+    if (signal.aborted) stop() // while doStream was answering
     const parts = new PartNormalizer(provider)
     let exhausted = false
     try {

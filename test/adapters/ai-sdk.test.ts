@@ -242,6 +242,23 @@ describe('aiSdkModel: failures as codes', () => {
     expect(failureOf(await run(adapter)).message).toBe('mock.provider: key [redacted] is not valid')
   })
 
+  it('an abort while doStream is still answering ends the attempt ABORTED even when the model ignores the signal', async () => {
+    let answer!: () => void
+    const answered = new Promise<void>((resolve) => (answer = resolve))
+    const late = new MockLanguageModelV3({
+      doStream: async () => {
+        await answered
+        return { stream: new ReadableStream() } // and never a part
+      },
+    })
+    const controller = new AbortController()
+    const pending = run(aiSdkModel(late), request({ signal: controller.signal }))
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    controller.abort({ kind: 'user' })
+    answer()
+    expect(failureOf(await pending)).toMatchObject({ kind: 'aborted', code: 'ABORTED' })
+  })
+
   it('requests sharing one signal leave no listeners behind on it', async () => {
     const shared = new AbortController()
     const adapter = aiSdkModel(mock(...Array.from({ length: 8 }, () => [...textParts('t', 'x'), finish('stop')])))
