@@ -197,6 +197,26 @@ describe('aiSdkModel over @ai-sdk/anthropic (Messages SSE on loopback)', () => {
     }
   })
 
+  it("structured output: the response format goes out as Anthropic's json tool, and its input comes back as the turn's object", async () => {
+    server.reply(sse(messageStream([{ kind: 'tool', id: 'toolu_json', name: 'json', json: ['{"sum":', '5}'] }], 'tool_use', { input: 9, output: 4 })))
+    const agent = agentWith({
+      tools: [],
+      request: { responseFormat: z.object({ sum: z.number() }), providerOptions: { anthropic: { structuredOutputMode: 'jsonTool' } } },
+    })
+    try {
+      const result = await agent.run('2 + 3 as JSON')
+      expect(result.end).toEqual({ kind: 'completed' })
+      expect(result.object).toEqual({ sum: 5 })
+      const [body] = server.received.map((r) => r.body)
+      expect(body.tools).toEqual([
+        expect.objectContaining({ name: 'json', input_schema: expect.objectContaining({ properties: { sum: { type: 'number' } } }) }),
+      ])
+      expect(body.tool_choice).toMatchObject({ type: 'any' })
+    } finally {
+      await agent.dispose()
+    }
+  })
+
   it('CX-7: an abort mid-stream ends the turn aborted, keeps the streamed prefix and closes the connection', async () => {
     const events = messageStream(
       [
