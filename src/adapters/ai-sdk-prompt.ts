@@ -99,7 +99,8 @@ function reasoningLevel(effort: string, version: SpecVersion, provider: string):
 // ---- the prompt -------------------------------------------------------------
 
 /**
- * The history as the spec's prompt: system first; tool-result blocks become `tool` messages;
+ * The history as the spec's prompt: system first; tool-result blocks become `tool` messages (one for
+ * consecutive results);
  * user text and images become text and file parts; assistant text, reasoning, images and tool
  * calls become their parts, with the block's logged provider metadata as the part's
  * providerOptions when the message came from this provider.
@@ -121,15 +122,16 @@ function toPrompt(request: ModelRequest, version: SpecVersion): SpecMessage[] {
     const blocks: readonly ContentBlock[] = message.content
     const results = blocks.filter((b): b is ToolResultBlock => b.type === 'tool-result')
     if (results.length > 0) {
-      prompt.push({
-        role: 'tool',
-        content: results.map((block) => ({
-          type: 'tool-result' as const,
-          toolCallId: block.toolCallId,
-          toolName: toolNames.get(block.toolCallId) ?? '',
-          output: toToolOutput(block, version),
-        })),
-      })
+      const parts = results.map((block) => ({
+        type: 'tool-result' as const,
+        toolCallId: block.toolCallId,
+        toolName: toolNames.get(block.toolCallId) ?? '',
+        output: toToolOutput(block, version),
+      }))
+      // a step's results form one tool message, as the AI SDK itself sends them
+      const last = prompt.at(-1)
+      if (last?.role === 'tool') last.content.push(...parts)
+      else prompt.push({ role: 'tool', content: parts })
     }
     const parts: Array<{ type: 'text'; text: string } | SpecFilePart> = []
     for (const block of blocks) {

@@ -197,6 +197,44 @@ describe('aiSdkModel over @ai-sdk/anthropic (Messages SSE on loopback)', () => {
     }
   })
 
+  it('parallel tool calls: both results go back in one user message, in call order', async () => {
+    server.reply(
+      sse(
+        messageStream(
+          [
+            { kind: 'tool', id: 'toolu_a', name: 'add', json: ['{"a":1,"b":2}'] },
+            { kind: 'tool', id: 'toolu_b', name: 'add', json: ['{"a":3,"b":4}'] },
+          ],
+          'tool_use',
+          { input: 5, output: 5 },
+        ),
+      ),
+      sse(messageStream([{ kind: 'text', text: '3 and 7' }], 'end_turn', { input: 9, output: 3 })),
+    )
+    const agent = agentWith({ request: {} })
+    try {
+      expect((await agent.run('1+2 and 3+4?')).text).toBe('3 and 7')
+      expect(server.received[1].body.messages.slice(1)).toMatchObject([
+        {
+          role: 'assistant',
+          content: [
+            { type: 'tool_use', id: 'toolu_a', input: { a: 1, b: 2 } },
+            { type: 'tool_use', id: 'toolu_b', input: { a: 3, b: 4 } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_a', content: '3' },
+            { type: 'tool_result', tool_use_id: 'toolu_b', content: '7' },
+          ],
+        },
+      ])
+    } finally {
+      await agent.dispose()
+    }
+  })
+
   it("structured output: the response format goes out as Anthropic's json tool, and its input comes back as the turn's object", async () => {
     server.reply(sse(messageStream([{ kind: 'tool', id: 'toolu_json', name: 'json', json: ['{"sum":', '5}'] }], 'tool_use', { input: 9, output: 4 })))
     const agent = agentWith({

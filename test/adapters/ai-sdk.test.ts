@@ -297,7 +297,7 @@ describe('aiSdkModel: failures as codes', () => {
 // ---- request ------------------------------------------------------------------
 
 describe('aiSdkModel: the request as call options', () => {
-  it('maps system, user images, assistant tool calls, tool results (text, error, images), tools, choice, limits, format and provider options', async () => {
+  it('maps system, user images, assistant tool calls, tool results (text, error, images; one tool message), tools, choice, limits, format and provider options', async () => {
     const model = mock([...textParts('t', 'ok'), finish('stop')])
     const messages: Message[] = [
       userMessage([
@@ -384,10 +384,10 @@ describe('aiSdkModel: the request as call options', () => {
           { type: 'tool-call', toolCallId: 'c3', toolName: 'add', input: 'not json' },
         ],
       },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'add', output: { type: 'text', value: '1' } }] },
       {
         role: 'tool',
         content: [
+          { type: 'tool-result', toolCallId: 'c1', toolName: 'add', output: { type: 'text', value: '1' } },
           {
             type: 'tool-result',
             toolCallId: 'c2',
@@ -400,9 +400,9 @@ describe('aiSdkModel: the request as call options', () => {
               ],
             },
           },
+          { type: 'tool-result', toolCallId: 'c3', toolName: 'add', output: { type: 'error-text', value: 'invalid' } },
         ],
       },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c3', toolName: 'add', output: { type: 'error-text', value: 'invalid' } }] },
     ])
   })
 
