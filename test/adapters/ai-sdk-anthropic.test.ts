@@ -2,11 +2,15 @@
 // Anthropic's Messages SSE: thinking blocks with signatures replayed across
 // steps and turns, tool calls with streamed input, cache usage, an abort
 // mid-stream, a 429 with retry-after, a 500, and a key echoed in an error.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createAnthropic } from '@ai-sdk/anthropic'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { aiSdkModel } from '../../src/adapters/ai-sdk.js'
 import { createAgent, defineTool, type Agent, type SessionEvent, type SessionEventOf, type SessionEventType } from '../../src/index.js'
+import { sqliteStore } from '../../src/stores/index.js'
 import { checkSessionInvariants } from '../../src/testing/index.js'
 import { startSseServer, type ScriptedReply, type SseServer } from './sse-server.js'
 
@@ -194,6 +198,53 @@ describe('aiSdkModel over @ai-sdk/anthropic (Messages SSE on loopback)', () => {
       ])
     } finally {
       await agent.dispose()
+    }
+  })
+
+  it('signatures survive a SQLite store: an agent resumed on the stored session sends them back', async () => {
+    server.reply(
+      sse(
+        messageStream(
+          [
+            { kind: 'thinking', thinking: 'Stored thought.', signature: 'sig-stored' },
+            { kind: 'text', text: 'first answer' },
+          ],
+          'end_turn',
+          { input: 4, output: 4 },
+        ),
+      ),
+      sse(messageStream([{ kind: 'text', text: 'second answer' }], 'end_turn', { input: 8, output: 2 })),
+    )
+    const dir = mkdtempSync(join(tmpdir(), 'agentchart-ai-sdk-'))
+    try {
+      const path = join(dir, 'chat.db')
+      const options = { model: model(), systemPrompt: 'You add.', maxTokens: 2048, request: THINKING, sessionId: 'chat', logger: { error: () => {} } }
+      const first = await createAgent({ ...options, store: sqliteStore({ path }) })
+      expect((await first.run('one')).text).toBe('first answer')
+      await first.dispose()
+      await first.store?.close()
+
+      const store = sqliteStore({ path })
+      const again = await createAgent({ ...options, model: model(), store })
+      try {
+        expect((await again.run('two')).text).toBe('second answer')
+        expect(server.received[1].body.messages).toMatchObject([
+          { role: 'user', content: [{ type: 'text', text: 'one' }] },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'thinking', thinking: 'Stored thought.', signature: 'sig-stored' },
+              { type: 'text', text: 'first answer' },
+            ],
+          },
+          { role: 'user', content: [{ type: 'text', text: 'two' }] },
+        ])
+      } finally {
+        await again.dispose()
+        await store.close()
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
     }
   })
 
