@@ -451,6 +451,12 @@ export function inspectorOf(agent: Agent): AgentOptions['inspect'] {
   return inspectors.get(agent)
 }
 
+const telemetries = new WeakMap<Agent, LiveTelemetry>()
+/** The live telemetry an agent writes spans with, if any. Why: a subagent's turns nest under the parent's tool-call span. */
+export function telemetryOf(agent: Agent): LiveTelemetry | undefined {
+  return telemetries.get(agent)
+}
+
 /** Live agents by session id, so a second instance cannot take over an open turn (RS-7). */
 const liveAgents = new Map<string, WeakRef<Agent>>()
 /** An agent dropped without dispose() leaves the registry when it is collected. */
@@ -617,6 +623,7 @@ export class Agent {
       ...(durable ? { committed: () => durable.writer.settle() } : {}),
     })
     if (options.inspect) inspectors.set(this, options.inspect)
+    if (spans) telemetries.set(this, spans)
     liveAgents.set(session.id, new WeakRef(this))
     collected.register(this, session.id, this)
     // over a store, createAgent's promise resolves later: openStoredAgent announces once the caller has the agent
@@ -745,7 +752,8 @@ export class Agent {
     if (typeof job !== 'function') throw new ConfigError('runMaintenance needs a job function', { path: 'job' })
     this.#start()
     const runtime = this.#runtime
-    runtime.pendingJob = job
+    const spans = telemetries.get(this)
+    runtime.pendingJob = spans ? spans.maintenance(job) : job
     runtime.jobPromise = null
     try {
       runtime.dispatch({ type: 'maintenance.start' })

@@ -68,6 +68,16 @@ describe('package', () => {
     expect(readFileSync(join(root, 'src/adapters/openai.ts'), 'utf8')).toMatch(/import\('openai'\)/)
   })
 
+  it('agentchart/adapters/ai-sdk loads nothing of the AI SDK, not even a type import (the model object is duck-typed)', () => {
+    expect([...runtimePackages('src/adapters/ai-sdk.ts')].filter((p) => p === 'ai' || p.startsWith('@ai-sdk/'))).toEqual([])
+    for (const file of ['ai-sdk.ts', 'ai-sdk-spec.ts', 'ai-sdk-prompt.ts', 'ai-sdk-parts.ts', 'ai-sdk-failure.ts']) {
+      expect(readFileSync(join(root, 'src/adapters', file), 'utf8'), file).not.toMatch(/from '(ai|@ai-sdk\/[^']+)'/)
+    }
+    expect(pkg.exports['./adapters/ai-sdk']).toEqual({ types: './dist/adapters/ai-sdk.d.ts', import: './dist/adapters/ai-sdk.js' })
+    expect(pkg.dependencies).not.toHaveProperty('ai')
+    expect(pkg.peerDependencies ?? {}).not.toHaveProperty('ai')
+  })
+
   it('OpenTelemetry is never loaded by agentchart: the core and agentchart/telemetry import nothing of it (the tracer passed in does the work)', () => {
     for (const entry of ['src/index.ts', 'src/telemetry/index.ts']) {
       const packages = [...runtimePackages(entry)]
