@@ -55,6 +55,9 @@ interface ChatRequestBody {
 /** The reason a waiting call is refused with when a person sends a message instead of answering. */
 const DENIED_BY_MESSAGE = 'not approved: the user sent a new message instead of answering'
 
+/** How long past the grace the stop route waits for the turn's end before it answers anyway. */
+const STOP_MARGIN_MS = 1000
+
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }
 
 const json = (value: unknown, status = 200): Response => new Response(JSON.stringify(value), { status, headers: JSON_HEADERS })
@@ -291,11 +294,37 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
     return stream(request, chatId, from, { kind: 'segment', start: from }, events)
   }
 
+  /** Resolves once the turn open at `open` has its `turn/end` in the log, or after `waitMs`. */
+  function turnEnded(chatId: string, open: { turn: number; turnSeq: number }, waitMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      let subscription: Subscription | null = null
+      let settled = false
+      const done = (ended: boolean) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        queueMicrotask(() => subscription?.unsubscribe())
+        resolve(ended)
+      }
+      const timer = setTimeout(() => done(false), waitMs)
+      subscription = backend.watch(chatId, open.turnSeq).subscribe({
+        next: (event) => {
+          if (event.type === 'turn/end' && event.data.turn === open.turn) done(true)
+        },
+        error: () => done(false),
+      })
+      if (settled) subscription.unsubscribe()
+    })
+  }
+
   async function stop(chatId: string): Promise<Response> {
     const events = await backend.read(chatId)
-    const running = openTurnOf(events) !== null || (await backend.running(chatId))
+    const open = openTurnOf(events)
+    const running = open !== null || (await backend.running(chatId))
     await backend.cancel(chatId, { keepInbox, graceMs })
-    return json({ stopped: running })
+    // answer once the turn has ended, so a page that reads the chat next finds it closed
+    const ended = open === null ? !running : await turnEnded(chatId, open, graceMs + STOP_MARGIN_MS)
+    return json({ stopped: running, ended })
   }
 
   return async (request: Request): Promise<Response> => {

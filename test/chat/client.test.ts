@@ -104,7 +104,7 @@ describe('chat endpoint over a session client', () => {
     await until(() => reloaded.messages.length === 2 && textOf(reloaded.messages[1]).length > 0, 'the replayed response')
     expect(reloaded.messages[1].parts.find((p) => p.type === 'tool-echo')).toMatchObject({ state: 'output-available', output: 'echo: a' })
     const stop = await handler(new Request(`${API}/k2/stop`, { method: 'POST' }))
-    expect(await stop.json()).toEqual({ stopped: true })
+    expect(await stop.json()).toEqual({ stopped: true, ended: true })
     await resumed
     await agent.whenIdle()
     expect(typesOf(agent, 'turn/end').at(-1)!.data).toMatchObject({ reason: { kind: 'aborted', reason: { kind: 'user' } } })

@@ -167,7 +167,9 @@ describe('chat endpoint over local agents', () => {
     await until(() => textOf(chat.messages[1]).length > 0, 'streamed text in the chat')
     const stop = await handler(new Request(`${API}/c5/stop`, { method: 'POST' }))
     expect(stop.status).toBe(200)
-    expect(await stop.json()).toEqual({ stopped: true })
+    expect(await stop.json()).toEqual({ stopped: true, ended: true })
+    // the stop route answers once the turn's end is logged
+    expect(typesOf(agent, 'turn/end')).toHaveLength(1)
     await sent
     await agent.whenIdle()
     const end = typesOf(agent, 'turn/end').at(-1)!

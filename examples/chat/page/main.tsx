@@ -75,7 +75,7 @@ function Message({ message, answer }: { message: UIMessage; answer: Answer }) {
 }
 
 function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
-  const { messages, sendMessage, status, error, addToolApprovalResponse, resumeStream } = useChat({
+  const { messages, setMessages, sendMessage, status, error, addToolApprovalResponse, resumeStream } = useChat({
     id,
     messages: initial,
     transport: new DefaultChatTransport({ api: API }),
@@ -105,8 +105,13 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
     void sendMessage({ text: input }, queue ? { body: { mode: 'followup' } } : undefined)
     setInput('')
   }
-  // Stop ends the server's turn (the partial answer stays); the open stream then ends by itself
-  const stop = () => void fetch(`${API}/${encodeURIComponent(id)}/stop`, { method: 'POST' })
+  // Stop ends the server's turn (the partial answer stays); an open stream then ends by itself, and with none open
+  // (a call waiting for an answer) the page reads the chat again from the log
+  const stop = async () => {
+    const streaming = busy
+    await fetch(`${API}/${encodeURIComponent(id)}/stop`, { method: 'POST' })
+    if (!streaming) setMessages((await (await fetch(`${API}/${encodeURIComponent(id)}/messages`)).json()) as UIMessage[])
+  }
   const answer: Answer = (approvalId, approved) => void addToolApprovalResponse({ id: approvalId, approved })
   return (
     <>
@@ -142,7 +147,7 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
         <button type="submit" data-testid="send">
           {busy ? 'Steer' : 'Send'}
         </button>
-        <button type="button" onClick={stop} disabled={!turnRuns} data-testid="stop">
+        <button type="button" onClick={() => void stop()} disabled={!turnRuns} data-testid="stop">
           Stop
         </button>
       </form>
