@@ -134,6 +134,8 @@ describe('chat endpoint over local agents', () => {
     expect(textOf(chat.messages[1])).toBe('Working on it.')
     expect(chat.messages[1].parts.find((p) => p.type === 'tool-echo')).toMatchObject({ state: 'output-available', output: 'echo: a' })
     expect(textOf(chat.messages[3])).toBe('Answering: first / and also this')
+    // a page loaded afterwards reads the same chat from the log
+    expect(chatMessagesOf(agent).map((m) => [m.id, m.role, textOf(m)])).toEqual(chat.messages.map((m) => [m.id, m.role, textOf(m)]))
   })
 
   it('a message marked mode: followup while the turn runs waits for its own turn', async () => {
@@ -382,6 +384,33 @@ describe('chat endpoint over local agents', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
+  })
+
+  it('TL-18: Stop while a call awaits approval ends the turn aborted and the call never runs', async () => {
+    const ran: string[] = []
+    const tracked = defineTool({
+      name: 'echo',
+      description: 'say it back',
+      input: z.object({ text: z.string() }),
+      execute: ({ text }) => (ran.push(text), text),
+    })
+    const model = scriptedModel([toolCallResponse([{ id: 'call-1', name: 'echo', arguments: '{"text":"x"}' }]), textResponse('never')])
+    const chats = agents((id) => {
+      const agent = createAgent({ model, id, tools: [tracked], approvals: true, logger: quiet })
+      agent.on('tools/pre-execute', () => ({ kind: 'ask', reason: 'a person decides' }))
+      return agent
+    })
+    const handler = createChatHandler({ agent: chats.lookup })
+    const chat = chatFor(handler, 'c13')
+    await chat.sendMessage({ text: 'echo x' })
+    const stop = await handler(new Request(`${API}/c13/stop`, { method: 'POST' }))
+    expect(await stop.json()).toEqual({ stopped: true, ended: true })
+    const agent = chats.get('c13')
+    expect(typesOf(agent, 'turn/end').at(-1)!.data).toMatchObject({ reason: { kind: 'aborted' } })
+    expect(typesOf(agent, 'tool/result')[0].data).toMatchObject({ error: { code: 'ABORTED_BEFORE_DISPATCH' } })
+    expect(ran).toEqual([])
+    expect(model.requests).toHaveLength(1)
+    expect(chatMessagesOf(agent)[1].parts.find((p) => p.type === 'tool-echo')).toMatchObject({ state: 'output-error' })
   })
 
   it('refuses bad requests with a typed error naming what was wrong', async () => {
