@@ -614,6 +614,7 @@ export class Agent {
       lists: () => this.#runtime.lists,
       whenIdle: () => this.#runtime.whenIdle(),
       running: () => this.status === 'running',
+      awaiting: (turn) => this.pendingApprovals.find((p) => p.turn === turn)?.callId,
       ...(durable ? { committed: () => durable.writer.settle() } : {}),
     })
     if (options.inspect) inspectors.set(this, options.inspect)
@@ -726,6 +727,8 @@ export class Agent {
 
   #answer(callId: string, approved: boolean, reason?: string): void {
     this.#assertLive()
+    // a disposal parks the wait: the question is answered by the agent that reopens the session
+    if (this.#disposed) throw new AgentStateError('AGENT_DISPOSED', 'this agent is being disposed; answer from an agent that reopens the session')
     if (typeof callId !== 'string') throw new ConfigError('callId must be a string', { path: 'callId' })
     // a fact of the log the machine cannot know: whether this call's question was ever asked
     const logged = this.session.events.some((e) => e.type === 'tool/approval-request' && e.data.callId === callId)
@@ -829,7 +832,8 @@ export class Agent {
         this.#hooks.logger.error('agentchart: disposal could not discard the pending inbox', error)
       }
       await this.#runtime.whenIdle()
-      this.#runtime.dispatch({ type: 'agent.dispose' })
+      // a parked approval wait has already stopped the machine (docs/approvals.md)
+      if (this.#runtime.actor.getSnapshot().status === 'active') this.#runtime.dispatch({ type: 'agent.dispose' })
       // the last commits, then the lease goes so another driver may open the session at once
       await this.#durable?.writer.close().catch((error: unknown) => this.#hooks.logger.error('agentchart: releasing the store lease failed', error))
       this.#hooks.clear()

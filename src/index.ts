@@ -36,7 +36,7 @@ export type { AgentToolDefinition, SubagentRecord, SubagentSource } from './tool
 export { toCheckedSchema, isZodV4Schema } from './schema.js'
 export type { SchemaInput, ZodV4Schema, JsonSchemaInput, JsonSchema, InferSchema, CheckedSchema, CheckResult, SchemaIssue } from './schema.js'
 export type { RequestOptions, RequestConfigInput, ResponseFormatInput } from './request.js'
-export type { RunResult, TurnResult, UnrunResult, UsageTotals } from './results.js'
+export type { AwaitingApprovalResult, RunResult, TurnResult, UnrunResult, UsageTotals } from './results.js'
 export { retryPolicy, sleepFor, DEFAULT_RETRYABLE_CODES, RETRY_DEFAULTS } from './retry.js'
 export type { RetryPolicyOptions, RetryPayload } from './retry.js'
 export type { ModelAdapter, ModelRequest } from './adapters/types.js'

@@ -81,6 +81,11 @@ export const agentImplementations = named({
     /** The refused append was the caller's waking send, and the turn it started came after it: nothing of the turn happened. */
     isRefusedWake: guardOn(['append.failed'], (_context, e) => e.caller !== undefined && e.skipped.includes('turn/start')),
     hasRepairClosers: guard((context) => context.instance.repair.length > 0),
+    /** TL-18: a disposal parked the approval wait, and every call before the waiting one has committed: stop here. */
+    isParked: guard((context) => {
+      const b = context.toolBatch
+      return b.parked && b.approval !== null && b.nextCommit >= b.nextStart && b.inFlight === 1 && b.postId === 0
+    }),
     isWakeLatched: guard((context) => context.wakeLatched),
     /** CX-13 / MT-3: a latched wake replays at convergence if work is still pending (never while disposing). */
     hasLatchedWork: guard((context) => context.wakeLatched && !context.disposing && hasPending(context)),
@@ -149,6 +154,8 @@ const agentConfig = labelGuards(
         },
         running: {
           initial: 'starting',
+          // TL-18: a disposal during an approval wait ends this instance inside the wait, with no turn/end
+          always: { guard: 'isParked', target: 'disposed' },
           on: {
             ...runningOn,
             // IN-7, unwatched: the waking send's splice was refused after the turn went on in the same macrostep

@@ -89,6 +89,7 @@ export function newToolBatch(calls: readonly PlannedCall[], cap: number): ToolBa
     concluded: false,
     failure: null,
     approval: null,
+    parked: false,
     denial: null,
     nextMode: null,
     asked: [],

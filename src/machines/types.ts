@@ -214,6 +214,8 @@ export interface ToolBatchContext {
   failure: TurnFailure | null
   /** The call whose pre-execute asked for approval and now waits for a person's answer (TL-18), or null. */
   approval: string | null
+  /** A disposal left the waiting call's question open: the agent stops once earlier calls have committed (TL-18). */
+  parked: boolean
   /** The reason of a person's denial, between its logged answer and the result it becomes (TL-18). */
   denial: string | null
   /** The next call's mode once the classifier answered (null until then, and once it starts). */
