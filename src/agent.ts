@@ -7,7 +7,8 @@ type AgentMachine = typeof agentMachine
 import type { ModelAdapter, ModelRequest } from './adapters/types.js'
 import { AgentchartError, AgentStateError, ConfigError, ForkError, InboxError, SessionAppendError, SessionInUseError, StoredLogError } from './errors.js'
 import { applySplice, duplicatePending, hasPending } from './machines/inbox.js'
-import type { InboxLists, ToolOutcome } from './machines/types.js'
+import type { InboxLists, ToolOutcome, TurnOptions } from './machines/types.js'
+import { checkRunOptions, TurnSignals, type RunOptions } from './run-options.js'
 import { toInboxMessage } from './messages.js'
 import { Hooks, type HookLogger } from './runtime/hooks.js'
 import { canonical } from './canonical.js'
@@ -518,6 +519,10 @@ export class Agent {
   /** Stops telling the machine when the session is watched (at disposal). */
   #unwatch: (() => void) | null = null
   readonly #durable: Durable | null
+  /** The checks of the response formats this agent has seen (createAgent's, listeners', run options'). */
+  readonly #outputSchemas: OutputSchemas
+  /** Prompts whose run options carry a signal, until their turn ends (created on first use). */
+  #signals: TurnSignals | null = null
 
   /** Use createAgent; `durable` is how the stored form hands over its store writer. */
   constructor(options: AgentOptions, durable?: Durable) {
@@ -553,6 +558,7 @@ export class Agent {
     const lastRoute = events.findLast((e) => e.type === 'request/context')
     this.#resumed = events.length > 0
     const outputSchemas = new OutputSchemas()
+    this.#outputSchemas = outputSchemas
     const seed = seedConfig({ provider: model.provider, model: model.model }, model.defaultConfig, options.request, maxTokens, outputSchemas)
     this.#hooks = new Hooks(options.logger ?? { error: (message, error) => console.error(`[agentchart] ${message}:`, error) })
     // tool sources are read at every step's assembly, through one snapshot of their lists (docs/mcp.md)
@@ -597,6 +603,7 @@ export class Agent {
       ...(compaction ? { compaction } : {}),
       onAppend: (event) => {
         this.#runs?.onAppend(event)
+        this.#signals?.onAppend(event)
         spans?.catchUp()
       },
     })
@@ -655,12 +662,20 @@ export class Agent {
     return typeof value === 'object' && value !== null && 'running' in value ? 'running' : 'idle'
   }
 
-  /** Queue a prompt as its own turn and wake the agent (IN-1). */
-  followup(message: UserMessage | string): void {
-    this.send(message, 'next-turn', true)
+  /** Queue a prompt as its own turn and wake the agent (IN-1); `options` apply to that turn only. */
+  followup(message: UserMessage | string, options?: RunOptions): void {
+    this.#assertLive()
+    const checked = checkRunOptions(options, this.#outputSchemas)
+    const inboxMessage = toInboxMessage(message)
+    this.#sendWatched(inboxMessage, checked)
   }
-  /** Steer the running turn at its next step boundary, waking an idle agent. */
-  steer(message: UserMessage | string): void {
+  /** Steer the running turn at its next step boundary, waking an idle agent; a steer joins that turn, so it takes no options. */
+  steer(message: UserMessage | string, options?: never): void {
+    if (options !== undefined) {
+      throw new ConfigError('steer takes no options: a steer joins the running turn, whose options were set by its run() or followup()', {
+        path: 'options',
+      })
+    }
     this.send(message, 'next-step', true)
   }
   /** Add context for the next step without waking (IN-11, IN-12). */
@@ -669,13 +684,42 @@ export class Agent {
   }
   /** The general form: insert at the end of `target`, waking when asked. */
   send(message: UserMessage | string, target: InboxTarget, wakeup: boolean): void {
+    this.#send(message, target, wakeup)
+  }
+
+  #send(message: UserMessage | string, target: InboxTarget, wakeup: boolean, options?: TurnOptions): void {
     this.#assertLive()
     if (target !== 'next-turn' && target !== 'next-step')
       throw new ConfigError(`target must be 'next-turn' or 'next-step', got ${describeValue(target)}`, { path: 'target' })
     if (this.session.publishing) throw new SessionAppendError('cannot send while session/event observers are running (SS-11)')
     const inboxMessage = toInboxMessage(message)
     this.#start()
-    this.#runtime.dispatch({ type: 'inbox.send', message: inboxMessage, target, wakeup: wakeup === true })
+    this.#runtime.dispatch({ type: 'inbox.send', message: inboxMessage, target, wakeup: wakeup === true, ...(options ? { options } : {}) })
+  }
+
+  /** A prompt of its own turn, with its options; a signal is watched before the send, which may claim it at once (PH-2). */
+  #sendWatched(message: UserMessage, { turn, signal }: ReturnType<typeof checkRunOptions>): void {
+    if (signal?.aborted) throw new ConfigError('options.signal is already aborted: nothing was queued', { path: 'options.signal' })
+    const unwatch = signal ? this.#watchSignal(message.id, signal) : undefined
+    try {
+      this.#send(message, 'next-turn', true, turn)
+    } catch (error) {
+      unwatch?.()
+      throw error
+    }
+  }
+
+  /** Follows a prompt given a signal: its abort cancels that prompt's turn, or discards the prompt while queued. */
+  #watchSignal(id: string, signal: AbortSignal): () => void {
+    if (!this.#signals) {
+      this.#signals = new TurnSignals({
+        lists: () => this.#runtime.lists,
+        remove: (messageId) => this.inbox.remove(messageId),
+        runningTurn: () => (this.status === 'running' ? (openTurnOf(this.session.events)?.turn ?? null) : null),
+        cancel: (cause) => this.cancel(cause, { keepInbox: true }),
+      })
+    }
+    return this.#signals.watch(id, signal)
   }
 
   /**
@@ -683,10 +727,11 @@ export class Agent {
    * logged end reason, answer, usage and step count. An input that never reaches a turn resolves
    * too: `discarded` (a cancel or inbox edit removed it) or `parked` (the agent went idle with it queued).
    */
-  run<T = unknown>(input: UserMessage | string): Promise<RunResult<T>> {
+  run<T = unknown>(input: UserMessage | string, options?: RunOptions): Promise<RunResult<T>> {
     this.#assertLive()
+    const checked = checkRunOptions(options, this.#outputSchemas)
     const message = toInboxMessage(input)
-    return this.#runs.follow<T>(message.id, () => this.send(message, 'next-turn', true))
+    return this.#runs.follow<T>(message.id, () => this.#sendWatched(message, checked))
   }
 
   /** Tokens over the whole session (seeded history included), failed attempts included. */

@@ -59,6 +59,7 @@ export const agentMachine = createMachine({
         },
         turn: {
           initial: 'opening',
+          exit: 'dropTurnOptions',
           on: {
             'append.failed': [{ target: '.done', guard: 'isTurnStartFailure', actions: ['restoreInbox', 'reportTurnStartFailure'] }, { target: '.done', guard: 'isStepEndFailure', actions: ['restoreInbox', 'reportTurnEndFailure'] }, { target: '.closing', guard: 'isActivityFailure', actions: ['restoreInbox', 'failTurn', 'appendOwedStepEnd'] }],
           },

@@ -8,6 +8,7 @@ import { initialContext } from './context.js'
 import { action, actionOn, guard, guardOn, named, labelGuards } from './setup.js'
 import { clearInbox, hasPending, inboxOn } from './inbox.js'
 import { compactionState } from './compaction.js'
+import { dropTurnOptions } from './turn-options.js'
 import { turnSetup, turnState, type TurnImplementations } from './turn.js'
 
 export const agentImplementations = named({
@@ -38,6 +39,8 @@ export const agentImplementations = named({
       d.emit({ type: 'fx.signal' })
     }),
     clearCancelCause: action((d) => d.set({ cancelCause: null })),
+    /** A turn's own options (agent.run) end with it: the next turn starts from the seed config without them. */
+    dropTurnOptions: action((d) => dropTurnOptions(d)),
     dropWakeLatch: action((d) => d.set({ wakeLatched: false })),
     /** CX-4: nothing to abort; without keepInbox parked items are discarded (disposal marks the agent). */
     cancelWhileIdle: actionOn(['agent.cancel'], (d, e) => {
@@ -179,6 +182,7 @@ const agentConfig = labelGuards(
             },
             turn: {
               ...turnState,
+              exit: 'dropTurnOptions',
               onDone: [
                 { guard: and(['continuesToNextTurn', 'isObserved']), target: 'turn', reenter: true, actions: ['renewSignal', 'openTurn'] },
                 { guard: 'continuesToNextTurn', target: 'turn.proposing', reenter: true, actions: ['renewSignal', 'openTurn'] },

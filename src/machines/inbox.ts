@@ -5,6 +5,7 @@
 import type { EventData, InboxTarget, UserMessage } from '../session/schemas.js'
 import { actionOn, baseSetup, guardOn, type Draft, named } from './setup.js'
 import type { AgentEvent, CallerUndo, InboxLists } from './types.js'
+import { queueTurnOptions, takeTurnOptions } from './turn-options.js'
 
 export type SpliceData = EventData<'agent/inbox/spliced'>
 
@@ -117,6 +118,7 @@ export function claimInbox(d: Draft, turnBoundary: boolean): void {
     d.append('agent/inbox/spliced', { target: 'next-turn', start: 0, removedCount: 1, inserted: [] })
     batch.push(nextTurn[0])
     d.set({ nextTurn: nextTurn.slice(1) })
+    takeTurnOptions(d, nextTurn[0].id)
   }
   const turn = d.get('turn')
   for (const message of batch) d.notify('agent/inbox/claimed', { message, turn })
@@ -168,6 +170,7 @@ export const inboxImplementations = named({
       const list = d.get(key)
       d.append('agent/inbox/spliced', { target, start: list.length, inserted: [e.message] }, { caller: undoOf(d) })
       d.set({ [key]: [...list, e.message] })
+      queueTurnOptions(d, e.message.id, target === 'next-turn' ? e.options : undefined)
       d.notify('agent/inbox/inserted', { message: e.message })
     }),
     /** A waking send the current activity cannot deliver is replayed when it converges (CX-12, MT-3). */

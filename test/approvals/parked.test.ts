@@ -15,12 +15,13 @@ import { until } from '../stores/support.js'
 
 const quiet = { error: () => {} }
 
-function deployTool() {
+function deployTool(executionMode: 'parallel' | 'exclusive' = 'exclusive') {
   const runs: unknown[] = []
   const tool = defineTool({
     name: 'deploy',
     description: 'deploys; a person approves each call',
     input: z.object({ env: z.string() }),
+    executionMode,
     execute: (args) => {
       runs.push(args)
       return `deployed to ${args.env}`
@@ -89,14 +90,14 @@ describe('parked approvals without a store', () => {
         return 'found'
       },
     })
-    const { tool, runs } = deployTool()
+    const { tool, runs } = deployTool('parallel')
     const model = scriptedModel([
       toolCallResponse([
         { id: 'c0', name: 'lookup', arguments: '{}' },
         { id: 'c1', name: 'deploy', arguments: '{"env":"prod"}' },
       ]),
     ])
-    const agent = createAgent({ model, tools: [slow, { ...tool, executionMode: 'parallel' }], approvals: true, maxParallelToolCalls: 4, logger: quiet })
+    const agent = createAgent({ model, tools: [slow, tool], approvals: true, maxParallelToolCalls: 4, logger: quiet })
     askForDeploy(agent)
     const question = asked(agent)
     agent.followup('look up, then deploy')
