@@ -32,6 +32,7 @@ import { defaultRetry, sleepFor, type RequestErrorAction, type RetryPolicyOption
 import { RunTracker } from './runs.js'
 import { describeValue, isRecordLike } from './foreign.js'
 import { approvalWaitOf, pendingApprovalsWithin, type PendingApproval } from './session/approvals.js'
+import type { InterruptedHistory } from './session/interrupted.js'
 import { forkLineageOf, forkSession, type ForkOptions } from './session/fork.js'
 import { repairClosers, openTurnOf, type RepairCloser } from './session/repair.js'
 import { createSession, isSessionLike, type Session } from './session/session.js'
@@ -100,8 +101,19 @@ export interface AgentOptions {
    * message content is recorded only with `captureContent: true`.
    */
   telemetry?: TelemetryOptions
+  /**
+   * How the history a request carries shows the log (docs/api.md, "History"): `interrupted: 'mark'` (the default)
+   * follows an answer a cancel cut short with a short user-role note saying so; `'keep'` sends it as logged.
+   */
+  history?: HistoryOptions
   /** Only with StoredAgentOptions: an agent over a store is made by the promise-returning form of createAgent. */
   store?: undefined
+}
+
+/** How requests derive their history from the log; the log itself is never changed. */
+export interface HistoryOptions {
+  /** An interrupted answer: followed by a note for the model (`mark`, default), or sent as it was streamed (`keep`). */
+  interrupted?: InterruptedHistory
 }
 
 /** What agent.compact() came to: the logged record of the summary, or why nothing was replaced. */
@@ -380,7 +392,23 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
   const sleep = options.sleep ?? sleepFor
   const compaction = resolveCompaction(options.compaction, model)
   const telemetry = options.telemetry === undefined ? undefined : checkTelemetryOptions(options.telemetry)
-  return { model, maxTokens, maxParallelToolCalls, maxSteps, tools, retry, sleep, compaction, telemetry }
+  const interrupted = checkHistory(options.history)
+  return { model, maxTokens, maxParallelToolCalls, maxSteps, tools, retry, sleep, compaction, telemetry, interrupted }
+}
+
+/** The history options: only `interrupted`, `'mark'` or `'keep'`. */
+function checkHistory(history: unknown): InterruptedHistory {
+  if (history === undefined) return 'mark'
+  if (!isRecordLike(history)) throw new ConfigError(`history must be an object, got ${describeValue(history)}`, { path: 'history' })
+  for (const key of Object.keys(history)) {
+    if (key !== 'interrupted') throw new ConfigError(`unknown history option ${JSON.stringify(key)}; the option is interrupted`, { path: `history.${key}` })
+  }
+  const { interrupted } = history
+  if (interrupted === undefined) return 'mark'
+  if (interrupted !== 'mark' && interrupted !== 'keep') {
+    throw new ConfigError(`history.interrupted must be 'mark' or 'keep', got ${describeValue(interrupted)}`, { path: 'history.interrupted' })
+  }
+  return interrupted
 }
 
 /** What an agent over a store holds besides its session. */
@@ -526,7 +554,7 @@ export class Agent {
 
   /** Use createAgent; `durable` is how the stored form hands over its store writer. */
   constructor(options: AgentOptions, durable?: Durable) {
-    const { model, maxTokens, maxParallelToolCalls, maxSteps, tools, retry, sleep, compaction, telemetry } = checkOptions(options)
+    const { model, maxTokens, maxParallelToolCalls, maxSteps, tools, retry, sleep, compaction, telemetry, interrupted } = checkOptions(options)
     if ((options as { store?: unknown }).store !== undefined && durable === undefined) {
       throw new ConfigError('an agent over a store is made by createAgent({ store, ... }), which returns a promise', { path: 'store' })
     }
@@ -601,6 +629,7 @@ export class Agent {
       retry,
       sleep,
       ...(compaction ? { compaction } : {}),
+      interrupted,
       onAppend: (event) => {
         this.#runs?.onAppend(event)
         this.#signals?.onAppend(event)
@@ -923,9 +952,9 @@ export class Agent {
     return fork
   }
 
-  /** The derived history the next request would carry. */
+  /** The history the next request would carry: the derived messages, an interrupted answer marked unless `history.interrupted` is 'keep'. */
   messages(): readonly Message[] {
-    return this.session.deriveMessages()
+    return this.#runtime.requestMessages()
   }
 
   /** Sends and inbox edits stay accepted until disposal deregisters; wakes then stay parked (CX-15). */

@@ -15,7 +15,10 @@ export type {
   ToolExecution,
   ToolOutcomeView,
   CompactionResult,
+  HistoryOptions,
 } from './agent.js'
+export { INTERRUPTED_NOTE, INTERRUPTED_SOURCE } from './session/interrupted.js'
+export type { InterruptedHistory } from './session/interrupted.js'
 export { createSession, Session } from './session/session.js'
 export type { SessionOptions, SessionObserver } from './session/session.js'
 export * from './session/schemas.js'
