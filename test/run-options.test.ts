@@ -3,7 +3,7 @@
 // headers, and nothing of them reaches the next turn.
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { ConfigError, createAgent, defineTool, type SessionEvent } from '../src/index.js'
+import { ConfigError, createAgent, defineTool, userMessage, type SessionEvent } from '../src/index.js'
 import { checkSessionInvariants, hang, scriptedModel, textResponse, toolCallResponse } from '../src/testing/index.js'
 import { track } from './helpers.js'
 
@@ -75,6 +75,24 @@ describe('per-turn request options', () => {
     expect(logged[2].config).not.toHaveProperty('temperature')
     expect(logged[2].config).not.toHaveProperty('stop')
     expect(model.requests.map((r) => r.config.temperature)).toEqual([undefined, 0.2, undefined])
+  })
+
+  it('IN-5: a prompt discarded from the inbox takes its options with it: the same id queued again later runs without them', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const model = scriptedModel([async () => (await gate, textResponse('first')), textResponse('second')])
+    const agent = track(createAgent({ model, logger: quiet }))
+    const first = agent.run('one')
+    await new Promise((resolve) => setImmediate(resolve))
+    agent.followup(userMessage('two', { id: 'p2' }), { request: { temperature: 0.9 } })
+    expect(agent.inbox.remove('p2')).toBe(true)
+    agent.inbox.splice('next-turn', 0, 0, userMessage('two again', { id: 'p2' }))
+    release()
+    await first
+    await agent.whenIdle()
+    // the same config as turn 1's, so no new header is logged (RQ-4); the request shows it
+    expect(model.requests.map((r) => r.config.temperature)).toEqual([undefined, undefined])
+    expect(headers(agent.session.events).map((h) => h.turn)).toEqual([1])
   })
 
   it('RQ-2: an agent/request listener sees the turn options in its seed, and its switches in that turn end with it', async () => {

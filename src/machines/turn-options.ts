@@ -14,6 +14,15 @@ export function queueTurnOptions(d: Draft, id: string, options: TurnOptions | un
   d.set({ turnOptions: { ...d.get('turnOptions'), queued: options === undefined ? rest : { ...rest, [id]: options } } })
 }
 
+/** Queued prompts left next-turn without a turn (discarded, replaced by another id): their options go with them. */
+export function forgetTurnOptions(d: Draft, ids: readonly string[]): void {
+  const all = d.get('turnOptions')
+  if (!ids.some((id) => id in all.queued)) return
+  const queued = { ...all.queued }
+  for (const id of ids) delete queued[id]
+  d.set({ turnOptions: { ...all, queued } })
+}
+
 /** The turn claimed prompt `id`: its options apply now, its request layer over the seed config. */
 export function takeTurnOptions(d: Draft, id: string): void {
   const all = d.get('turnOptions')
