@@ -117,6 +117,35 @@ describe('parked approvals without a store', () => {
     expect(runs).toEqual([])
   })
 
+  it('TL-18: dispose({ force }) abandons an earlier call that never settles (TOOL_OUTCOME_UNKNOWN), then parks the question', async () => {
+    const stuck = defineTool({
+      name: 'lookup',
+      description: 'never answers and ignores its signal',
+      input: z.object({}),
+      executionMode: 'parallel',
+      execute: () => new Promise<string>(() => {}),
+    })
+    const { tool, runs } = deployTool('parallel')
+    const model = scriptedModel([
+      toolCallResponse([
+        { id: 'c0', name: 'lookup', arguments: '{}' },
+        { id: 'c1', name: 'deploy', arguments: '{"env":"prod"}' },
+      ]),
+    ])
+    const agent = createAgent({ model, tools: [stuck, tool], approvals: true, logger: quiet })
+    askForDeploy(agent)
+    const question = asked(agent)
+    agent.followup('look up, then deploy')
+    await question
+    await agent.dispose({ force: true, graceMs: 5 })
+    const events = agent.session.events
+    const lookup = events.find((e) => e.type === 'tool/result' && e.data.message.source.callId === 'c0')
+    expect(lookup).toMatchObject({ data: { error: { code: 'TOOL_OUTCOME_UNKNOWN' } } })
+    expect(turnEnds(events)).toEqual([])
+    expect(agent.pendingApprovals.map((p) => p.callId)).toEqual(['c1'])
+    expect(runs).toEqual([])
+  })
+
   it('CX-17: a cancel of a parked-then-reopened wait still ends the turn aborted; a cancel before dispose is not parked', async () => {
     const { tool, runs } = deployTool()
     const first = createAgent({
