@@ -168,7 +168,7 @@ describe.skipIf(!CHROMIUM)('viewer in headless Chromium', () => {
     await page.check('.log input[data-type="tool/call"]')
     await expect
       .poll(() => page.locator('.log .row .sum').allTextContents())
-      .toEqual(['call read({"path":"a.txt"}) #r1', 'call read({"path":"b.txt"}) #r2', 'call write({"path":"c.txt"}) #w1'])
+      .toEqual(['calls read({"path":"a.txt"}) #r1', 'calls read({"path":"b.txt"}) #r2', 'calls write({"path":"c.txt"}) #w1'])
     await page.click('.log .row:has-text("#w1")')
     await page.waitForSelector('.timeline g.tool.selected[data-call="w1"]')
     expect(await page.locator('.details').textContent()).toContain('"callId": "w1"')

@@ -64,11 +64,16 @@ describe('viewer timeline model', () => {
     expect(steer.claimedBy).toBe(1)
     expect(events[steer.enteredAt!].type).toBe('user/message')
     expect(steer.enteredAt!).toBeGreaterThan(second.start)
-    // without the live agent's notes the log cannot tell a steer from an inject
-    expect(model.viaOf(steer)).toBe('next-step')
-    model.note([{ messageId: steer.messageId, wakeup: true }], [])
+    // the log itself says the send woke the agent: a stored log tells a steer from an inject
+    expect(steer.wakeup).toBe(true)
     expect(model.viaOf(steer)).toBe('steer')
     expect(model.viaOf(model.arrivals[0])).toBe('followup')
+    // a log written before the field: only the live agent's note can tell
+    const old = new SessionModel()
+    old.append(events.map((e) => (e.type === 'agent/inbox/spliced' ? { ...e, data: { ...(e.data as object), wakeup: undefined } } : e)))
+    expect(old.viaOf(old.arrivals[1])).toBe('next-step')
+    old.note([{ messageId: steer.messageId, wakeup: true }], [])
+    expect(old.viaOf(old.arrivals[1])).toBe('steer')
 
     expect(model.markers.map((m) => [m.type, m.label])).toEqual([['cancel', 'cancelled (user)']])
     // every event belongs to an item of the timeline
