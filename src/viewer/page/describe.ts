@@ -167,7 +167,7 @@ export function summarize(event: WireEvent, context?: LogContext): string {
       const inserted = Array.isArray(data.inserted) ? data.inserted : []
       const removed = typeof data.removedCount === 'number' ? data.removedCount : 0
       const target = str(data.target)
-      const texts = inserted.map((m: unknown) => (isObject(m) ? quote(textOf(m.content), 60) : '')).join(', ')
+      const texts = inserted.map((m: unknown) => (isObject(m) ? quote(textOf(m.content), 100) : '')).join(', ')
       if (data.outcome === 'canceled') {
         const dropped = removed > 0 ? `${plural(removed, 'pending message')} discarded from ${target}` : ''
         return [dropped, inserted.length ? `${texts} put in their place` : ''].filter(Boolean).join('; ') || 'inbox edit'

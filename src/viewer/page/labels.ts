@@ -19,7 +19,10 @@ export function guardText(guard: string): string {
     if (token === 'and(' || token === 'or(') {
       const parts: string[] = []
       while (at < tokens.length && tokens[at] !== ')') {
-        parts.push(parse())
+        // and(a, and(b, c)) reads as a ∧ b ∧ c
+        const same = tokens[at] === token
+        const part = parse()
+        parts.push(same && part.startsWith('(') && part.endsWith(')') ? part.slice(1, -1) : part)
         if (tokens[at] === ',') at++
       }
       at++

@@ -289,6 +289,9 @@ function onMessage(message: ServerMessage): void {
   }
 }
 
+// a live session's open items reach "now": the timeline's clock ticks while the channel is open
+setInterval(() => timeline.setNow(mode !== 'stored' && !ended ? Date.now() : null), 500)
+
 const source = new EventSource(channelUrl(sessionParam))
 source.addEventListener('open', () => {
   connEl.textContent = 'connected'

@@ -247,12 +247,14 @@ export class StatechartView {
     const leaves = drawn.section.dataset.active ? drawn.section.dataset.active.split(' ') : []
     const boxes: LayoutBox[] = leaves.map((leaf) => layout.boxes[leaf]).filter((b): b is LayoutBox => b !== undefined)
     if (boxes.length === 0) return
+    // the leaves' own ways out and the last step taken (an enclosing state's edges would widen the view to the whole chart)
+    const from = new Set(leaves)
     for (const { edge, g } of drawn.edges) {
-      if (g.classList.contains('hidden') || g.classList.contains('all')) continue
+      if (!g.classList.contains('last') && !(from.has(edge.from) && g.classList.contains('possible'))) continue
       boxes.push(edge.label)
       const target = layout.boxes[edge.to]
-      // a transition to an enclosing state would widen the view to the whole chart: its label is enough
-      if (target && !leaves.some((leaf) => edge.to === '' || leaf.startsWith(`${edge.to}.`))) boxes.push(target)
+      if (target && !leaves.some((leaf) => leaf.startsWith(`${edge.to}.`))) boxes.push(target)
+      if (g.classList.contains('last') && layout.boxes[edge.from] && !leaves.some((leaf) => leaf.startsWith(`${edge.from}.`))) boxes.push(layout.boxes[edge.from])
     }
     const left = Math.min(...boxes.map((b) => b.x)) - 16
     const top = Math.min(...boxes.map((b) => b.y)) - 16
@@ -260,7 +262,7 @@ export class StatechartView {
     const bottom = Math.max(...boxes.map((b) => b.y + b.height)) + 16
     const view = this.#root
     const fits = Math.min((view.clientWidth - 24) / (right - left), (view.clientHeight - 40) / (bottom - top))
-    const zoom = Math.min(1, Math.max(0.45, fits))
+    const zoom = Math.min(1, Math.max(0.5, fits))
     if (Math.abs(zoom - this.#zoom) > 0.01) {
       this.#zoom = zoom
       for (const d of this.#machines.values()) this.#size(d)

@@ -49,6 +49,7 @@ export class TimelineView {
   /** Zoom follows the session's length (a short one fills the window) until the user zooms. */
   #auto = true
   #follow = true
+  #clock: number | null = null
   #selected: number | null = null
   #selectedUid = 0
   readonly #schedule = frameScheduler(() => this.#render())
@@ -242,10 +243,32 @@ export class TimelineView {
     return seq < this.#x.length ? this.#x[seq] : this.#end()
   }
 
-  /** Right end of the newest event's slot. */
+  /** Right end of the newest event's slot, and, while a live session has something open, of the time since it. */
   #end(): number {
+    return this.#lastSlot() + this.#tail()
+  }
+
+  #lastSlot(): number {
     const n = this.#x.length
     return n === 0 ? 0 : this.#x[n - 1] + METRICS[this.#scale].unit * this.#zoom
+  }
+
+  /** How far "now" lies past the newest event: drawn only live, while a turn or a wait is open, so what runs has a length. */
+  #tail(): number {
+    const events = this.#model.events
+    if (this.#clock === null || events.length === 0) return 0
+    const open = this.#model.turns.at(-1)?.end === null || this.#model.waiting !== null
+    if (!open) return 0
+    return METRICS[this.#scale].gap(Math.max(0, this.#clock - events[events.length - 1].time)) * this.#zoom
+  }
+
+  /** The clock of a live session (epoch ms), or null for a stored one: open items reach it. */
+  setNow(now: number | null): void {
+    const before = this.#tail()
+    this.#clock = now
+    if (Math.abs(this.#tail() - before) < 0.5) return
+    if (this.#follow) this.#toEnd()
+    this.#schedule()
   }
 
   #seqAt(px: number): number {
@@ -266,7 +289,8 @@ export class TimelineView {
     const last = this.#x.length - 1
     const e = Math.min(end ?? last, last)
     const unit = METRICS[this.#scale].unit * this.#zoom
-    return [GUTTER + this.#pos(start), start > last ? GUTTER + this.#end() : GUTTER + this.#pos(e) + unit]
+    if (end === null || start > last) return [GUTTER + this.#pos(start), GUTTER + this.#end()]
+    return [GUTTER + this.#pos(start), GUTTER + this.#pos(e) + unit]
   }
 
   #render(): void {
