@@ -115,10 +115,12 @@ async function compute(chart: ChartMachine): Promise<ChartLayout> {
   const laidOut: ChartLayoutEdge[] = (out.edges ?? []).map((edge, i) => {
     const pair = pairs[i]
     const points: Array<readonly [number, number]> = []
+    // whole pixels: ELK's crossings of a compound's border can leave sub-pixel jogs in a straight line
+    const at = (p: { x: number; y: number }) => points.push([Math.round(p.x), Math.round(p.y)])
     for (const section of edge.sections ?? []) {
-      points.push([section.startPoint.x, section.startPoint.y])
-      for (const bend of section.bendPoints ?? []) points.push([bend.x, bend.y])
-      points.push([section.endPoint.x, section.endPoint.y])
+      at(section.startPoint)
+      for (const bend of section.bendPoints ?? []) at(bend)
+      at(section.endPoint)
     }
     const label = edge.labels?.[0]
     return {

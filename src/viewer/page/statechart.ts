@@ -38,6 +38,9 @@ interface Drawn {
   active: Set<string>
 }
 
+/** The smallest scale "follow" zooms to: below it the 11px labels stop being readable. */
+const MIN_FOLLOW_ZOOM = 0.75
+
 const pairKey = (from: string, to: string) => `${from}\u0000${to}`
 const markerId = (machine: string, kind: string) => `arrow-${machine.replace(/[^A-Za-z0-9_-]/g, '_')}-${kind}`
 
@@ -262,14 +265,19 @@ export class StatechartView {
     const bottom = Math.max(...boxes.map((b) => b.y + b.height)) + 16
     const view = this.#root
     const fits = Math.min((view.clientWidth - 24) / (right - left), (view.clientHeight - 40) / (bottom - top))
-    const zoom = Math.min(1, Math.max(0.5, fits))
+    const zoom = Math.min(1, Math.max(MIN_FOLLOW_ZOOM, fits))
+    // when it all does not fit at a readable size, the state just entered is the centre
+    const entered = leaves.find((leaf) => drawn.boxes.get(leaf)?.classList.contains('last-target')) ?? leaves[0]
+    const focus = zoom > fits ? layout.boxes[entered] : undefined
+    const cx = focus ? focus.x + focus.width / 2 : (left + right) / 2
+    const cy = focus ? focus.y + focus.height / 2 : (top + bottom) / 2
     if (Math.abs(zoom - this.#zoom) > 0.01) {
       this.#zoom = zoom
       for (const d of this.#machines.values()) this.#size(d)
       this.#root.dataset.zoom = zoom.toFixed(2)
     }
     const offset = drawn.canvas.getBoundingClientRect().top - view.getBoundingClientRect().top + view.scrollTop
-    view.scrollLeft = Math.max(0, ((left + right) / 2) * zoom - view.clientWidth / 2)
-    view.scrollTop = Math.max(0, offset + ((top + bottom) / 2) * zoom - view.clientHeight / 2)
+    view.scrollLeft = Math.max(0, cx * zoom - view.clientWidth / 2)
+    view.scrollTop = Math.max(0, offset + cy * zoom - view.clientHeight / 2)
   }
 }
