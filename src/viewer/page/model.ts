@@ -115,7 +115,7 @@ export interface SubagentLink {
   tokens: number | null
 }
 
-/** Token totals, the children's share apart. */
+/** Token totals, counted as `agent.usage` and `TurnResult.usage` count them, the children's share apart. */
 export interface UsageSummary {
   inputTokens: number
   outputTokens: number
@@ -212,6 +212,8 @@ export class SessionModel {
   readonly #openWaits = new Map<string, WaitSpan>()
   #liveWait: WaitSpan | null = null
   readonly #toolNames = new Map<string, string>()
+  #pendingUsage: Record<string, unknown> | null = null
+  #usageFinished = false
 
   /** Add events; ones already seen (a resumed connection) are skipped, and a gap stops the batch. */
   append(events: readonly WireEvent[], configs?: readonly number[]): void {
@@ -368,9 +370,29 @@ export class SessionModel {
     this.#attempt = null
   }
 
+  /** Tokens as the library counts them: each attempt's last usage chunk (failed attempts too), else its message's usage. */
+  #countUsage(event: WireEvent, data: Record<string, unknown>): void {
+    if (event.type === 'assistant/chunk') {
+      if (this.#usageFinished) this.#flushUsage()
+      const chunk = isObject(data.chunk) ? data.chunk : {}
+      if (chunk.type === 'usage' && isObject(chunk.usage)) this.#pendingUsage = chunk.usage
+      else if (chunk.type === 'finish') this.#usageFinished = true
+      return
+    }
+    if (event.type === 'assistant/message' && this.#pendingUsage === null && isObject(data.usage)) this.#count(data.usage, false)
+    this.#flushUsage()
+  }
+
+  #flushUsage(): void {
+    if (this.#pendingUsage !== null) this.#count(this.#pendingUsage, false)
+    this.#pendingUsage = null
+    this.#usageFinished = false
+  }
+
   #apply(event: WireEvent): number {
     const { seq } = event
     const data = isObject(event.data) ? event.data : {}
+    this.#countUsage(event, data)
     switch (event.type) {
       case 'turn/start': {
         const turn = this.#add<TurnSpan>({
@@ -446,7 +468,6 @@ export class SessionModel {
         return attempt.uid
       }
       case 'assistant/message': {
-        this.#count(isObject(data.usage) ? data.usage : null, false)
         const attempt = this.#ensureAttempt(seq)
         if (!attempt) return this.#innermost()
         this.#closeAttempt(seq, data.interrupted === true ? 'interrupted' : 'ok')
