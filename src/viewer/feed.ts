@@ -79,8 +79,13 @@ class StoredLinks {
     if (!this.lookup || this.depth >= MAX_LINK_DEPTH) return
     for (; this.#read < events.length; this.#read++) {
       const event = events[this.#read]
-      const data = (typeof event.data === 'object' && event.data !== null ? event.data : {}) as Record<string, any>
-      if (event.type === 'tool/call' && typeof data.callId === 'string') this.#names.set(data.callId, String(data.name ?? '?'))
+      const data = (typeof event.data === 'object' && event.data !== null ? event.data : {}) as {
+        callId?: unknown
+        name?: unknown
+        meta?: { subagent?: { sessionId?: unknown } }
+        message?: { source?: { callId?: unknown } }
+      }
+      if (event.type === 'tool/call' && typeof data.callId === 'string') this.#names.set(data.callId, typeof data.name === 'string' ? data.name : '?')
       if (event.type !== 'tool/result') continue
       const sessionId = data.meta?.subagent?.sessionId
       const callId = data.message?.source?.callId

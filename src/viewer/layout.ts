@@ -83,7 +83,9 @@ async function compute(chart: ChartMachine): Promise<ChartLayout> {
       id: `edge:${i}`,
       sources: [nodeId(pair.from)],
       targets: [nodeId(pair.to)],
-      labels: [{ id: `label:${i}`, text: lines.join('\n'), width: Math.max(...lines.map((l) => l.length)) * LABEL_CHAR + 8, height: lines.length * LABEL_LINE + 4 }],
+      labels: [
+        { id: `label:${i}`, text: lines.join('\n'), width: Math.max(...lines.map((l) => l.length)) * LABEL_CHAR + 8, height: lines.length * LABEL_LINE + 4 },
+      ],
     }
   })
   const graph: ElkNode = {

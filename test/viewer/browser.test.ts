@@ -264,7 +264,10 @@ describe.skipIf(!CHROMIUM)('viewer in headless Chromium', () => {
     // the prompt's splice and its user/message, shown as the very characters the log holds
     await expect
       .poll(() => page.locator('.log .row .sum').allTextContents())
-      .toEqual([expect.stringContaining('followup arrives: “Tidy the files <img src=x onerror="window.__xss=1"><script>'), `the user says “Tidy the files ${HOSTILE}”`])
+      .toEqual([
+        expect.stringContaining('followup arrives: “Tidy the files <img src=x onerror="window.__xss=1"><script>'),
+        `the user says “Tidy the files ${HOSTILE}”`,
+      ])
     expect(await page.evaluate('typeof window.__xss')).toBe('undefined')
     expect(await count(page, 'img, script:not([src])')).toBe(0)
     expect(problems).toEqual([])
@@ -302,7 +305,7 @@ describe.skipIf(!CHROMIUM)('viewer in headless Chromium', () => {
       return page.locator(`.log .row[data-type="${type}"] .sum`).allTextContents()
     }
     expect(await sentence('llm/retry')).toEqual(['the request to scripted failed (RATE_LIMIT: rate limited); retry 1 in 300 ms'])
-    expect(await sentence('tool/approval-request')).toEqual(['deploy #d1 waits for a person\'s approval: “Deploy to production?”'])
+    expect(await sentence('tool/approval-request')).toEqual(["deploy #d1 waits for a person's approval: “Deploy to production?”"])
     expect(await sentence('tool/approval-answer')).toEqual(['a person approved deploy #d1; it runs'])
     expect(await sentence('tool/result')).toEqual(['deploy #d1 returns “deployed to production”'])
     expect(problems).toEqual([])
@@ -327,11 +330,13 @@ describe.skipIf(!CHROMIUM)('viewer in headless Chromium', () => {
     await shot(page, '08-subagent-nested')
 
     // click through: the child's own statechart, lit where the child is, and its log
-    const childPage = (await open(new URL(await page.locator('.subagents a.open-child').getAttribute('href') ?? '', viewer.url).href)).page
+    const childPage = (await open(new URL((await page.locator('.subagents a.open-child').getAttribute('href')) ?? '', viewer.url).href)).page
     await expect.poll(() => childPage.locator('section.machine').getAttribute('data-active')).toBe(leafPaths(child.actor.getSnapshot().value).join(' '))
     expect(await childPage.locator('.machine g.state.active.leaf').count()).toBeGreaterThan(0)
     expect(await childPage.locator('header .parent').textContent()).toBe('subagent of planner (research #r1) ↑')
-    await expect.poll(() => childPage.locator('.log .row[data-type="tool/call"] .sum').allTextContents()).toEqual(['calls search({"q":"trains to Lisbon"}) #q1'])
+    await expect
+      .poll(() => childPage.locator('.log .row[data-type="tool/call"] .sum').allTextContents())
+      .toEqual(['calls search({"q":"trains to Lisbon"}) #q1'])
     await shot(childPage, '09-subagent-child')
 
     releaseChild.open()

@@ -107,7 +107,7 @@ describe('viewer timeline model', () => {
     // the rows read as sentences: no JSON where a person reads them
     const rows = events.map((e) => summarize(e, model))
     for (const [i, e] of events.entries()) if (e.type !== 'tool/call' && e.type !== 'assistant/chunk') expect(rows[i], e.type).not.toMatch(/[{}]/)
-    expect(rows[approval.seq]).toBe('deploy #d1 waits for a person\'s approval: “Deploy to production?”')
+    expect(rows[approval.seq]).toBe("deploy #d1 waits for a person's approval: “Deploy to production?”")
     expect(rows[retry.seq]).toBe('the request to scripted failed (RATE_LIMIT: rate limited); retry 1 in 300 ms')
   })
 
@@ -133,7 +133,9 @@ describe('viewer timeline model', () => {
     // the example's own numbers: the planner's turn spent 600 tokens, 360 of them in its three children (TurnResult.usage, subagentUsage)
     expect(model.usage).toMatchObject({ totalTokens: 600, subagentTokens: 360, subagents: 3 })
     const result = planner.find((e) => e.type === 'tool/result')!
-    expect(summarize(result as WireEvent, model)).toBe('research #r1 returns “notes on weather in May” (subagent research-weather: completed, 1 step, 120 tokens)')
+    expect(summarize(result as WireEvent, model)).toBe(
+      'research #r1 returns “notes on weather in May” (subagent research-weather: completed, 1 step, 120 tokens)',
+    )
   })
 
   it('reads a child log: its parent session and call, from its prompt', async () => {

@@ -327,11 +327,18 @@ describe('viewer server', () => {
     child.close()
   })
 
-  it('follows a live agent\'s subagents from the moment they start, and serves their logs after they end', async () => {
+  it("follows a live agent's subagents from the moment they start, and serves their logs after they end", async () => {
     const planner = createAgent({
       id: 'planner',
       model: scriptedModel([toolCallResponse([{ id: 'c1', name: 'ask', arguments: '{"task":"a question"}' }]), textResponse('done')]),
-      tools: [agentTool({ name: 'ask', description: 'Ask a child', input: z.object({ task: z.string() }), agent: () => ({ id: 'kid', model: scriptedModel([textResponse('an answer')]) }) })],
+      tools: [
+        agentTool({
+          name: 'ask',
+          description: 'Ask a child',
+          input: z.object({ task: z.string() }),
+          agent: () => ({ id: 'kid', model: scriptedModel([textResponse('an answer')]) }),
+        }),
+      ],
       logger: { error: () => {} },
     })
     open.push(planner)

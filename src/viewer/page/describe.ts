@@ -193,7 +193,7 @@ export function summarize(event: WireEvent, context?: LogContext): string {
     }
     default: {
       // a type this viewer does not know: its fields, one level deep, as `name: value`
-      const fields = Object.entries(data).map(([key, value]) => `${key}: ${clip(typeof value === 'string' ? value : JSON.stringify(value) ?? '', 40)}`)
+      const fields = Object.entries(data).map(([key, value]) => `${key}: ${clip(typeof value === 'string' ? value : (JSON.stringify(value) ?? ''), 40)}`)
       return clip(`${event.type}${fields.length ? ` — ${fields.join(', ')}` : ''}`, 160)
     }
   }

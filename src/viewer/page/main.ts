@@ -52,7 +52,7 @@ const modeEl = el('span', { class: 'badge mode' }, '…')
 const statusEl = el('span', { class: 'badge status' }, '')
 const connEl = el('span', { class: 'badge conn' }, 'connecting')
 const countEl = el('span', { class: 'badge count' }, '0 events')
-const usageEl = el('span', { class: 'badge usage', title: 'tokens over the session, the subagents\' included' }, '')
+const usageEl = el('span', { class: 'badge usage', title: "tokens over the session, the subagents' included" }, '')
 const parentEl = el('a', { class: 'badge parent', hidden: '' }, '')
 body.append(el('header', {}, titleEl, parentEl, modeEl, statusEl, countEl, usageEl, connEl))
 

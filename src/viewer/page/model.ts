@@ -283,7 +283,8 @@ export class SessionModel {
     }
     if (kind) {
       const label = kind === 'maintenance' ? 'running a maintenance job' : 'deciding whether to retry (request-error listener)'
-      const detail = kind === 'maintenance' ? 'agent.runMaintenance: no turn starts until the job settles' : 'the agent/request-error listener has not answered yet'
+      const detail =
+        kind === 'maintenance' ? 'agent.runMaintenance: no turn starts until the job settles' : 'the agent/request-error listener has not answered yet'
       this.#liveWait = this.#wait(Math.max(0, this.last), kind, label, detail, null)
     }
     this.version++

@@ -244,7 +244,7 @@ export class StatechartView {
    * next and the labels on the way, zoomed to fit (never above actual size, never so small it cannot be read).
    */
   #reveal(): void {
-    const drawn = this.#machines.values().next().value as Drawn | undefined
+    const drawn = this.#machines.values().next().value
     const layout = drawn?.chart.layout
     if (!drawn || !layout) return
     const leaves = drawn.section.dataset.active ? drawn.section.dataset.active.split(' ') : []
@@ -257,7 +257,8 @@ export class StatechartView {
       boxes.push(edge.label)
       const target = layout.boxes[edge.to]
       if (target && !leaves.some((leaf) => leaf.startsWith(`${edge.to}.`))) boxes.push(target)
-      if (g.classList.contains('last') && layout.boxes[edge.from] && !leaves.some((leaf) => leaf.startsWith(`${edge.from}.`))) boxes.push(layout.boxes[edge.from])
+      if (g.classList.contains('last') && layout.boxes[edge.from] && !leaves.some((leaf) => leaf.startsWith(`${edge.from}.`)))
+        boxes.push(layout.boxes[edge.from])
     }
     const left = Math.min(...boxes.map((b) => b.x)) - 16
     const top = Math.min(...boxes.map((b) => b.y)) - 16

@@ -479,16 +479,32 @@ export class TimelineView {
         'data-steps': child.steps.length,
         'data-state': state,
       })
-      g.append(svg('title', {}, `subagent ${link.sessionId} of ${link.tool} #${link.callId}: ${state}, ${child.steps.length} steps — click to open its statechart and log`))
+      g.append(
+        svg(
+          'title',
+          {},
+          `subagent ${link.sessionId} of ${link.tool} #${link.callId}: ${state}, ${child.steps.length} steps — click to open its statechart and log`,
+        ),
+      )
       g.append(svg('rect', { class: 'frame', x: a + 1, y, width: Math.max(4, b - a - 2), height: LANE, rx: 3 }))
       for (const t of child.turns) {
-        g.append(svg('rect', { class: `child-turn reason-${t.reason?.kind ?? 'open'}`, x: at(t.start), y: y + 2, width: Math.max(2, at((t.end ?? n - 1) + 1) - at(t.start)), height: 5 }))
+        g.append(
+          svg('rect', {
+            class: `child-turn reason-${t.reason?.kind ?? 'open'}`,
+            x: at(t.start),
+            y: y + 2,
+            width: Math.max(2, at((t.end ?? n - 1) + 1) - at(t.start)),
+            height: 5,
+          }),
+        )
       }
       for (const step of child.steps) {
         g.append(svg('rect', { class: 'child-step', x: at(step.start), y: y + 9, width: Math.max(2, at((step.end ?? n - 1) + 1) - at(step.start)), height: 5 }))
       }
       for (const call of child.tools) {
-        g.append(svg('rect', { class: 'child-tool', x: at(call.start), y: y + 16, width: Math.max(2, at((call.end ?? n - 1) + 1) - at(call.start)), height: 4 }))
+        g.append(
+          svg('rect', { class: 'child-tool', x: at(call.start), y: y + 16, width: Math.max(2, at((call.end ?? n - 1) + 1) - at(call.start)), height: 4 }),
+        )
       }
       const text = `↳ ${link.sessionId}: ${state}`
       if (b - a > text.length * 6 + 8) g.append(svg('text', { x: a + 5, y: y + 14, class: 'label' }, text))
