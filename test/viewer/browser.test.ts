@@ -302,6 +302,7 @@ describe.skipIf(!CHROMIUM)('viewer in headless Chromium', () => {
       await page.click('.log button:text("none")')
       await page.check(`.log input[data-type="${type}"]`)
       await expect.poll(() => count(page, `.log .row:not([data-type="${type}"])`)).toBe(0)
+      await page.waitForSelector(`.log .row[data-type="${type}"]`)
       return page.locator(`.log .row[data-type="${type}"] .sum`).allTextContents()
     }
     expect(await sentence('llm/retry')).toEqual(['the request to scripted failed (RATE_LIMIT: rate limited); retry 1 in 300 ms'])
