@@ -83,6 +83,8 @@ describe.skipIf(!CHROMIUM)('viewer in headless Chromium', () => {
   const count = (page: Page, selector: string) => page.locator(selector).count()
   const shot = async (page: Page, name: string) => {
     await page.evaluate('window.scrollTo(0, 0)')
+    // the views redraw once a frame: let the last change land before the picture is taken
+    await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))')
     const path = join(ARTIFACTS, `${name}.png`)
     await page.screenshot({ path, fullPage: true })
     return path
