@@ -121,10 +121,11 @@ export function summarize(event: WireEvent, context?: LogContext): string {
       const calls = content.filter((b: unknown) => isObject(b) && b.type === 'tool-call').map((b) => `${str((b as Record<string, unknown>).name)}`)
       const text = textOf(content.filter((b: unknown) => isObject(b) && b.type !== 'tool-call'))
       const said = text.trim() ? ` ${quote(text)}` : ''
-      const asks = calls.length ? `${said ? ', and' : ''} asks for ${calls.join(', ')}` : ''
+      const asks = calls.length ? ` asks for ${calls.join(', ')}` : ''
       const used = isObject(data.usage) ? ` (${tokens(data.usage)} tokens)` : ''
       if (data.interrupted === true) return `the model was cut off after${said || ' nothing'}${used}`
-      return `the model answers${said}${asks}${!said && !asks ? ' nothing' : ''}${used}`
+      if (!said) return `the model${asks || ' answers nothing'}${used}`
+      return `the model answers${said}${asks ? `, and${asks}` : ''}${used}`
     }
     case 'tool/call':
       return `calls ${str(data.name)}(${clip(str(data.arguments), 100)}) #${str(data.callId)}`
