@@ -292,6 +292,7 @@ describe.skipIf(!CHROMIUM)('viewer in headless Chromium', () => {
     // the backoff before the retry, from llm/retry to llm/retry-started
     expect(await page.locator('.timeline g.wait[data-wait="backoff"][data-state="done"] text').textContent()).toBe('backing off 300 ms before retry 1')
     expect(await count(page, '.machine g.state.active.leaf[data-key="awaitingApproval"]')).toBe(1)
+    expect(await page.locator('.pin-note').textContent()).toBe('live · waiting for approval of deploy')
     console.log(`viewer screenshot, an approval wait: ${await shot(page, '07-approval-wait')}`)
 
     agent.approve('d1')

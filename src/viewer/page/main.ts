@@ -142,8 +142,11 @@ function renderChart(): void {
   chart.show(config?.actors ?? [], trail)
   body.dataset.config = configId === null || configId === undefined ? '' : String(configId)
   liveButton.hidden = pinned === null
+  // live, the state a person may be waiting on is named beside the chart too
+  const waiting = model.waiting
+  const live = waiting ? `live · ${waiting.label}` : 'live'
   pinNote.textContent =
-    pinned !== null ? `as when #${pinned} was appended` : mode === 'live' ? (ended ? 'final state' : 'live') : 'no running agent: definitions only'
+    pinned !== null ? `as when #${pinned} was appended` : mode === 'live' ? (ended ? 'final state' : live) : 'no running agent: definitions only'
 }
 
 function renderTransitions(): void {
@@ -265,6 +268,7 @@ function onMessage(message: ServerMessage): void {
       log.update()
       renderHeader()
       renderSubagents()
+      if (pinned === null) renderChart()
       break
     }
     case 'state': {
