@@ -5,7 +5,6 @@
 // sits on a state. One edge per source and target: its label lists the
 // transitions it stands for (event and guard), wrapped and cut to a few lines,
 // with the whole text kept for the page's hover.
-import bundled from 'elkjs/lib/elk.bundled.js'
 import type { ELK as Elk, ELKConstructorArguments, ElkExtendedEdge, ElkNode } from 'elkjs/lib/elk-api.js'
 import type { ChartLayout, ChartLayoutEdge, ChartMachine, ChartNode, LayoutBox } from './page/protocol.js'
 import { labelLines, transitionText } from './page/labels.js'
@@ -16,9 +15,13 @@ const LABEL_LINE = 14
 const NAME_CHAR = 7.6
 const NAME_HEIGHT = 18
 
-// the bundle is CommonJS: its module object is the constructor
-const ELK = bundled as unknown as new (args?: ELKConstructorArguments) => Elk
-const elk = new ELK()
+let elk: Promise<Elk> | undefined
+/** ELK, loaded on the first layout (its bundle is large, and importing the viewer need not parse it). */
+function layouter(): Promise<Elk> {
+  // the bundle is CommonJS: its module object is the constructor
+  elk ??= import('elkjs/lib/elk.bundled.js').then(({ default: ELK }) => new (ELK as unknown as new (args?: ELKConstructorArguments) => Elk)())
+  return elk
+}
 /** Layouts by chart definition: every viewer of the same machine shares one. */
 const cache = new Map<string, Promise<ChartLayout>>()
 
@@ -111,7 +114,7 @@ async function compute(chart: ChartMachine): Promise<ChartLayout> {
     },
     edges,
   }
-  const out = await elk.layout(graph)
+  const out = await (await layouter()).layout(graph)
   const boxes: Record<string, LayoutBox> = {}
   boxesOf(out, boxes)
   const laidOut: ChartLayoutEdge[] = (out.edges ?? []).map((edge, i) => {
