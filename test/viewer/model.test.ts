@@ -119,6 +119,17 @@ describe('viewer timeline model', () => {
     model.liveState(['idle'])
     expect(model.waiting).toBeNull()
     expect(model.waits.map((w) => [w.wait, w.outcome])).toEqual([['maintenance', 'done']])
+    // read from the configuration each event was appended in, a wait sits between the events around it
+    model.liveState(['running.turn.step.attempt.recovering'], 5)
+    model.liveState(['running.turn.step.attempt.recovering'], 6)
+    model.liveState(['running.turn.step.attempt.building'], 7)
+    expect(model.waits.at(-1)).toMatchObject({
+      wait: 'recovering',
+      label: 'deciding whether to retry (request-error listener)',
+      start: 4,
+      end: 7,
+      outcome: 'done',
+    })
   })
 
   it('links subagents from the calls that ran them and rolls their tokens into the totals, saying how much was theirs', async () => {

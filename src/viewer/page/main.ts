@@ -263,7 +263,13 @@ function onMessage(message: ServerMessage): void {
       renderSubagents()
       break
     case 'events': {
+      const first = model.events.length
       model.append(message.events, message.configs)
+      // the waits the log does not record, placed at the events appended in them
+      for (let seq = first; seq < model.events.length; seq++) {
+        const id = model.eventConfigs[seq]
+        if (id !== undefined) model.liveState(configs.get(id)?.actors.flatMap((a) => a.active) ?? [], seq)
+      }
       timeline.update()
       log.update()
       renderHeader()

@@ -269,15 +269,17 @@ export class SessionModel {
 
   /**
    * What the live machine is waiting on that the log does not record (a maintenance job, the request-error
-   * listener deciding on a retry), from its active leaves; a wait the log records is left to the log.
+   * listener deciding on a retry), from its active leaves (as of event `seq`, or now); a wait the log records is left to the log.
    */
-  liveState(leaves: readonly string[]): void {
+  liveState(leaves: readonly string[], seq?: number): void {
     const key = (leaf: string) => leaf.split('.').at(-1)
     const kind: WaitKind | null = leaves.some((l) => l === 'maintenance') ? 'maintenance' : leaves.some((l) => key(l) === 'recovering') ? 'recovering' : null
     const open = this.#liveWait
     if (open && open.wait === kind) return
+    // from an event's configuration the change is placed between that event and the one before; from the current state, at the end
+    const at = seq ?? this.last
     if (open) {
-      open.end = Math.max(open.start, this.last)
+      open.end = Math.max(open.start, at)
       open.outcome = 'done'
       this.#liveWait = null
     }
@@ -285,7 +287,7 @@ export class SessionModel {
       const label = kind === 'maintenance' ? 'running a maintenance job' : 'deciding whether to retry (request-error listener)'
       const detail =
         kind === 'maintenance' ? 'agent.runMaintenance: no turn starts until the job settles' : 'the agent/request-error listener has not answered yet'
-      this.#liveWait = this.#wait(Math.max(0, this.last), kind, label, detail, null)
+      this.#liveWait = this.#wait(Math.max(0, seq === undefined ? this.last : seq - 1), kind, label, detail, null)
     }
     this.version++
   }
