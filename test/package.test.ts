@@ -63,6 +63,14 @@ describe('package', () => {
     expect(readFileSync(join(root, 'src/mcp/connection.ts'), 'utf8')).toMatch(/import\('@modelcontextprotocol\/sdk\/types\.js'\)/)
   })
 
+  it('the viewer loads elkjs only when it lays out a machine (a dynamic import); the core never does', () => {
+    for (const entry of ['src/index.ts', 'src/machines/index.ts', 'src/viewer/index.ts', 'src/cli/index.ts']) {
+      expect(runtimePackages(entry).has('elkjs'), entry).toBe(false)
+    }
+    expect(readFileSync(join(root, 'src/viewer/layout.ts'), 'utf8')).toMatch(/import\('elkjs\/lib\/elk\.bundled\.js'\)/)
+    expect(pkg.dependencies.elkjs).toMatch(/^\^0\./)
+  })
+
   it('the OpenAI adapter loads openai only when a request needs it (a type import and a dynamic import)', () => {
     expect(runtimePackages('src/adapters/openai.ts').has('openai')).toBe(false)
     expect(readFileSync(join(root, 'src/adapters/openai.ts'), 'utf8')).toMatch(/import\('openai'\)/)
@@ -112,7 +120,7 @@ describe('package', () => {
       ajv: { optional: true },
       '@opentelemetry/api': { optional: true },
     })
-    expect(Object.keys(pkg.dependencies).sort()).toEqual(['@xstate/graph', 'rxjs', 'xstate'])
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(['@xstate/graph', 'elkjs', 'rxjs', 'xstate'])
     const loaded = new Set([
       ...runtimePackages('src/index.ts'),
       ...runtimePackages('src/testing/index.ts'),

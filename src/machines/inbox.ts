@@ -173,7 +173,9 @@ export const inboxImplementations = named({
       const target: InboxTarget = e.wakeup && d.get('cancelCause') !== null ? 'next-turn' : e.target
       const key = listKey(target)
       const list = d.get(key)
-      d.append('agent/inbox/spliced', { target, start: list.length, inserted: [e.message] }, { caller: undoOf(d) })
+      // next-step holds steers and injects alike: the log keeps which one this was
+      const splice: SpliceData = { target, start: list.length, inserted: [e.message], ...(target === 'next-step' ? { wakeup: e.wakeup } : {}) }
+      d.append('agent/inbox/spliced', splice, { caller: undoOf(d) })
       d.set({ [key]: [...list, e.message] })
       queueTurnOptions(d, e.message.id, target === 'next-turn' ? e.options : undefined)
       d.notify('agent/inbox/inserted', { message: e.message })

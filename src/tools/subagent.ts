@@ -72,6 +72,19 @@ export interface AgentToolDefinition<S extends SchemaInput<any>> {
 const parents = new WeakMap<Agent, { parent: Agent; callId: string; depth: number }>()
 const children = new WeakMap<Agent, Set<Agent>>()
 
+/** Who is told of each child as it is made (the viewer, to show a child's log live from its first event). */
+const watchers = new WeakMap<Agent, Set<(child: Agent, callId: string, tool: string) => void>>()
+
+/**
+ * Call `listener` with each child `parent`'s calls start from now on, before the child runs its turn; returns
+ * an unsubscribe. Why: a child lives only as long as its call, so a watcher must hear of it as it is made.
+ */
+export function watchSubagents(parent: Agent, listener: (child: Agent, callId: string, tool: string) => void): () => void {
+  const set = watchers.get(parent) ?? new Set()
+  watchers.set(parent, set.add(listener))
+  return () => set.delete(listener)
+}
+
 /** The children `agent`'s tool calls are running now: handles to steer, inject into or cancel. */
 export function subagentsOf(agent: Agent): readonly Agent[] {
   return [...(children.get(agent) ?? [])]
@@ -192,6 +205,13 @@ async function delegate(
   parents.set(child, { parent, callId: context.callId, depth })
   const siblings = children.get(parent) ?? new Set<Agent>()
   children.set(parent, siblings.add(child))
+  for (const watcher of watchers.get(parent) ?? []) {
+    try {
+      watcher(child, context.callId, tool)
+    } catch {
+      // a watcher's fault is its own: the call goes on
+    }
+  }
   const cancel = () => child.cancel({ kind: 'parent' })
   context.signal.addEventListener('abort', cancel, { once: true })
   try {
