@@ -52,6 +52,7 @@ step('the tarball holds the license, readme, docs and dist, and no sources or te
     'dist/index.d.ts',
     'dist/adapters/openai.js',
     'dist/adapters/deepseek.js',
+    'dist/adapters/ai-sdk.js',
     'docs/api.md',
   ]) {
     expect(files.includes(needed), `missing ${needed}`)
@@ -103,8 +104,10 @@ const SUBPATHS = [
   'agentchart/testing',
   'agentchart/adapters/openai',
   'agentchart/adapters/deepseek',
+  'agentchart/adapters/ai-sdk',
   'agentchart/telemetry',
   'agentchart/mcp',
+  'agentchart/chat',
 ]
 
 /** The model of the tool turn: agentchart/testing's scripted model, or the same answers from a hand-written adapter. */

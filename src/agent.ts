@@ -7,7 +7,8 @@ type AgentMachine = typeof agentMachine
 import type { ModelAdapter, ModelRequest } from './adapters/types.js'
 import { AgentchartError, AgentStateError, ConfigError, ForkError, InboxError, SessionAppendError, SessionInUseError, StoredLogError } from './errors.js'
 import { applySplice, duplicatePending, hasPending } from './machines/inbox.js'
-import type { InboxLists, ToolOutcome } from './machines/types.js'
+import type { InboxLists, ToolOutcome, TurnOptions } from './machines/types.js'
+import { checkRunOptions, TurnSignals, type RunOptions } from './run-options.js'
 import { toInboxMessage } from './messages.js'
 import { Hooks, type HookLogger } from './runtime/hooks.js'
 import { canonical } from './canonical.js'
@@ -31,6 +32,7 @@ import { defaultRetry, sleepFor, type RequestErrorAction, type RetryPolicyOption
 import { RunTracker } from './runs.js'
 import { describeValue, isRecordLike } from './foreign.js'
 import { approvalWaitOf, pendingApprovalsWithin, type PendingApproval } from './session/approvals.js'
+import type { InterruptedHistory } from './session/interrupted.js'
 import { forkLineageOf, forkSession, type ForkOptions } from './session/fork.js'
 import { repairClosers, openTurnOf, type RepairCloser } from './session/repair.js'
 import { createSession, isSessionLike, type Session } from './session/session.js'
@@ -99,8 +101,19 @@ export interface AgentOptions {
    * message content is recorded only with `captureContent: true`.
    */
   telemetry?: TelemetryOptions
+  /**
+   * How the history a request carries shows the log (docs/api.md, "History"): `interrupted: 'mark'` (the default)
+   * follows an answer a cancel cut short with a short user-role note saying so; `'keep'` sends it as logged.
+   */
+  history?: HistoryOptions
   /** Only with StoredAgentOptions: an agent over a store is made by the promise-returning form of createAgent. */
   store?: undefined
+}
+
+/** How requests derive their history from the log; the log itself is never changed. */
+export interface HistoryOptions {
+  /** An interrupted answer: followed by a note for the model (`mark`, default), or sent as it was streamed (`keep`). */
+  interrupted?: InterruptedHistory
 }
 
 /** What agent.compact() came to: the logged record of the summary, or why nothing was replaced. */
@@ -379,7 +392,23 @@ function checkOptions(options: AgentOptions | StoredAgentOptions) {
   const sleep = options.sleep ?? sleepFor
   const compaction = resolveCompaction(options.compaction, model)
   const telemetry = options.telemetry === undefined ? undefined : checkTelemetryOptions(options.telemetry)
-  return { model, maxTokens, maxParallelToolCalls, maxSteps, tools, retry, sleep, compaction, telemetry }
+  const interrupted = checkHistory(options.history)
+  return { model, maxTokens, maxParallelToolCalls, maxSteps, tools, retry, sleep, compaction, telemetry, interrupted }
+}
+
+/** The history options: only `interrupted`, `'mark'` or `'keep'`. */
+function checkHistory(history: unknown): InterruptedHistory {
+  if (history === undefined) return 'mark'
+  if (!isRecordLike(history)) throw new ConfigError(`history must be an object, got ${describeValue(history)}`, { path: 'history' })
+  for (const key of Object.keys(history)) {
+    if (key !== 'interrupted') throw new ConfigError(`unknown history option ${JSON.stringify(key)}; the option is interrupted`, { path: `history.${key}` })
+  }
+  const { interrupted } = history
+  if (interrupted === undefined) return 'mark'
+  if (interrupted !== 'mark' && interrupted !== 'keep') {
+    throw new ConfigError(`history.interrupted must be 'mark' or 'keep', got ${describeValue(interrupted)}`, { path: 'history.interrupted' })
+  }
+  return interrupted
 }
 
 /** What an agent over a store holds besides its session. */
@@ -451,6 +480,12 @@ export function inspectorOf(agent: Agent): AgentOptions['inspect'] {
   return inspectors.get(agent)
 }
 
+const telemetries = new WeakMap<Agent, LiveTelemetry>()
+/** The live telemetry an agent writes spans with, if any. Why: a subagent's turns nest under the parent's tool-call span. */
+export function telemetryOf(agent: Agent): LiveTelemetry | undefined {
+  return telemetries.get(agent)
+}
+
 /** Live agents by session id, so a second instance cannot take over an open turn (RS-7). */
 const liveAgents = new Map<string, WeakRef<Agent>>()
 /** An agent dropped without dispose() leaves the registry when it is collected. */
@@ -520,10 +555,14 @@ export class Agent {
   /** Stops telling the machine when the session is watched (at disposal). */
   #unwatch: (() => void) | null = null
   readonly #durable: Durable | null
+  /** The checks of the response formats this agent has seen (createAgent's, listeners', run options'). */
+  readonly #outputSchemas: OutputSchemas
+  /** Prompts whose run options carry a signal, until their turn ends (created on first use). */
+  #signals: TurnSignals | null = null
 
   /** Use createAgent; `durable` is how the stored form hands over its store writer. */
   constructor(options: AgentOptions, durable?: Durable) {
-    const { model, maxTokens, maxParallelToolCalls, maxSteps, tools, retry, sleep, compaction, telemetry } = checkOptions(options)
+    const { model, maxTokens, maxParallelToolCalls, maxSteps, tools, retry, sleep, compaction, telemetry, interrupted } = checkOptions(options)
     if ((options as { store?: unknown }).store !== undefined && durable === undefined) {
       throw new ConfigError('an agent over a store is made by createAgent({ store, ... }), which returns a promise', { path: 'store' })
     }
@@ -555,6 +594,7 @@ export class Agent {
     const lastRoute = events.findLast((e) => e.type === 'request/context')
     this.#resumed = events.length > 0
     const outputSchemas = new OutputSchemas()
+    this.#outputSchemas = outputSchemas
     const seed = seedConfig({ provider: model.provider, model: model.model }, model.defaultConfig, options.request, maxTokens, outputSchemas)
     this.#hooks = new Hooks(options.logger ?? { error: (message, error) => console.error(`[agentchart] ${message}:`, error) })
     // tool sources are read at every step's assembly, through one snapshot of their lists (docs/mcp.md)
@@ -597,8 +637,10 @@ export class Agent {
       retry,
       sleep,
       ...(compaction ? { compaction } : {}),
+      interrupted,
       onAppend: (event) => {
         this.#runs?.onAppend(event)
+        this.#signals?.onAppend(event)
         spans?.catchUp()
       },
     })
@@ -616,9 +658,11 @@ export class Agent {
       lists: () => this.#runtime.lists,
       whenIdle: () => this.#runtime.whenIdle(),
       running: () => this.status === 'running',
+      awaiting: (turn) => this.pendingApprovals.find((p) => p.turn === turn)?.callId,
       ...(durable ? { committed: () => durable.writer.settle() } : {}),
     })
     if (options.inspect) inspectors.set(this, options.inspect)
+    if (spans) telemetries.set(this, spans)
     liveAgents.set(session.id, new WeakRef(this))
     collected.register(this, session.id, this)
     // over a store, createAgent's promise resolves later: openStoredAgent announces once the caller has the agent
@@ -656,12 +700,20 @@ export class Agent {
     return typeof value === 'object' && value !== null && 'running' in value ? 'running' : 'idle'
   }
 
-  /** Queue a prompt as its own turn and wake the agent (IN-1). */
-  followup(message: UserMessage | string): void {
-    this.send(message, 'next-turn', true)
+  /** Queue a prompt as its own turn and wake the agent (IN-1); `options` apply to that turn only. */
+  followup(message: UserMessage | string, options?: RunOptions): void {
+    this.#assertLive()
+    const checked = checkRunOptions(options, this.#outputSchemas)
+    const inboxMessage = toInboxMessage(message)
+    this.#sendWatched(inboxMessage, checked)
   }
-  /** Steer the running turn at its next step boundary, waking an idle agent. */
-  steer(message: UserMessage | string): void {
+  /** Steer the running turn at its next step boundary, waking an idle agent; a steer joins that turn, so it takes no options. */
+  steer(message: UserMessage | string, options?: never): void {
+    if (options !== undefined) {
+      throw new ConfigError('steer takes no options: a steer joins the running turn, whose options were set by its run() or followup()', {
+        path: 'options',
+      })
+    }
     this.send(message, 'next-step', true)
   }
   /** Add context for the next step without waking (IN-11, IN-12). */
@@ -670,13 +722,42 @@ export class Agent {
   }
   /** The general form: insert at the end of `target`, waking when asked. */
   send(message: UserMessage | string, target: InboxTarget, wakeup: boolean): void {
+    this.#send(message, target, wakeup)
+  }
+
+  #send(message: UserMessage | string, target: InboxTarget, wakeup: boolean, options?: TurnOptions): void {
     this.#assertLive()
     if (target !== 'next-turn' && target !== 'next-step')
       throw new ConfigError(`target must be 'next-turn' or 'next-step', got ${describeValue(target)}`, { path: 'target' })
     if (this.session.publishing) throw new SessionAppendError('cannot send while session/event observers are running (SS-11)')
     const inboxMessage = toInboxMessage(message)
     this.#start()
-    this.#runtime.dispatch({ type: 'inbox.send', message: inboxMessage, target, wakeup: wakeup === true })
+    this.#runtime.dispatch({ type: 'inbox.send', message: inboxMessage, target, wakeup: wakeup === true, ...(options ? { options } : {}) })
+  }
+
+  /** A prompt of its own turn, with its options; a signal is watched before the send, which may claim it at once (PH-2). */
+  #sendWatched(message: UserMessage, { turn, signal }: ReturnType<typeof checkRunOptions>): void {
+    if (signal?.aborted) throw new ConfigError('options.signal is already aborted: nothing was queued', { path: 'options.signal' })
+    const unwatch = signal ? this.#watchSignal(message.id, signal) : undefined
+    try {
+      this.#send(message, 'next-turn', true, turn)
+    } catch (error) {
+      unwatch?.()
+      throw error
+    }
+  }
+
+  /** Follows a prompt given a signal: its abort cancels that prompt's turn, or discards the prompt while queued. */
+  #watchSignal(id: string, signal: AbortSignal): () => void {
+    if (!this.#signals) {
+      this.#signals = new TurnSignals({
+        lists: () => this.#runtime.lists,
+        remove: (messageId) => this.inbox.remove(messageId),
+        runningTurn: () => (this.status === 'running' ? (openTurnOf(this.session.events)?.turn ?? null) : null),
+        cancel: (cause) => this.cancel(cause, { keepInbox: true }),
+      })
+    }
+    return this.#signals.watch(id, signal)
   }
 
   /**
@@ -684,10 +765,11 @@ export class Agent {
    * logged end reason, answer, usage and step count. An input that never reaches a turn resolves
    * too: `discarded` (a cancel or inbox edit removed it) or `parked` (the agent went idle with it queued).
    */
-  run<T = unknown>(input: UserMessage | string): Promise<RunResult<T>> {
+  run<T = unknown>(input: UserMessage | string, options?: RunOptions): Promise<RunResult<T>> {
     this.#assertLive()
+    const checked = checkRunOptions(options, this.#outputSchemas)
     const message = toInboxMessage(input)
-    return this.#runs.follow<T>(message.id, () => this.send(message, 'next-turn', true))
+    return this.#runs.follow<T>(message.id, () => this.#sendWatched(message, checked))
   }
 
   /** Tokens over the whole session (seeded history included), failed attempts included. */
@@ -728,6 +810,8 @@ export class Agent {
 
   #answer(callId: string, approved: boolean, reason?: string): void {
     this.#assertLive()
+    // a disposal parks the wait: the question is answered by the agent that reopens the session
+    if (this.#disposed) throw new AgentStateError('AGENT_DISPOSED', 'this agent is being disposed; answer from an agent that reopens the session')
     if (typeof callId !== 'string') throw new ConfigError('callId must be a string', { path: 'callId' })
     // a fact of the log the machine cannot know: whether this call's question was ever asked
     const logged = this.session.events.some((e) => e.type === 'tool/approval-request' && e.data.callId === callId)
@@ -747,7 +831,8 @@ export class Agent {
     if (typeof job !== 'function') throw new ConfigError('runMaintenance needs a job function', { path: 'job' })
     this.#start()
     const runtime = this.#runtime
-    runtime.pendingJob = job
+    const spans = telemetries.get(this)
+    runtime.pendingJob = spans ? spans.maintenance(job) : job
     runtime.jobPromise = null
     try {
       runtime.dispatch({ type: 'maintenance.start' })
@@ -831,7 +916,8 @@ export class Agent {
         this.#hooks.logger.error('agentchart: disposal could not discard the pending inbox', error)
       }
       await this.#runtime.whenIdle()
-      this.#runtime.dispatch({ type: 'agent.dispose' })
+      // a parked approval wait has already stopped the machine (docs/approvals.md)
+      if (this.#runtime.actor.getSnapshot().status === 'active') this.#runtime.dispatch({ type: 'agent.dispose' })
       // the last commits, then the lease goes so another driver may open the session at once
       await this.#durable?.writer.close().catch((error: unknown) => this.#hooks.logger.error('agentchart: releasing the store lease failed', error))
       this.#hooks.clear()
@@ -876,9 +962,9 @@ export class Agent {
     return fork
   }
 
-  /** The derived history the next request would carry. */
+  /** The history the next request would carry: the derived messages, an interrupted answer marked unless `history.interrupted` is 'keep'. */
   messages(): readonly Message[] {
-    return this.session.deriveMessages()
+    return this.#runtime.requestMessages()
   }
 
   /** Sends and inbox edits stay accepted until disposal deregisters; wakes then stay parked (CX-15). */

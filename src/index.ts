@@ -15,7 +15,10 @@ export type {
   ToolExecution,
   ToolOutcomeView,
   CompactionResult,
+  HistoryOptions,
 } from './agent.js'
+export { INTERRUPTED_NOTE, INTERRUPTED_SOURCE } from './session/interrupted.js'
+export type { InterruptedHistory } from './session/interrupted.js'
 export { createSession, Session } from './session/session.js'
 export type { SessionOptions, SessionObserver } from './session/session.js'
 export * from './session/schemas.js'
@@ -36,7 +39,8 @@ export type { AgentToolDefinition, SubagentRecord, SubagentSource } from './tool
 export { toCheckedSchema, isZodV4Schema } from './schema.js'
 export type { SchemaInput, ZodV4Schema, JsonSchemaInput, JsonSchema, InferSchema, CheckedSchema, CheckResult, SchemaIssue } from './schema.js'
 export type { RequestOptions, RequestConfigInput, ResponseFormatInput } from './request.js'
-export type { RunResult, TurnResult, UnrunResult, UsageTotals } from './results.js'
+export type { AwaitingApprovalResult, RunResult, TurnResult, UnrunResult, UsageTotals } from './results.js'
+export type { RunOptions } from './run-options.js'
 export { retryPolicy, sleepFor, DEFAULT_RETRYABLE_CODES, RETRY_DEFAULTS } from './retry.js'
 export type { RetryPolicyOptions, RetryPayload } from './retry.js'
 export type { ModelAdapter, ModelRequest } from './adapters/types.js'

@@ -56,7 +56,24 @@ export interface UnrunResult {
   objectError?: undefined
 }
 
-export type RunResult<T = unknown> = TurnResult<T> | UnrunResult
+/**
+ * What `agent.run(input)` resolves with when the agent was disposed while the input's turn waited for a person's
+ * approval (docs/approvals.md): the turn is still open in the log, with the question pending; the agent that
+ * reopens the session answers it and finishes the turn.
+ */
+export interface AwaitingApprovalResult {
+  turn: number
+  end: { kind: 'awaiting-approval'; callId: string }
+  text: ''
+  message: undefined
+  usage: UsageTotals
+  steps: 0
+  subagentUsage?: undefined
+  object?: undefined
+  objectError?: undefined
+}
+
+export type RunResult<T = unknown> = TurnResult<T> | UnrunResult | AwaitingApprovalResult
 
 export const zeroUsage = (): UsageTotals => ({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, totalTokens: 0 })
 

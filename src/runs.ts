@@ -22,6 +22,8 @@ export interface RunTrackerOptions {
   whenIdle: () => Promise<void>
   /** Whether an activity runs now. */
   running: () => boolean
+  /** The call of `turn` whose question a disposal left pending, if any (docs/approvals.md). */
+  awaiting: (turn: number) => string | undefined
   /** Agents over a store: resolves once every event appended so far is committed; never rejects. */
   committed?: () => Promise<void>
 }
@@ -97,6 +99,11 @@ export class RunTracker {
       if (!this.#pending.includes(run)) return
       if (this.#options.running()) return this.#watchIdle(run) // a latched wake started another activity meanwhile
       if (run.turn === null) return this.#finish(run, unrun({ kind: 'parked' }))
+      const callId = this.#options.awaiting(run.turn)
+      if (callId !== undefined) {
+        const end = { kind: 'awaiting-approval' as const, callId }
+        return this.#finish(run, { turn: run.turn, end, text: '', message: undefined, usage: zeroUsage(), steps: 0 })
+      }
       const message = `turn ${run.turn} has no logged turn/end (appending it failed; agent/error reported why)`
       this.#finish(run, {
         turn: run.turn,

@@ -63,9 +63,27 @@ describe('package', () => {
     expect(readFileSync(join(root, 'src/mcp/connection.ts'), 'utf8')).toMatch(/import\('@modelcontextprotocol\/sdk\/types\.js'\)/)
   })
 
+  it('the viewer loads elkjs only when it lays out a machine (a dynamic import); the core never does', () => {
+    for (const entry of ['src/index.ts', 'src/machines/index.ts', 'src/viewer/index.ts', 'src/cli/index.ts']) {
+      expect(runtimePackages(entry).has('elkjs'), entry).toBe(false)
+    }
+    expect(readFileSync(join(root, 'src/viewer/layout.ts'), 'utf8')).toMatch(/import\('elkjs\/lib\/elk\.bundled\.js'\)/)
+    expect(pkg.dependencies.elkjs).toMatch(/^\^0\./)
+  })
+
   it('the OpenAI adapter loads openai only when a request needs it (a type import and a dynamic import)', () => {
     expect(runtimePackages('src/adapters/openai.ts').has('openai')).toBe(false)
     expect(readFileSync(join(root, 'src/adapters/openai.ts'), 'utf8')).toMatch(/import\('openai'\)/)
+  })
+
+  it('agentchart/adapters/ai-sdk loads nothing of the AI SDK, not even a type import (the model object is duck-typed)', () => {
+    expect([...runtimePackages('src/adapters/ai-sdk.ts')].filter((p) => p === 'ai' || p.startsWith('@ai-sdk/'))).toEqual([])
+    for (const file of ['ai-sdk.ts', 'ai-sdk-spec.ts', 'ai-sdk-prompt.ts', 'ai-sdk-parts.ts', 'ai-sdk-failure.ts']) {
+      expect(readFileSync(join(root, 'src/adapters', file), 'utf8'), file).not.toMatch(/from '(ai|@ai-sdk\/[^']+)'/)
+    }
+    expect(pkg.exports['./adapters/ai-sdk']).toEqual({ types: './dist/adapters/ai-sdk.d.ts', import: './dist/adapters/ai-sdk.js' })
+    expect(pkg.dependencies).not.toHaveProperty('ai')
+    expect(pkg.peerDependencies ?? {}).not.toHaveProperty('ai')
   })
 
   it('OpenTelemetry is never loaded by agentchart: the core and agentchart/telemetry import nothing of it (the tracer passed in does the work)', () => {
@@ -104,7 +122,7 @@ describe('package', () => {
       ajv: { optional: true },
       '@opentelemetry/api': { optional: true },
     })
-    expect(Object.keys(pkg.dependencies).sort()).toEqual(['@xstate/graph', 'rxjs', 'xstate'])
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(['@xstate/graph', 'elkjs', 'rxjs', 'xstate'])
     const loaded = new Set([
       ...runtimePackages('src/index.ts'),
       ...runtimePackages('src/testing/index.ts'),
@@ -112,6 +130,7 @@ describe('package', () => {
       ...runtimePackages('src/stores/index.ts'),
       ...runtimePackages('src/telemetry/index.ts'),
       ...runtimePackages('src/mcp/index.ts'),
+      ...runtimePackages('src/chat/index.ts'),
     ])
     const builtin = [...loaded].filter((p) => p.startsWith('node:'))
     const declared = new Set([...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies)])

@@ -47,6 +47,7 @@ export const agentMachine = createMachine({
         'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend', 'isCancelled']), actions: ['insertSent', 'latchWake'] },
         'append.failed': { target: 'idle', guard: 'isRefusedWake', actions: ['restoreInbox', 'undoRefusedWake'] },
       },
+      always: { target: 'disposed', guard: 'isParked' },
       states: {
         starting: {
           entry: 'announceRunning',
@@ -58,6 +59,7 @@ export const agentMachine = createMachine({
         },
         turn: {
           initial: 'opening',
+          exit: 'dropTurnOptions',
           on: {
             'append.failed': [{ target: '.done', guard: 'isTurnStartFailure', actions: ['restoreInbox', 'reportTurnStartFailure'] }, { target: '.done', guard: 'isStepEndFailure', actions: ['restoreInbox', 'reportTurnEndFailure'] }, { target: '.closing', guard: 'isActivityFailure', actions: ['restoreInbox', 'failTurn', 'appendOwedStepEnd'] }],
           },
@@ -215,7 +217,7 @@ export const agentMachine = createMachine({
                         awaitingApproval: {
                           on: {
                             'approval.answered': [{ target: 'next', guard: and(['isAwaitedApproval', 'isApproved']), actions: ['approveCall', 'startBody'] }, { target: 'recordingDenial', guard: 'isAwaitedApproval', actions: 'recordDenial' }],
-                            'agent.cancel': { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
+                            'agent.cancel': [{ guard: 'isDisposalCancel', actions: 'parkApproval' }, { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] }],
                           },
                           always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
                         },

@@ -44,7 +44,7 @@ export const toolBatchMachine = createMachine({
         awaitingApproval: {
           on: {
             'approval.answered': [{ target: 'next', guard: and(['isAwaitedApproval', 'isApproved']), actions: ['approveCall', 'startBody'] }, { target: 'recordingDenial', guard: 'isAwaitedApproval', actions: 'recordDenial' }],
-            'agent.cancel': { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
+            'agent.cancel': [{ guard: 'isDisposalCancel', actions: 'parkApproval' }, { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] }],
           },
           always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
         },

@@ -170,7 +170,7 @@ export const turnMachine = createMachine({
                 awaitingApproval: {
                   on: {
                     'approval.answered': [{ target: 'next', guard: and(['isAwaitedApproval', 'isApproved']), actions: ['approveCall', 'startBody'] }, { target: 'recordingDenial', guard: 'isAwaitedApproval', actions: 'recordDenial' }],
-                    'agent.cancel': { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
+                    'agent.cancel': [{ guard: 'isDisposalCancel', actions: 'parkApproval' }, { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] }],
                   },
                   always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
                 },

@@ -9,7 +9,7 @@ import { z } from 'zod/v4'
 import { createAgent, type Agent } from '../agent.js'
 import type { ModelRequest } from '../adapters/types.js'
 import { scriptedModel, type ScriptEntry } from '../adapters/scripted.js'
-import type { StreamChunk } from '../session/schemas.js'
+import type { SessionEvent, StreamChunk } from '../session/schemas.js'
 import { errorResponse, textResponse, toolCallResponse } from '../testing/responses.js'
 import { defineTool } from '../tools/define.js'
 import { serveViewer, type ViewerHandle } from '../viewer/server.js'
@@ -150,14 +150,14 @@ export async function runView(command: ViewCommand, io: ViewIO): Promise<number>
   const stored = command.log !== undefined ? await fromLog(command.log) : command.store !== undefined ? fromStore(command.store, command.session, io) : null
   if (stored !== null) {
     if ('exit' in stored) return stored.exit
-    const { result, title } = stored
+    const { result, title, linked } = stored
     if (result.kind === 'invalid') {
       for (const line of formatReplay(result)) io.err(line)
       return 1
     }
     // a log that breaks an invariant is still worth looking at: say so, and show it
     for (const v of result.violations) io.err(`warning: violation ${v.rule} at seq ${v.seq}: ${v.message}`)
-    viewer = await serveViewer({ events: result.events, id: title }, { ...options, title })
+    viewer = await serveViewer({ events: result.events, id: title }, { ...options, title, ...(linked ? { sessions: (id: string) => linked.get(id) } : {}) })
     io.out(`${result.events.length} events, ${result.turns} turn${result.turns === 1 ? '' : 's'} (read-only)`)
   } else {
     demo = demoAgent(io.stop)
@@ -178,7 +178,34 @@ export async function runView(command: ViewCommand, io: ViewIO): Promise<number>
   return 0
 }
 
-type Stored = { result: ReplayResult; title: string } | { exit: number }
+type Stored = { result: ReplayResult; title: string; linked?: ReadonlyMap<string, readonly SessionEvent[]> } | { exit: number }
+
+/** A stored child log as the viewer shows it, or undefined when it is missing or not a session log. */
+function validLog(raw: readonly unknown[] | undefined): readonly SessionEvent[] | undefined {
+  if (raw === undefined) return undefined
+  const result = replayEvents(raw)
+  return result.kind === 'invalid' ? undefined : result.events
+}
+
+/** The sessions a log's calls name as their subagents (`meta.subagent.sessionId`), and theirs, that `load` finds. */
+function linkedSessions(events: readonly SessionEvent[], load: (id: string) => readonly SessionEvent[] | undefined): Map<string, readonly SessionEvent[]> {
+  const found = new Map<string, readonly SessionEvent[]>()
+  const visit = (log: readonly SessionEvent[], depth: number) => {
+    if (depth > 8) return
+    for (const event of log) {
+      if (event.type !== 'tool/result') continue
+      const meta = event.data.meta as { subagent?: { sessionId?: unknown } } | undefined
+      const id = meta?.subagent?.sessionId
+      if (typeof id !== 'string' || found.has(id)) continue
+      const child = load(id)
+      if (!child) continue
+      found.set(id, child)
+      visit(child, depth + 1)
+    }
+  }
+  visit(events, 0)
+  return found
+}
 
 /** A JSON/JSONL log file, validated like a resumed session's seed. */
 async function fromLog(file: string): Promise<Stored> {
@@ -219,7 +246,10 @@ function fromStore(path: string, sessionId: string | undefined, io: ViewIO): Sto
       io.err(`the store at ${path} has no session ${JSON.stringify(id)}${known.length ? ` (it has ${known.map((k) => JSON.stringify(k)).join(', ')})` : ''}`)
       return { exit: 1 }
     }
-    return { result: replayEvents(events), title: `${basename(path)} · ${id}` }
+    // the subagents' sessions beside it, read now: the page opens them from the same store
+    const result = replayEvents(events)
+    if (result.kind === 'invalid') return { result, title: id }
+    return { result, title: `${basename(path)} · ${id}`, linked: linkedSessions(result.events, (child) => validLog(reader.load(child))) }
   } finally {
     reader.close()
   }

@@ -8,6 +8,7 @@ import { initialContext } from './context.js'
 import { action, actionOn, guard, guardOn, named, labelGuards } from './setup.js'
 import { clearInbox, hasPending, inboxOn } from './inbox.js'
 import { compactionState } from './compaction.js'
+import { dropTurnOptions } from './turn-options.js'
 import { turnSetup, turnState, type TurnImplementations } from './turn.js'
 
 export const agentImplementations = named({
@@ -38,6 +39,8 @@ export const agentImplementations = named({
       d.emit({ type: 'fx.signal' })
     }),
     clearCancelCause: action((d) => d.set({ cancelCause: null })),
+    /** A turn's own options (agent.run) end with it: the next turn starts from the seed config without them. */
+    dropTurnOptions: action((d) => dropTurnOptions(d)),
     dropWakeLatch: action((d) => d.set({ wakeLatched: false })),
     /** CX-4: nothing to abort; without keepInbox parked items are discarded (disposal marks the agent). */
     cancelWhileIdle: actionOn(['agent.cancel'], (d, e) => {
@@ -81,6 +84,11 @@ export const agentImplementations = named({
     /** The refused append was the caller's waking send, and the turn it started came after it: nothing of the turn happened. */
     isRefusedWake: guardOn(['append.failed'], (_context, e) => e.caller !== undefined && e.skipped.includes('turn/start')),
     hasRepairClosers: guard((context) => context.instance.repair.length > 0),
+    /** TL-18: a disposal parked the approval wait, and every call before the waiting one has committed: stop here. */
+    isParked: guard((context) => {
+      const b = context.toolBatch
+      return b.parked && b.approval !== null && b.nextCommit >= b.nextStart && b.inFlight === 1 && b.postId === 0
+    }),
     isWakeLatched: guard((context) => context.wakeLatched),
     /** CX-13 / MT-3: a latched wake replays at convergence if work is still pending (never while disposing). */
     hasLatchedWork: guard((context) => context.wakeLatched && !context.disposing && hasPending(context)),
@@ -149,6 +157,8 @@ const agentConfig = labelGuards(
         },
         running: {
           initial: 'starting',
+          // TL-18: a disposal during an approval wait ends this instance inside the wait, with no turn/end
+          always: { guard: 'isParked', target: 'disposed' },
           on: {
             ...runningOn,
             // IN-7, unwatched: the waking send's splice was refused after the turn went on in the same macrostep
@@ -172,6 +182,7 @@ const agentConfig = labelGuards(
             },
             turn: {
               ...turnState,
+              exit: 'dropTurnOptions',
               onDone: [
                 { guard: and(['continuesToNextTurn', 'isObserved']), target: 'turn', reenter: true, actions: ['renewSignal', 'openTurn'] },
                 { guard: 'continuesToNextTurn', target: 'turn.proposing', reenter: true, actions: ['renewSignal', 'openTurn'] },

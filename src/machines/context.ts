@@ -1,7 +1,7 @@
 // The context a machine starts from, and the empty book-keeping of a tool
 // batch that the attempt (which plans the calls) and the batch (which runs
 // them) both build.
-import type { AgentContext, AgentInput, Facts, HookName, PlannedCall, ToolBatchContext } from './types.js'
+import type { AgentContext, AgentInput, Facts, HookName, PlannedCall, ToolBatchContext, TurnOptionsContext } from './types.js'
 
 /** Every extension point the machines wait on. */
 export const HOOK_NAMES: readonly HookName[] = Object.freeze([
@@ -25,6 +25,9 @@ export const ASSUMED_FACTS: Facts = Object.freeze({
   approver: true,
   modes: null,
 })
+
+/** No prompt queued with options and no turn running with them. */
+export const NO_TURN_OPTIONS: TurnOptionsContext = Object.freeze({ queued: Object.freeze({}), current: null, baseSeed: null })
 
 /** The context a fresh agent instance starts from (resume passes what the log says). */
 export function initialContext(input: AgentInput): AgentContext {
@@ -67,6 +70,7 @@ export function initialContext(input: AgentInput): AgentContext {
     ids: { next: 1, waiting: 0 },
     toolBatch: newToolBatch(input.calls ?? [], maxParallelToolCalls),
     compaction: { reason: null, plan: null, compacted: false, overflowAt: null },
+    turnOptions: NO_TURN_OPTIONS,
   }
 }
 
@@ -89,6 +93,7 @@ export function newToolBatch(calls: readonly PlannedCall[], cap: number): ToolBa
     concluded: false,
     failure: null,
     approval: null,
+    parked: false,
     denial: null,
     nextMode: null,
     asked: [],

@@ -5,6 +5,7 @@
 import type { EventData, InboxTarget, UserMessage } from '../session/schemas.js'
 import { actionOn, baseSetup, guardOn, type Draft, named } from './setup.js'
 import type { AgentEvent, CallerUndo, InboxLists } from './types.js'
+import { forgetTurnOptions, queueTurnOptions, takeTurnOptions } from './turn-options.js'
 
 export type SpliceData = EventData<'agent/inbox/spliced'>
 
@@ -117,6 +118,7 @@ export function claimInbox(d: Draft, turnBoundary: boolean): void {
     d.append('agent/inbox/spliced', { target: 'next-turn', start: 0, removedCount: 1, inserted: [] })
     batch.push(nextTurn[0])
     d.set({ nextTurn: nextTurn.slice(1) })
+    takeTurnOptions(d, nextTurn[0].id)
   }
   const turn = d.get('turn')
   for (const message of batch) d.notify('agent/inbox/claimed', { message, turn })
@@ -140,6 +142,11 @@ function discardList(d: Draft, target: InboxTarget, caller: CallerUndo): void {
   if (list.length === 0) return
   d.append('agent/inbox/spliced', { target, start: 0, removedCount: list.length, inserted: [], outcome: 'canceled' }, { caller })
   d.set({ [key]: [] })
+  if (target === 'next-turn')
+    forgetTurnOptions(
+      d,
+      list.map((m) => m.id),
+    )
   for (const message of list) d.notify('agent/inbox/discarded', { message })
 }
 
@@ -166,8 +173,11 @@ export const inboxImplementations = named({
       const target: InboxTarget = e.wakeup && d.get('cancelCause') !== null ? 'next-turn' : e.target
       const key = listKey(target)
       const list = d.get(key)
-      d.append('agent/inbox/spliced', { target, start: list.length, inserted: [e.message] }, { caller: undoOf(d) })
+      // next-step holds steers and injects alike: the log keeps which one this was
+      const splice: SpliceData = { target, start: list.length, inserted: [e.message], ...(target === 'next-step' ? { wakeup: e.wakeup } : {}) }
+      d.append('agent/inbox/spliced', splice, { caller: undoOf(d) })
       d.set({ [key]: [...list, e.message] })
+      queueTurnOptions(d, e.message.id, target === 'next-turn' ? e.options : undefined)
       d.notify('agent/inbox/inserted', { message: e.message })
     }),
     /** A waking send the current activity cannot deliver is replayed when it converges (CX-12, MT-3). */
@@ -180,6 +190,7 @@ export const inboxImplementations = named({
       const list = d.get(key)
       d.append('agent/inbox/spliced', { target: found.target, start: found.index, removedCount: 1, inserted: [], outcome: 'canceled' }, { caller: undoOf(d) })
       d.set({ [key]: list.filter((_, i) => i !== found.index) })
+      forgetTurnOptions(d, [e.id])
       d.notify('agent/inbox/discarded', { message: list[found.index] })
     }),
     /** IN-4: replace in place with one canceled splice, then discarded(old) and inserted(new). */
@@ -191,6 +202,7 @@ export const inboxImplementations = named({
       const splice: SpliceData = { target: found.target, start: found.index, removedCount: 1, inserted: [e.message], outcome: 'canceled' }
       d.append('agent/inbox/spliced', splice, { caller: undoOf(d) })
       d.set({ [key]: list.map((m, i) => (i === found.index ? e.message : m)) })
+      if (e.message.id !== e.id) forgetTurnOptions(d, [e.id])
       d.notify('agent/inbox/discarded', { message: list[found.index] })
       d.notify('agent/inbox/inserted', { message: e.message })
     }),
@@ -202,6 +214,10 @@ export const inboxImplementations = named({
       const removed = listOf(lists, e.target).slice(splice.start, splice.start + (splice.removedCount ?? 0))
       d.append('agent/inbox/spliced', splice, { caller: undoOf(d) })
       d.set(applySplice(lists, splice))
+      forgetTurnOptions(
+        d,
+        removed.filter((m) => !splice.inserted.some((n) => n.id === m.id)).map((m) => m.id),
+      )
       for (const message of removed) d.notify('agent/inbox/discarded', { message })
       for (const message of splice.inserted) d.notify('agent/inbox/inserted', { message })
     }),

@@ -11,7 +11,7 @@ import { attached } from './attachment.js'
 import { UNKNOWN_OUTCOME, parseArguments } from '../session/vocabulary.js'
 import { initialContext, newToolBatch } from './context.js'
 import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './setup.js'
-import { insertInbox, type inboxImplementations } from './inbox.js'
+import { clearInbox, insertInbox, type inboxImplementations } from './inbox.js'
 import type { AgentContext, PlannedCall, PostExecuteAnswer, ToolBatchContext, ToolOutcome } from './types.js'
 
 export const ABORTED_BEFORE_DISPATCH: ToolOutcome = {
@@ -250,6 +250,15 @@ export const toolBatchImplementations = named({
       d.setToolBatch({ approval: null })
       endWithoutBody(d, ABORTED_BEFORE_DISPATCH)
     }),
+    /**
+     * TL-18: a disposal while the call waits parks the question instead of ending the turn: nothing aborts, the
+     * calls that started before it finish and commit, and the log stops inside the wait for a later process to answer.
+     */
+    parkApproval: actionOn(['agent.cancel'], (d, e) => {
+      d.set({ disposing: true })
+      d.setToolBatch({ parked: true })
+      if (!e.keepInbox) clearInbox(d)
+    }),
     /** TL-17: a scheduler failure while the call waits ends the wait; the call never reaches its body. */
     abandonApprovalAfterFailure: action((d) => {
       d.setToolBatch({ approval: null, denial: null })
@@ -359,6 +368,8 @@ export const toolBatchImplementations = named({
     /** The answer is for the call that waits now. */
     isAwaitedApproval: guardOn(['approval.answered'], (context, e) => context.toolBatch.approval === e.callId),
     isApproved: guardOn(['approval.answered'], (_context, e) => e.approved),
+    /** TL-18: the cancel is a disposal's and no other cancel came first: the question outlives this instance. */
+    isDisposalCancel: guardOn(['agent.cancel'], (context, e) => e.cause.kind === 'disposed' && context.cancelCause === null),
     /** No new call starts once the turn is cancelled or the scheduler failed (TL-14, TL-17). */
     isHalted: guard(halted),
     hasSchedulerFailure: guard((context) => context.toolBatch.failure !== null),
@@ -458,8 +469,12 @@ export const toolBatchState = labelGuards(
                   { guard: and(['isAwaitedApproval', 'isApproved']), target: 'next', actions: ['approveCall', 'startBody'] },
                   { guard: 'isAwaitedApproval', target: 'recordingDenial', actions: 'recordDenial' },
                 ],
-                // cancel ends the wait like any other: the signal aborts, the call is closed as not started
-                'agent.cancel': { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
+                'agent.cancel': [
+                  // a disposal parks the question: the log keeps it pending and a later process answers it
+                  { guard: 'isDisposalCancel', actions: 'parkApproval' },
+                  // any other cancel ends the wait like any other: the signal aborts, the call is closed as not started
+                  { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
+                ],
               },
             },
             // TL-18: the denial is logged; it becomes the result once the append is confirmed (a refusal: TL-17)

@@ -12,6 +12,7 @@ import { initialContext } from './context.js'
 import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './setup.js'
 import { compactionState } from './compaction.js'
 import { claimInbox } from './inbox.js'
+import { stepLimitOf } from './turn-options.js'
 import { stepSetup, stepState, type StepImplementations } from './step.js'
 
 /** What agent/pre-step decided about a claimed batch (the runtime hands over checked data). */
@@ -68,7 +69,7 @@ export const turnImplementations = named({
     endWithStandingReason: action((d) => d.set({ endReason: standingReason(d) })),
     endAborted: action((d) => d.set({ endReason: { kind: 'aborted', reason: d.get('cancelCause') ?? { kind: 'user' } } })),
     /** TU-16 (Decision 9): the turn ran its last allowed step; it ends max-steps, naming the limit, instead of proposing another. */
-    endMaxSteps: action((d) => d.set({ endReason: { kind: 'max-steps', limit: d.get('instance').maxSteps ?? d.get('step') } })),
+    endMaxSteps: action((d) => d.set({ endReason: { kind: 'max-steps', limit: stepLimitOf(d.context) ?? d.get('step') } })),
     /** HK-4: a throwing pre-step ends the turn before its step opens (Decision 7: agent/error names that step). */
     failProposal: actionOn(['hook.failed'], (d, e) => {
       d.set({ failure: { failure: e.failure, step: d.get('step') + 1 }, endReason: { kind: 'error', error: e.failure } })
@@ -133,7 +134,10 @@ export const turnImplementations = named({
     /** TU-10, IN-12: input is waiting for the next step boundary. */
     hasStepInput: guard((context) => context.nextStep.length > 0),
     /** TU-16: the turn has run as many steps as the instance allows, so no further step opens. */
-    atStepLimit: guard((context) => context.instance.maxSteps !== null && context.step >= context.instance.maxSteps),
+    atStepLimit: guard((context) => {
+      const limit = stepLimitOf(context)
+      return limit !== null && context.step >= limit
+    }),
     isTurnStartFailure: guardOn(['append.failed'], (_context, e) => e.eventType === 'turn/start'),
     isTurnEndFailure: guardOn(['append.failed'], (_context, e) => e.eventType === 'turn/end'),
     /** SS-12: a turn/end after a refused step/end would close the turn over an open step. */

@@ -187,6 +187,26 @@ export interface AgentContext {
   toolBatch: ToolBatchContext
 
   compaction: CompactionContext
+
+  /** Options of single turns (`agent.run(input, options)`): those of queued prompts, and the running turn's. */
+  turnOptions: TurnOptionsContext
+}
+
+/** What one turn's options change (the public API checked them): a request layer over the seed config, a step limit. */
+export interface TurnOptions {
+  /** Merged over the seed config for this turn's requests only (provider options one level deep). */
+  readonly request?: Readonly<Omit<Partial<LlmCallConfig>, 'provider' | 'model'>>
+  /** This turn's step limit instead of the instance's; null: no limit. */
+  readonly maxSteps?: number | null
+}
+
+export interface TurnOptionsContext {
+  /** By message id: the options of prompts queued in next-turn. */
+  readonly queued: Readonly<Record<string, TurnOptions>>
+  /** The options of the running turn, taken when it claimed its prompt. */
+  readonly current: TurnOptions | null
+  /** The seed config from before the running turn's request layer, restored when the turn ends. */
+  readonly baseSeed: LlmCallConfig | null
 }
 
 /** Book-keeping of one step's tool batch: two lanes over the same calls. */
@@ -214,6 +234,8 @@ export interface ToolBatchContext {
   failure: TurnFailure | null
   /** The call whose pre-execute asked for approval and now waits for a person's answer (TL-18), or null. */
   approval: string | null
+  /** A disposal left the waiting call's question open: the agent stops once earlier calls have committed (TL-18). */
+  parked: boolean
   /** The reason of a person's denial, between its logged answer and the result it becomes (TL-18). */
   denial: string | null
   /** The next call's mode once the classifier answered (null until then, and once it starts). */
@@ -283,7 +305,8 @@ export interface CallerUndo {
 }
 
 export type AgentEvent =
-  | { type: 'inbox.send'; message: UserMessage; target: InboxTarget; wakeup: boolean }
+  /** `options`: the options of the turn this prompt opens (next-turn only). */
+  | { type: 'inbox.send'; message: UserMessage; target: InboxTarget; wakeup: boolean; options?: TurnOptions }
   | { type: 'inbox.remove'; id: string }
   | { type: 'inbox.replace'; id: string; message: UserMessage }
   | { type: 'inbox.clear' }

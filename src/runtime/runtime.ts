@@ -29,6 +29,7 @@ import type {
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
 import type { LlmCallConfig, LlmFailure, Message, RequestHeader, SessionEvent, SessionEventType, UserMessage } from '../session/schemas.js'
 import { pendingApprovals } from '../session/approvals.js'
+import { InterruptedAnswers, type InterruptedHistory } from '../session/interrupted.js'
 import { SCHEMA_CHECKED, messageOf, surfaceNodeOf, type CheckedIntent, type Session } from '../session/session.js'
 import type { Durability } from '../stores/writer.js'
 import { classify, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
@@ -86,6 +87,8 @@ export interface RuntimeOptions {
   compaction?: ResolvedCompaction
   /** Sees each event the runtime appended, before the inbox view moves past it (in-house readers, e.g. run tracking). */
   onAppend?: (event: SessionEvent) => void
+  /** How requests show an answer a cancel cut short: followed by a note (default `mark`), or as logged (`keep`). */
+  interrupted?: InterruptedHistory
 }
 
 /** The result of a tool call abandoned while its body ran: the same words and code a repaired log uses. */
@@ -159,6 +162,8 @@ export class Runtime {
   #assembly: Assembled
   /** The tool modes of the current tools, kept with the list they were read from. */
   #modes: { tools: readonly ToolDefinition[]; modes: Facts['modes'] } | null = null
+  /** The log's interrupted answers, which requests mark for the model; null with `interrupted: 'keep'`. */
+  readonly #interrupted: InterruptedAnswers | null
 
   constructor(readonly options: RuntimeOptions) {
     this.hooks = options.hooks
@@ -186,6 +191,8 @@ export class Runtime {
         })
       : null
     this.#facts = this.#currentFacts()
+    this.#interrupted = options.interrupted === 'keep' ? null : new InterruptedAnswers()
+    if (this.#interrupted) for (const event of options.session.events) this.#interrupted.see(event)
     const input: AgentInput = {
       seedConfig: options.seedConfig,
       priorHeader: options.priorHeader,
@@ -322,6 +329,12 @@ export class Runtime {
   #refuse(refusal: Error): void {
     if (this.#own) this.#rejection = refusal
     else this.hooks.logger.error('agentchart refused a queued request', refusal)
+  }
+
+  /** The history a request carries: the derived messages, an interrupted answer followed by its note (unless `keep`). */
+  requestMessages(): readonly Message[] {
+    const messages = this.options.session.deriveMessages()
+    return this.#interrupted ? this.#interrupted.mark(messages) : messages
   }
 
   // ---- rest ------------------------------------------------------------------------
@@ -637,7 +650,7 @@ export class Runtime {
     const request: ModelRequest = Object.freeze({
       sessionId: session.id,
       config,
-      messages: session.deriveMessages(),
+      messages: this.requestMessages(),
       ...(system ? { system } : {}),
       ...(toolSchemas.length ? { tools: toolSchemas } : {}),
       ...(config.maxTokens ? { maxTokens: config.maxTokens } : {}),
@@ -796,6 +809,7 @@ export class Runtime {
       // through the session object, so a wrapped or failing store is honoured
       const event = session.append(effect.eventType, effect.data as never, intent) as SessionEvent
       if (effect.key) this.#keys.set(effect.key, event.seq)
+      this.#interrupted?.see(event)
       this.options.onAppend?.(event)
       if (event.type === 'agent/inbox/spliced') this.lists = applySplice(this.lists, event.data)
     } catch (error) {

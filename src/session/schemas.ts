@@ -272,6 +272,8 @@ export const EventDataSchemas = {
       removedCount: z.number().int().positive().optional(),
       inserted: z.array(UserMessageSchema),
       outcome: z.literal('canceled').optional(),
+      // a send into next-step says whether it woke the agent: true for a steer, false for an inject (absent in older logs)
+      wakeup: z.boolean().optional(),
     })
     .strict(),
   // SS-14: a fork's seed ends with the lineage: the parent session, the inclusive boundary seq, and the seed's length

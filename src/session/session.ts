@@ -318,6 +318,11 @@ export class Session {
     return this.#events[this.#events.length - 1]
   }
 
+  /** A reading of the clock this log stamps its events with. Why: what happens beside the log (a maintenance job's span) shares its timeline. */
+  now(): number {
+    return this.#now()
+  }
+
   /** Validates, copies, freezes and commits one event, then publishes it; throws and logs nothing on refusal (SS-1..SS-6). */
   append<T extends SessionEventType>(type: T, data: EventData<T>, intent?: AppendIntent): SessionEventOf<T>
   append(type: string, data: unknown, intent: AppendIntent & { ignorable: true }): IgnorableEvent

@@ -361,7 +361,7 @@ export class SpanDeriver {
 
   #startTool(out: SpanOp[], callId: string, name: string, time: number, args: string | undefined): void {
     const step = this.#step
-    const id = `tool:${callId}`
+    const id = toolSpanId(callId)
     this.#tools.set(callId, id)
     const attributes: SpanAttributes = {
       'gen_ai.operation.name': 'execute_tool',
@@ -516,7 +516,10 @@ function totalsAttributes(usage: Usage): SpanAttributes {
   return out
 }
 
-function causeAttributes(cause: AgentCancelCause | { kind: 'legacy' }): SpanAttributes {
+/** The id of tool call `callId`'s span (a call id is open at most once at a time). */
+export const toolSpanId = (callId: string): string => `tool:${callId}`
+
+export function causeAttributes(cause: AgentCancelCause | { kind: 'legacy' }): SpanAttributes {
   return { 'agentchart.cancel.cause': cause.kind, ...(cause.kind === 'hook' ? { 'agentchart.cancel.reason': cause.reason } : {}) }
 }
 

@@ -102,6 +102,12 @@ export class SpanWriter {
     this.#base = options.context ?? ROOT
   }
 
+  /** A Context whose span is the open span `id` (for spans started outside this writer, such as a subagent's), or null. */
+  contextOf(id: string): TelemetryContext | null {
+    const span = this.#spans.get(id)
+    return span === undefined ? null : this.#base.setValue(SPAN_KEY, span)
+  }
+
   apply(op: SpanOp): void {
     switch (op.op) {
       case 'start': {

@@ -3,7 +3,7 @@
 // rule): the parent's cancel cancels it with cause `parent`, the call disposes it when it ends, a failed or
 // cancelled child gives the call an error result and the parent's turn goes on. The two logs name each other:
 // the child's prompt says which session and call made it, the call's result `meta.subagent` names the child.
-import { createAgent, inspectorOf, type Agent, type AgentOptions, type StoredAgentOptions } from '../agent.js'
+import { createAgent, inspectorOf, telemetryOf, type Agent, type AgentOptions, type StoredAgentOptions } from '../agent.js'
 import { AgentchartError, ConfigError, SessionInUseError } from '../errors.js'
 import { DEFAULT_LEASE_MS } from '../stores/lease.js'
 import { describeValue } from '../foreign.js'
@@ -21,10 +21,12 @@ import { defineTool, setCallRecovery, type ExecutionMode, type InterruptedCall, 
 export const SUBAGENT_SOURCE = 'agentchart/subagent'
 /** How deep delegation may nest by default: a child's child's child is the last. */
 export const DEFAULT_MAX_DEPTH = 3
+/** How long a parent's cancel waits for a child's turn to end before the child is abandoned (and force-disposed). */
+const ABANDON_GRACE_MS = 1_000
 
 /** Delegation refused: the depth limit (`SUBAGENT_DEPTH`) or a child that could not be made (`SUBAGENT_CONFIG`). */
 export class SubagentError extends AgentchartError {
-  constructor(code: 'SUBAGENT_DEPTH' | 'SUBAGENT_CONFIG', message: string) {
+  constructor(code: 'SUBAGENT_DEPTH' | 'SUBAGENT_CONFIG' | 'SUBAGENT_ABANDONED', message: string) {
     super(code, message)
     this.name = 'SubagentError'
   }
@@ -69,6 +71,19 @@ export interface AgentToolDefinition<S extends SchemaInput<any>> {
 /** Each live child: its parent and the call that made it. Why a WeakMap: the registry must not keep agents alive. */
 const parents = new WeakMap<Agent, { parent: Agent; callId: string; depth: number }>()
 const children = new WeakMap<Agent, Set<Agent>>()
+
+/** Who is told of each child as it is made (the viewer, to show a child's log live from its first event). */
+const watchers = new WeakMap<Agent, Set<(child: Agent, callId: string, tool: string) => void>>()
+
+/**
+ * Call `listener` with each child `parent`'s calls start from now on, before the child runs its turn; returns
+ * an unsubscribe. Why: a child lives only as long as its call, so a watcher must hear of it as it is made.
+ */
+export function watchSubagents(parent: Agent, listener: (child: Agent, callId: string, tool: string) => void): () => void {
+  const set = watchers.get(parent) ?? new Set()
+  watchers.set(parent, set.add(listener))
+  return () => set.delete(listener)
+}
 
 /** The children `agent`'s tool calls are running now: handles to steer, inject into or cancel. */
 export function subagentsOf(agent: Agent): readonly Agent[] {
@@ -190,11 +205,18 @@ async function delegate(
   parents.set(child, { parent, callId: context.callId, depth })
   const siblings = children.get(parent) ?? new Set<Agent>()
   children.set(parent, siblings.add(child))
+  for (const watcher of watchers.get(parent) ?? []) {
+    try {
+      watcher(child, context.callId, tool)
+    } catch {
+      // a watcher's fault is its own: the call goes on
+    }
+  }
   const cancel = () => child.cancel({ kind: 'parent' })
   context.signal.addEventListener('abort', cancel, { once: true })
   try {
     const source: SubagentSource = { kind: 'plugin', plugin: SUBAGENT_SOURCE, parentSessionId: parent.sessionId, parentCallId: context.callId, tool }
-    const result = await child.run(userMessage(content as string, { source }))
+    const result = await runOrAbandon(child, userMessage(content, { source }), context.signal, tool)
     const record: SubagentRecord = { sessionId: child.sessionId, turn: result.turn, end: result.end.kind, steps: result.steps, usage: result.usage }
     const shown = output ? output(result, child) : defaultOutput(result)
     const value: ToolResultValue = typeof shown === 'string' ? { content: shown } : { ...shown }
@@ -204,7 +226,35 @@ async function delegate(
     context.signal.removeEventListener('abort', cancel)
     siblings.delete(child)
     // a child that ignores its cancel must not hold the parent's call: after a parent's cancel it is abandoned
-    await child.dispose(context.signal.aborted ? { force: true, graceMs: 1_000 } : {})
+    const stuck = child.status === 'running'
+    await child.dispose(context.signal.aborted ? { force: true, graceMs: stuck ? 0 : ABANDON_GRACE_MS } : {})
+  }
+}
+
+/**
+ * The child's turn, or, when the parent's signal aborts and the child's turn has not ended within the grace (a child
+ * stuck in code that ignores its cancel), a SUBAGENT_ABANDONED error: the parent's cancel never waits on a child for good.
+ */
+async function runOrAbandon(child: Agent, prompt: UserMessage, signal: AbortSignal, tool: string): Promise<RunResult> {
+  const run = child.run(prompt)
+  let timer: ReturnType<typeof setTimeout> | undefined
+  let onAbort: (() => void) | undefined
+  const abandoned = new Promise<null>((resolve) => {
+    onAbort = () => (timer = setTimeout(() => resolve(null), ABANDON_GRACE_MS))
+    if (signal.aborted) onAbort()
+    else signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    const result = await Promise.race([run, abandoned])
+    if (result !== null) return result
+    run.catch(() => {})
+    throw new SubagentError(
+      'SUBAGENT_ABANDONED',
+      `${tool}: the child did not end its turn within ${ABANDON_GRACE_MS} ms of the parent's cancel; it was abandoned`,
+    )
+  } finally {
+    if (timer !== undefined) clearTimeout(timer)
+    if (onAbort) signal.removeEventListener('abort', onAbort)
   }
 }
 
@@ -215,11 +265,26 @@ async function spawn(options: AgentOptions | StoredAgentOptions, parent: Agent, 
   const given = options as AgentOptions & Partial<StoredAgentOptions>
   // the child reports to the parent's inspector unless its options name their own: one inspector shows both
   const inspect = given.inspect ?? inspectorOf(parent)
-  const own = inspect && !given.inspect ? { ...given, inspect } : given
+  const withInspector = inspect && !given.inspect ? { ...given, inspect } : given
+  const own = nestedTelemetry(withInspector, parent, callId)
   const store = own.store ?? (own.session === undefined ? parent.store : undefined)
   if (store === undefined) return createAgent(own as AgentOptions)
   const sessionId = own.sessionId ?? childSessionId(parent.sessionId, callId)
   return createAgent({ ...(own as StoredAgentOptions), store, sessionId })
+}
+
+/**
+ * The child's telemetry: the parent's tracer unless the child names its own, and its turns under the span of the call
+ * that made it unless its options give a context of their own.
+ */
+function nestedTelemetry<O extends AgentOptions | StoredAgentOptions>(options: O, parent: Agent, callId: string): O {
+  const spans = telemetryOf(parent)
+  const given: unknown = options.telemetry
+  // a malformed telemetry option is left for createAgent to refuse by name
+  if (spans === undefined || (given !== undefined && (!isPlainObject(given) || given.context !== undefined))) return options
+  const context = spans.contextOfCall(callId)
+  if (context === null) return options
+  return { ...options, telemetry: { ...(options.telemetry ?? spans.options), context } }
 }
 
 function promptOf<A>(

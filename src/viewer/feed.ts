@@ -8,8 +8,9 @@ import type { AnyActorRef, AnyStateMachine, InspectionEvent, Subscription } from
 import type { Agent } from '../agent.js'
 import type { SessionEvent } from '../session/schemas.js'
 import type { Session } from '../session/session.js'
+import { watchSubagents } from '../tools/subagent.js'
 import { actorState, chartOf } from './chart.js'
-import type { ActorState, ArrivalNote, CancelNote, ChartMachine, Configuration, TransitionMark, WireEvent } from './page/protocol.js'
+import type { ActorState, ArrivalNote, CancelNote, ChartMachine, Configuration, SessionLink, TransitionMark, WireEvent } from './page/protocol.js'
 
 /** The most recent transitions kept for late joiners and for the trail on the page. */
 const TRAIL = 16
@@ -29,10 +30,19 @@ export interface ViewerFeed {
   readonly cancels: readonly CancelNote[]
   /** The current configuration id, the public status and whether the actor runs (live mode). */
   current(): { config: number; status: 'idle' | 'running'; actor: 'active' | 'done' | 'error' | 'stopped' } | null
+  /** Child sessions (subagents) this one's calls started, with the feeds that show them, in the order met. */
+  readonly links: readonly SessionLink[]
+  readonly children: readonly ViewerFeed[]
   /** Called (synchronously, possibly often) whenever anything above changed; returns an unsubscribe. */
   onChange(listener: () => void): () => void
   close(): void
 }
+
+/** Finds a linked session's stored log by id (a store's other sessions), or undefined when it has none. */
+export type SessionLookup = (sessionId: string) => readonly WireEvent[] | undefined
+
+/** How deep linked sessions are followed: agentTool's own depth limit, and a guard against a log that links in a loop. */
+const MAX_LINK_DEPTH = 8
 
 class Changes {
   readonly #listeners = new Set<() => void>()
@@ -51,6 +61,43 @@ class Changes {
   }
 }
 
+/** Reads a growing log for the children its calls name, turning each one a lookup finds into a link and a stored feed. */
+class StoredLinks {
+  readonly links: SessionLink[] = []
+  readonly children: ViewerFeed[] = []
+  readonly #names = new Map<string, string>()
+  #read = 0
+
+  constructor(
+    readonly lookup: SessionLookup | undefined,
+    readonly depth: number,
+    readonly charts: readonly ChartMachine[],
+  ) {}
+
+  /** Read the events not read yet: a `tool/result` whose `meta.subagent.sessionId` names a child links it. */
+  read(events: readonly WireEvent[]): void {
+    if (!this.lookup || this.depth >= MAX_LINK_DEPTH) return
+    for (; this.#read < events.length; this.#read++) {
+      const event = events[this.#read]
+      const data = (typeof event.data === 'object' && event.data !== null ? event.data : {}) as {
+        callId?: unknown
+        name?: unknown
+        meta?: { subagent?: { sessionId?: unknown } }
+        message?: { source?: { callId?: unknown } }
+      }
+      if (event.type === 'tool/call' && typeof data.callId === 'string') this.#names.set(data.callId, typeof data.name === 'string' ? data.name : '?')
+      if (event.type !== 'tool/result') continue
+      const sessionId = data.meta?.subagent?.sessionId
+      const callId = data.message?.source?.callId
+      if (typeof sessionId !== 'string' || typeof callId !== 'string' || this.links.some((l) => l.sessionId === sessionId)) continue
+      const childEvents = this.lookup(sessionId)
+      if (!childEvents) continue
+      this.links.push({ callId, sessionId, tool: this.#names.get(callId) ?? '?' })
+      this.children.push(storedFeed(childEvents, sessionId, this.charts, this.lookup, this.depth + 1))
+    }
+  }
+}
+
 /** What a feed without a machine reports: no configurations, transitions or notes. */
 const machineless = {
   eventConfigs: [],
@@ -61,29 +108,40 @@ const machineless = {
   current: () => null,
 } as const
 
-/** A finished log: everything is there at once, nothing changes. */
-export function storedFeed(events: readonly WireEvent[], sessionId: string, charts: readonly ChartMachine[]): ViewerFeed {
+/** A finished log: everything is there at once, nothing changes; the children `lookup` finds come with it. */
+export function storedFeed(events: readonly WireEvent[], sessionId: string, charts: readonly ChartMachine[], lookup?: SessionLookup, depth = 0): ViewerFeed {
+  const linked = new StoredLinks(lookup, depth, charts)
+  linked.read(events)
   return {
     mode: 'stored',
     sessionId,
     charts,
     events: () => events,
     ...machineless,
+    links: linked.links,
+    children: linked.children,
     onChange: () => () => {},
     close: () => {},
   }
 }
 
-/** A session without an agent: the log as it grows, no machine to light up. */
-export function sessionFeed(session: Session, charts: readonly ChartMachine[]): ViewerFeed {
+/** A session without an agent: the log as it grows, no machine to light up; children as its results name them. */
+export function sessionFeed(session: Session, charts: readonly ChartMachine[], lookup?: SessionLookup): ViewerFeed {
   const changes = new Changes()
-  const subscription = session.events$.subscribe(() => changes.fire())
+  const linked = new StoredLinks(lookup, 0, charts)
+  linked.read(session.events)
+  const subscription = session.events$.subscribe(() => {
+    linked.read(session.events)
+    changes.fire()
+  })
   return {
     mode: 'session',
     sessionId: session.id,
     charts,
     events: () => session.events,
     ...machineless,
+    links: linked.links,
+    children: linked.children,
     onChange: (listener) => changes.on(listener),
     close: () => subscription.unsubscribe(),
   }
@@ -131,6 +189,9 @@ export function liveFeed(agent: Agent): ViewerFeed {
   const transitions: TransitionMark[] = []
   const arrivals: ArrivalNote[] = []
   const cancels: CancelNote[] = []
+  const links: SessionLink[] = []
+  const children: ViewerFeed[] = []
+  const childWatches: Array<() => void> = []
   let transitionCount = 0
 
   // the configuration is computed once per distinct snapshot: chunks arrive with the machine at rest
@@ -205,6 +266,15 @@ export function liveFeed(agent: Agent): ViewerFeed {
     }
   })
 
+  // a child lives only as long as its call: it is followed from the moment it is made, and its log kept after
+  const unwatch = watchSubagents(agent, (child, callId, tool) => {
+    const feed = liveFeed(child)
+    links.push({ callId, sessionId: child.session.id, tool })
+    children.push(feed)
+    childWatches.push(feed.onChange(() => changes.fire()))
+    changes.fire()
+  })
+
   return {
     mode: 'live',
     sessionId: agent.session.id,
@@ -215,6 +285,8 @@ export function liveFeed(agent: Agent): ViewerFeed {
     transitions,
     arrivals,
     cancels,
+    links,
+    children,
     current: () => {
       const snapshot = snapshotNow()
       return { config: configOf(snapshot), status: agent.status, actor: snapshot.status }
@@ -224,6 +296,9 @@ export function liveFeed(agent: Agent): ViewerFeed {
       events.unsubscribe()
       snapshots.unsubscribe()
       inspection.unsubscribe()
+      unwatch()
+      for (const stop of childWatches) stop()
+      for (const child of children) child.close()
     },
   }
 }

@@ -2,4 +2,17 @@
 export { serveViewer } from './server.js'
 export type { ViewerHandle, ViewerOptions, ViewerSource } from './server.js'
 export { chartOf, leafPaths } from './chart.js'
-export type { ActorState, ChartMachine, ChartNode, ChartTransition, Configuration, ServerMessage, TransitionMark, WireEvent } from './page/protocol.js'
+export type {
+  ActorState,
+  ChartLayout,
+  ChartLayoutEdge,
+  ChartMachine,
+  ChartNode,
+  ChartTransition,
+  Configuration,
+  LayoutBox,
+  ServerMessage,
+  SessionLink,
+  TransitionMark,
+  WireEvent,
+} from './page/protocol.js'

@@ -14,8 +14,9 @@ import type { SessionEvent } from '../session/schemas.js'
 import { Session } from '../session/session.js'
 import { loadAssets, type Asset } from './assets.js'
 import { chartOf } from './chart.js'
-import { liveFeed, sessionFeed, storedFeed, type ViewerFeed } from './feed.js'
-import type { ServerMessage, WireEvent } from './page/protocol.js'
+import { withLayout } from './layout.js'
+import { liveFeed, sessionFeed, storedFeed, type SessionLookup, type ViewerFeed } from './feed.js'
+import type { ChartMachine, ServerMessage, WireEvent } from './page/protocol.js'
 
 /** What a viewer can show: a running agent, a session being written, or a stored log. */
 export type ViewerSource = Agent | Session | readonly SessionEvent[] | { readonly events: readonly WireEvent[]; readonly id?: string }
@@ -35,6 +36,11 @@ export interface ViewerOptions {
   assetsDir?: string
   /** The machine drawn for a log without an agent; default agentMachine. */
   machine?: AnyStateMachine
+  /**
+   * Finds the stored log of a session this one links to (a subagent's, named by a call's `meta.subagent`), so
+   * the page can open it; e.g. a store's other sessions. A live agent's children need none: they are followed as they start.
+   */
+  sessions?: (sessionId: string) => readonly SessionEvent[] | undefined
 }
 
 export interface ViewerHandle {
@@ -68,7 +74,9 @@ const WILDCARD = new Set(['0.0.0.0', '::', ''])
 
 interface Client {
   readonly res: ServerResponse
+  readonly channel: Channel
   events: number
+  links: number
   configs: number
   charts: number
   arrivals: number
@@ -78,14 +86,22 @@ interface Client {
   ended: boolean
 }
 
-function feedOf(source: ViewerSource, machine: AnyStateMachine): ViewerFeed {
+/** One session the server shows: its feed, its machines as laid out so far, and the pages reading it. */
+interface Channel {
+  readonly feed: ViewerFeed
+  readonly laidOut: ChartMachine[]
+  layoutsAsked: number
+  readonly clients: Set<Client>
+}
+
+function feedOf(source: ViewerSource, machine: AnyStateMachine, lookup: SessionLookup | undefined): ViewerFeed {
   if (source instanceof Agent) return liveFeed(source)
   const charts = [chartOf(machine)]
-  if (source instanceof Session) return sessionFeed(source, charts)
-  if (Array.isArray(source)) return storedFeed(source as readonly WireEvent[], 'stored session', charts)
+  if (source instanceof Session) return sessionFeed(source, charts, lookup)
+  if (Array.isArray(source)) return storedFeed(source as readonly WireEvent[], 'stored session', charts, lookup)
   const stored = source as { events?: unknown; id?: unknown }
   if (stored && typeof stored === 'object' && Array.isArray(stored.events)) {
-    return storedFeed(stored.events as readonly WireEvent[], typeof stored.id === 'string' ? stored.id : 'stored session', charts)
+    return storedFeed(stored.events as readonly WireEvent[], typeof stored.id === 'string' ? stored.id : 'stored session', charts, lookup)
   }
   throw new ConfigError('serveViewer needs an Agent, a Session, an array of session events or { events }', { path: 'source' })
 }
@@ -113,10 +129,45 @@ export async function serveViewer(source: ViewerSource, options: ViewerOptions =
   const token = options.token === undefined ? randomBytes(18).toString('base64url') : options.token
   if (token !== false && (typeof token !== 'string' || token === '')) throw new ConfigError('token must be a non-empty string or false', { path: 'token' })
   const assets = loadAssets(options.assetsDir)
-  const feed = feedOf(source, options.machine ?? agentMachine)
+  if (options.sessions !== undefined && typeof options.sessions !== 'function')
+    throw new ConfigError('sessions must be a function from a session id to its events', { path: 'sessions' })
+  const lookup = options.sessions as SessionLookup | undefined
+  const feed = feedOf(source, options.machine ?? agentMachine, lookup)
   const title = options.title ?? feed.sessionId
 
-  const clients = new Set<Client>()
+  // every session shown: the source's, and the children its calls started (found as the feed meets them)
+  const channels = new Map<string, Channel>()
+  const register = (f: ViewerFeed): void => {
+    if (!channels.has(f.sessionId)) channels.set(f.sessionId, { feed: f, laidOut: [], layoutsAsked: 0, clients: new Set() })
+    for (const child of f.children) register(child)
+  }
+  register(feed)
+
+  // each machine goes out with its drawing; a machine met later is sent once it is laid out
+  const layOut = (channel: Channel): Promise<unknown> => {
+    const asked: Promise<void>[] = []
+    const charts = channel.feed.charts
+    for (; channel.layoutsAsked < charts.length; channel.layoutsAsked++) {
+      const i = channel.layoutsAsked
+      asked.push(
+        withLayout(charts[i]).then(
+          (chart) => {
+            channel.laidOut[i] = chart
+            if (!closed) feedChanged()
+          },
+          (error: unknown) => console.error(`agentchart viewer: cannot lay out machine ${charts[i].id}`, error),
+        ),
+      )
+    }
+    return Promise.all(asked)
+  }
+  /** The laid-out charts with no gap before them: those a client may be sent, in order. */
+  const readyCharts = (channel: Channel): number => {
+    let n = 0
+    while (n < channel.feed.charts.length && channel.laidOut[n] !== undefined) n++
+    return n
+  }
+
   let boundPort = 0
   let flushTimer: NodeJS.Timeout | null = null
   let closed = false
@@ -136,10 +187,15 @@ export async function serveViewer(source: ViewerSource, options: ViewerOptions =
 
   const flush = (client: Client): void => {
     if (client.ended) return
+    const { feed, laidOut } = client.channel
     // first, as it may name a configuration (or a child machine) not met before: those go out ahead of it
     const current = feed.current()
-    const { charts, configs, arrivals, cancels, eventConfigs } = feed
-    for (; client.charts < charts.length; client.charts++) send(client, { kind: 'chart', chart: charts[client.charts] })
+    const { configs, arrivals, cancels, eventConfigs, links } = feed
+    for (const ready = readyCharts(client.channel); client.charts < ready; client.charts++) send(client, { kind: 'chart', chart: laidOut[client.charts] })
+    if (client.links < links.length) {
+      send(client, { kind: 'links', links: links.slice(client.links) })
+      client.links = links.length
+    }
     if (client.configs < configs.length) {
       send(client, { kind: 'configs', configs: configs.slice(client.configs) })
       client.configs = configs.length
@@ -175,16 +231,19 @@ export async function serveViewer(source: ViewerSource, options: ViewerOptions =
 
   const flushAll = (): void => {
     flushTimer = null
-    for (const client of clients) flush(client)
+    for (const channel of channels.values()) for (const client of channel.clients) flush(client)
   }
-  const unwatch = feed.onChange(() => {
+  function feedChanged(): void {
+    register(feed)
+    for (const channel of channels.values()) if (channel.layoutsAsked < channel.feed.charts.length) void layOut(channel)
     if (flushTimer === null && !closed) {
       flushTimer = setTimeout(flushAll, FLUSH_MS)
       flushTimer.unref()
     }
-  })
+  }
+  const unwatch = feed.onChange(feedChanged)
   const heartbeat = setInterval(() => {
-    for (const client of clients) if (!client.ended) client.res.write(': ping\n\n')
+    for (const channel of channels.values()) for (const client of channel.clients) if (!client.ended) client.res.write(': ping\n\n')
   }, HEARTBEAT_MS)
   heartbeat.unref()
 
@@ -200,8 +259,12 @@ export async function serveViewer(source: ViewerSource, options: ViewerOptions =
     if (origin !== undefined && origin !== `http://${req.headers.host ?? ''}`) return refuse(res, 403, 'cross-origin requests are refused')
     const site = req.headers['sec-fetch-site']
     if (site !== undefined && site !== 'same-origin' && site !== 'none') return refuse(res, 403, 'cross-site requests are refused')
+    const asked = url.searchParams.get('session')
+    const channel = asked === null ? channels.get(feed.sessionId) : channels.get(asked)
+    if (!channel) return refuse(res, 404, 'no such session here')
+    const shown = channel.feed
     const resume = Number(req.headers['last-event-id'] ?? url.searchParams.get('from') ?? 0)
-    const from = Number.isSafeInteger(resume) && resume > 0 ? Math.min(resume, feed.events().length) : 0
+    const from = Number.isSafeInteger(resume) && resume > 0 ? Math.min(resume, shown.events().length) : 0
     res.writeHead(200, {
       ...SECURITY_HEADERS,
       'Content-Type': 'text/event-stream; charset=utf-8',
@@ -211,11 +274,13 @@ export async function serveViewer(source: ViewerSource, options: ViewerOptions =
     })
     if (req.method === 'HEAD') return void res.end()
     res.socket?.setNoDelay(true)
-    const client: Client = { res, events: from, configs: 0, charts: feed.charts.length, arrivals: 0, cancels: 0, transition: 0, state: '', ended: false }
-    clients.add(client)
-    res.on('close', () => clients.delete(client))
+    const ready = readyCharts(channel)
+    const client: Client = { res, channel, events: from, links: 0, configs: 0, charts: ready, arrivals: 0, cancels: 0, transition: 0, state: '', ended: false }
+    channel.clients.add(client)
+    res.on('close', () => channel.clients.delete(client))
     res.write('retry: 1000\n\n')
-    send(client, { kind: 'hello', protocol: 1, sessionId: feed.sessionId, mode: feed.mode, title, from, charts: feed.charts })
+    const name = shown === feed ? title : shown.sessionId
+    send(client, { kind: 'hello', protocol: 1, sessionId: shown.sessionId, mode: shown.mode, title: name, from, charts: channel.laidOut.slice(0, ready) })
     flush(client)
   }
 
@@ -230,6 +295,9 @@ export async function serveViewer(source: ViewerSource, options: ViewerOptions =
     res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': asset.type, 'Content-Length': asset.body.length, 'Cache-Control': 'no-cache' })
     res.end(req.method === 'HEAD' ? undefined : asset.body)
   }
+
+  // the page draws the agent's machine from the first message: lay it out before listening
+  await Promise.all([...channels.values()].map(layOut))
 
   const server = createServer((req, res) => {
     try {
@@ -271,11 +339,13 @@ export async function serveViewer(source: ViewerSource, options: ViewerOptions =
       if (flushTimer !== null) clearTimeout(flushTimer)
       clearInterval(heartbeat)
       feed.close()
-      for (const client of clients) {
-        if (!client.ended) send(client, { kind: 'end', reason: 'viewer closed' })
-        client.res.end()
+      for (const channel of channels.values()) {
+        for (const client of channel.clients) {
+          if (!client.ended) send(client, { kind: 'end', reason: 'viewer closed' })
+          client.res.end()
+        }
+        channel.clients.clear()
       }
-      clients.clear()
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
         server.closeAllConnections()

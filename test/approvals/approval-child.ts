@@ -3,6 +3,9 @@
 // then waits to be killed: the approvals test restarts the session after it.
 // With `kill-on-notify` it kills itself inside its tools/approval-requested
 // listener instead, as a pager that takes the process down with it would.
+// With `dispose` it disposes the agent gracefully once the question is
+// committed (a deploy's shutdown), prints DISPOSED, and stays alive holding
+// its default 15 s lease settings, so only a released lease lets another open.
 import { z } from 'zod'
 import { createAgent, defineTool } from '../../src/index.js'
 import { sqliteStore } from '../../src/stores/index.js'
@@ -27,7 +30,7 @@ const agent = await createAgent({
   sessionId,
   tools: [deploy],
   approvals: true,
-  lease: { holder: `approval-child-${process.pid}`, leaseMs: 300 },
+  lease: { holder: `approval-child-${process.pid}`, ...(mode === 'dispose' ? {} : { leaseMs: 300 }) },
 })
 agent.on('tools/pre-execute', ({ name }, next) => (name === 'deploy' ? { kind: 'ask', reason: 'deploying to prod needs a person' } : next()))
 if (mode === 'kill-on-notify') {
@@ -35,7 +38,17 @@ if (mode === 'kill-on-notify') {
     process.stdout.write(`NOTIFIED ${callId}\n`, () => process.kill(process.pid, 'SIGKILL'))
   })
 }
+let disposing = false
 agent.on('session/committed', () => {
-  if (agent.pendingApprovals.length > 0 && agent.committedLength === agent.session.length) process.stdout.write('APPROVAL-PENDING\n')
+  if (agent.pendingApprovals.length === 0 || agent.committedLength !== agent.session.length) return
+  process.stdout.write('APPROVAL-PENDING\n')
+  if (mode !== 'dispose' || disposing) return
+  disposing = true
+  void agent.dispose().then(() => {
+    const ended = agent.session.events.some((e) => e.type === 'turn/end')
+    process.stdout.write(`DISPOSED status=${agent.actor.getSnapshot().value as string} turn-end=${ended}\n`)
+    // alive until the test kills it: the lease must have been given up, not left to lapse with the process
+    setInterval(() => {}, 1000)
+  })
 })
 agent.followup('deploy to prod')

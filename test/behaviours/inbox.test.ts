@@ -75,6 +75,7 @@ describe('IN — Inbox', () => {
       'step/end{1,1}',
       'turn/end{1,completed}',
     ])
+    expect(spliceData(agent)[0]).toEqual({ target: 'next-step', start: 0, inserted: [m('s')], wakeup: true })
     expect(model.requests).toHaveLength(1)
   })
 
@@ -85,9 +86,10 @@ describe('IN — Inbox', () => {
     agent.inject(m('i2'))
     expect(agent.status).toBe('idle')
     expect(ids(agent.inbox.nextStep)).toEqual(['i1', 'i2'])
+    // the log keeps that these were injects, not steers: a stored log tells them apart
     expect(spliceData(agent)).toEqual([
-      { target: 'next-step', start: 0, inserted: [m('i1')] },
-      { target: 'next-step', start: 1, inserted: [m('i2')] },
+      { target: 'next-step', start: 0, inserted: [m('i1')], wakeup: false },
+      { target: 'next-step', start: 1, inserted: [m('i2')], wakeup: false },
     ])
     await tick()
     expect(agent.session.events.some((e) => e.type === 'turn/start')).toBe(false)
@@ -162,9 +164,9 @@ describe('IN — Inbox', () => {
     agent.inbox.clear()
     // strict: removedCount and outcome are absent, not undefined, where they do not apply
     expect(spliceData(agent)).toStrictEqual([
-      { target: 'next-step', start: 0, inserted: [m('i1')] },
-      { target: 'next-step', start: 1, inserted: [m('i2')] },
-      { target: 'next-step', start: 2, inserted: [m('i3')] },
+      { target: 'next-step', start: 0, inserted: [m('i1')], wakeup: false },
+      { target: 'next-step', start: 1, inserted: [m('i2')], wakeup: false },
+      { target: 'next-step', start: 2, inserted: [m('i3')], wakeup: false },
       { target: 'next-step', start: 1, removedCount: 1, inserted: [], outcome: 'canceled' },
       { target: 'next-turn', start: 0, inserted: [m('t1')] },
       { target: 'next-turn', start: 1, inserted: [m('t2')] },
@@ -172,7 +174,7 @@ describe('IN — Inbox', () => {
       { target: 'next-step', start: 0, removedCount: 2, inserted: [] },
       { target: 'next-turn', start: 0, removedCount: 1, inserted: [] },
       { target: 'next-turn', start: 0, removedCount: 1, inserted: [] }, // turn 2 claims t2
-      { target: 'next-step', start: 0, inserted: [m('late')] },
+      { target: 'next-step', start: 0, inserted: [m('late')], wakeup: false },
       { target: 'next-step', start: 0, removedCount: 1, inserted: [], outcome: 'canceled' },
     ])
     expect(agent.inbox.hasPending).toBe(false)

@@ -7,9 +7,10 @@ import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
 import { runCli, type CliIO } from '../../src/cli/main.js'
-import { createAgent } from '../../src/index.js'
+import { z } from 'zod'
+import { agentTool, createAgent } from '../../src/index.js'
 import { sqliteStore } from '../../src/stores/index.js'
-import { scriptedModel, textResponse } from '../../src/testing/index.js'
+import { scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { until } from '../stores/support.js'
 import { get, openLive } from '../viewer/sse.js'
 
@@ -129,6 +130,41 @@ describe('agentchart view', () => {
     expect(missing.err[0]).toMatch(/^no store at /)
     const both = start(['--store', 'chat.db', '--log', 'session.jsonl'])
     expect(await both.exit).toBe(2)
+  })
+
+  it("opens a stored parent's subagents from the same store: each linked, and served as its own session", async () => {
+    const path = join(dir, 'delegation.db')
+    const store = sqliteStore({ path })
+    const ask = agentTool({
+      name: 'ask',
+      description: 'Ask a helper',
+      input: z.object({ task: z.string() }),
+      agent: () => ({ model: scriptedModel([textResponse('the helper answers')]), logger: { error: () => {} } }),
+    })
+    const planner = await createAgent({
+      model: scriptedModel([toolCallResponse([{ id: 'c1', name: 'ask', arguments: '{"task":"look it up"}' }]), textResponse('done')]),
+      tools: [ask],
+      store,
+      sessionId: 'planner',
+      logger: { error: () => {} },
+    })
+    await planner.run('go')
+    await planner.dispose()
+    await store.close()
+
+    const run = start(['--store', 'delegation.db', '--session', 'planner'])
+    const parent = await openLive(liveUrl(await run.url))
+    // the child was stored beside its parent under the id its call's result names
+    expect((await parent.until('links')).links).toEqual([{ callId: 'c1', sessionId: 'planner.c1', tool: 'ask' }])
+    const child = await openLive(`${liveUrl(await run.url)}&session=planner.c1`)
+    expect(await child.until('hello')).toMatchObject({ mode: 'stored', sessionId: 'planner.c1' })
+    await child.until('end')
+    const events = child.messages.flatMap((m) => (m.kind === 'events' ? m.events : []))
+    expect(events.find((e) => e.type === 'user/message')?.data).toMatchObject({ source: { parentSessionId: 'planner', parentCallId: 'c1' } })
+    parent.close()
+    child.close()
+    run.stop()
+    expect(await run.exit).toBe(0)
   })
 
   it('refuses a SQLite file that is not an agentchart store, and leaves it as it was: no tables created, no WAL', async () => {

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest'
 import { SessionModel } from '../../src/viewer/page/model.js'
 import type { WireEvent } from '../../src/viewer/page/protocol.js'
 import { summarize } from '../../src/viewer/page/describe.js'
-import { largeSession, scenario } from './scenario.js'
+import { subagentsExample } from '../../examples/subagents.js'
+import { approvalScenario, largeSession, scenario } from './scenario.js'
 
 /** Run the whole scripted scenario (retry, parallel and exclusive tools, a steer, a cancel, a second turn). */
 async function scenarioLog() {
@@ -64,16 +65,96 @@ describe('viewer timeline model', () => {
     expect(steer.claimedBy).toBe(1)
     expect(events[steer.enteredAt!].type).toBe('user/message')
     expect(steer.enteredAt!).toBeGreaterThan(second.start)
-    // without the live agent's notes the log cannot tell a steer from an inject
-    expect(model.viaOf(steer)).toBe('next-step')
-    model.note([{ messageId: steer.messageId, wakeup: true }], [])
+    // the log itself says the send woke the agent: a stored log tells a steer from an inject
+    expect(steer.wakeup).toBe(true)
     expect(model.viaOf(steer)).toBe('steer')
     expect(model.viaOf(model.arrivals[0])).toBe('followup')
+    // a log written before the field: only the live agent's note can tell
+    const old = new SessionModel()
+    old.append(events.map((e) => (e.type === 'agent/inbox/spliced' ? { ...e, data: { ...(e.data as object), wakeup: undefined } } : e)))
+    expect(old.viaOf(old.arrivals[1])).toBe('next-step')
+    old.note([{ messageId: steer.messageId, wakeup: true }], [])
+    expect(old.viaOf(old.arrivals[1])).toBe('steer')
 
     expect(model.markers.map((m) => [m.type, m.label])).toEqual([['cancel', 'cancelled (user)']])
     // every event belongs to an item of the timeline
     expect(model.owner.every((uid) => model.items.has(uid))).toBe(true)
     expect(model.items.get(model.owner[byCall.w1.start])).toBe(byCall.w1)
+  })
+
+  it('names the waits from the log: the backoff before a retry and the call waiting for approval, with how each ended', async () => {
+    const { agent } = approvalScenario()
+    agent.followup('Ship it')
+    while (agent.pendingApprovals.length === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+    const waiting = new SessionModel()
+    waiting.append(agent.session.events as readonly WireEvent[])
+    expect(waiting.waiting).toMatchObject({ wait: 'approval', label: 'waiting for approval of deploy', detail: 'Deploy to production?', end: null })
+    agent.approve('d1')
+    await agent.whenIdle()
+    const events = agent.session.events as readonly WireEvent[]
+    await agent.dispose()
+    const model = new SessionModel()
+    model.append(events)
+    expect(model.waits.map((w) => [w.wait, w.label, w.outcome])).toEqual([
+      ['backoff', 'backing off 300 ms before retry 1', 'retried'],
+      ['approval', 'waiting for approval of deploy', 'approved'],
+    ])
+    expect(model.waiting).toBeNull()
+    const retry = events.find((e) => e.type === 'llm/retry')!
+    const approval = events.find((e) => e.type === 'tool/approval-request')!
+    expect(model.waits[0]).toMatchObject({ start: retry.seq, end: events.find((e) => e.type === 'llm/retry-started')!.seq })
+    expect(model.waits[1]).toMatchObject({ start: approval.seq, end: events.find((e) => e.type === 'tool/approval-answer')!.seq })
+    // the rows read as sentences: no JSON where a person reads them
+    const rows = events.map((e) => summarize(e, model))
+    for (const [i, e] of events.entries()) if (e.type !== 'tool/call' && e.type !== 'assistant/chunk') expect(rows[i], e.type).not.toMatch(/[{}]/)
+    expect(rows[approval.seq]).toBe("deploy #d1 waits for a person's approval: “Deploy to production?”")
+    expect(rows[retry.seq]).toBe('the request to scripted failed (RATE_LIMIT: rate limited); retry 1 in 300 ms')
+  })
+
+  it('names a live wait the log does not record (a maintenance job) from the machine state, and closes it when the state is left', () => {
+    const model = new SessionModel()
+    model.append([{ seq: 0, time: 1, type: 'turn/start', data: { turn: 1 } }])
+    model.liveState(['maintenance'])
+    expect(model.waiting).toMatchObject({ wait: 'maintenance', label: 'running a maintenance job', start: 0, end: null })
+    model.liveState(['idle'])
+    expect(model.waiting).toBeNull()
+    expect(model.waits.map((w) => [w.wait, w.outcome])).toEqual([['maintenance', 'done']])
+    // read from the configuration each event was appended in, a wait sits between the events around it
+    model.liveState(['running.turn.step.attempt.recovering'], 5)
+    model.liveState(['running.turn.step.attempt.recovering'], 6)
+    model.liveState(['running.turn.step.attempt.building'], 7)
+    expect(model.waits.at(-1)).toMatchObject({
+      wait: 'recovering',
+      label: 'deciding whether to retry (request-error listener)',
+      start: 4,
+      end: 7,
+      outcome: 'done',
+    })
+  })
+
+  it('links subagents from the calls that ran them and rolls their tokens into the totals, saying how much was theirs', async () => {
+    const { planner } = await subagentsExample()
+    const model = new SessionModel()
+    model.append(planner as readonly WireEvent[])
+    expect(model.subagents.map((s) => [s.callId, s.tool, s.sessionId, s.end, s.steps, s.tokens])).toEqual([
+      ['r1', 'research', 'research-weather', 'completed', 1, 120],
+      ['r2', 'research', 'research-trains', 'completed', 1, 120],
+      ['s1', 'summarise', 'summary', 'completed', 1, 120],
+    ])
+    // the example's own numbers: the planner's turn spent 600 tokens, 360 of them in its three children (TurnResult.usage, subagentUsage)
+    expect(model.usage).toMatchObject({ totalTokens: 600, subagentTokens: 360, subagents: 3 })
+    const result = planner.find((e) => e.type === 'tool/result')!
+    expect(summarize(result as WireEvent, model)).toBe(
+      'research #r1 returns “notes on weather in May” (subagent research-weather: completed, 1 step, 120 tokens)',
+    )
+  })
+
+  it('reads a child log: its parent session and call, from its prompt', async () => {
+    const { children } = await subagentsExample()
+    const model = new SessionModel()
+    model.append(children[0] as readonly WireEvent[])
+    expect(model.parent).toMatchObject({ sessionId: 'planner', tool: expect.any(String) })
+    expect(['r1', 'r2', 's1']).toContain(model.parent!.callId)
   })
 
   it('skips events it already has and stops at a gap, so a resumed connection cannot duplicate or reorder', async () => {

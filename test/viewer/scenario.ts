@@ -3,7 +3,7 @@
 // steer claimed at the next step, a stream cut by a cancel; then a plain turn.
 // Gates hold the agent at chosen points so the page can be looked at there.
 import { z } from 'zod'
-import { createAgent, defineTool, type Agent, type StreamChunk } from '../../src/index.js'
+import { agentTool, createAgent, defineTool, type Agent, type StreamChunk } from '../../src/index.js'
 import { errorResponse, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 
 /** A promise with its resolver, so a test can hold the agent and let it go. */
@@ -112,4 +112,64 @@ export async function largeSession(size: number) {
   const events = agent.session.events
   await agent.dispose()
   return events
+}
+
+/** A turn whose first request fails and is retried after a backoff, then asks to deploy: the call waits for a person. */
+export function approvalScenario(): { agent: Agent } {
+  const deploy = defineTool({
+    name: 'deploy',
+    description: 'Deploy the service',
+    input: z.object({ env: z.string() }),
+    execute: ({ env }) => `deployed to ${env}`,
+  })
+  const model = scriptedModel([
+    errorResponse({ message: 'rate limited', code: 'RATE_LIMIT' }),
+    toolCallResponse([{ id: 'd1', name: 'deploy', arguments: '{"env":"production"}' }], 'Deploying now.'),
+    textResponse('Deployed to production.'),
+  ])
+  const agent = createAgent({ model, tools: [deploy], approvals: true, logger: { error: () => {} } })
+  agent.on('agent/request-error', () => ({ kind: 'retry', delayMs: 300 }))
+  agent.on('tools/pre-execute', () => ({ kind: 'ask', reason: 'Deploy to production?' }))
+  return { agent }
+}
+
+/** A planner whose one call delegates to a researcher (agentTool); the child's tool holds until released. */
+export function delegationScenario(): { agent: Agent; childWorking: Gate; releaseChild: Gate } {
+  const childWorking = gate()
+  const releaseChild = gate()
+  const usage = { inputTokens: 100, outputTokens: 20 }
+  const search = defineTool({
+    name: 'search',
+    description: 'Search the notes',
+    input: z.object({ q: z.string() }),
+    execute: async ({ q }) => {
+      childWorking.open()
+      await releaseChild.promise
+      return `three notes about ${q}`
+    },
+  })
+  const research = agentTool({
+    name: 'research',
+    description: 'Research one question',
+    input: z.object({ task: z.string() }),
+    agent: ({ task }) => ({
+      id: `research-${task.split(' ')[0]}`,
+      model: scriptedModel([
+        toolCallResponse([{ id: 'q1', name: 'search', arguments: JSON.stringify({ q: task }) }], undefined, { usage }),
+        textResponse(`notes on ${task}`, { usage }),
+      ]),
+      tools: [search],
+      logger: { error: () => {} },
+    }),
+  })
+  const agent = createAgent({
+    id: 'planner',
+    model: scriptedModel([
+      toolCallResponse([{ id: 'r1', name: 'research', arguments: '{"task":"trains to Lisbon"}' }], 'Asking a researcher.', { usage }),
+      textResponse('Take the night train.', { usage }),
+    ]),
+    tools: [research],
+    logger: { error: () => {} },
+  })
+  return { agent, childWorking, releaseChild }
 }

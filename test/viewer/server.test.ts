@@ -1,12 +1,14 @@
 // The viewer's server: what it serves, what it refuses, and what its live channel carries.
 import { afterEach, describe, expect, it } from 'vitest'
 import { renderMachineDiagrams } from '../../src/cli/diagram.js'
-import { createAgent, type Agent } from '../../src/index.js'
+import { z } from 'zod'
+import { agentTool, createAgent, type Agent, type SessionEvent } from '../../src/index.js'
 import { agentMachine } from '../../src/machines/index.js'
-import { scriptedModel, textResponse } from '../../src/testing/index.js'
+import { scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { chartOf, leafPaths } from '../../src/viewer/chart.js'
 import { serveViewer, type ViewerHandle } from '../../src/viewer/index.js'
 import type { ChartNode, Configuration, ServerMessage } from '../../src/viewer/page/protocol.js'
+import { subagentsExample } from '../../examples/subagents.js'
 import { scenario } from './scenario.js'
 import { get, openLive } from './sse.js'
 
@@ -30,6 +32,19 @@ function textAgent(...texts: string[]) {
 }
 
 const nodes = (node: ChartNode): ChartNode[] => [node, ...node.children.flatMap(nodes)]
+
+/** The children's logs by session id, matched the way the logs name each other: the parent's result names the child's session, the child's prompt the parent's call. */
+function bySession(parent: readonly SessionEvent[], children: readonly (readonly SessionEvent[])[]): Map<string, readonly SessionEvent[]> {
+  const out = new Map<string, readonly SessionEvent[]>()
+  for (const event of parent) {
+    if (event.type !== 'tool/result') continue
+    const sessionId = (event.data.meta as { subagent?: { sessionId: string } } | undefined)?.subagent?.sessionId
+    const callId = event.data.message.source.callId
+    const log = children.find((c) => c.some((e) => e.type === 'user/message' && (e.data.source as { parentCallId?: string }).parentCallId === callId))
+    if (sessionId && log) out.set(sessionId, log)
+  }
+  return out
+}
 
 describe('viewer server', () => {
   it('binds loopback, prints a tokened URL, and serves only its own files with a strict policy', async () => {
@@ -247,6 +262,97 @@ describe('viewer server', () => {
     agent.followup('still works')
     await agent.whenIdle()
     expect(agent.session.events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'completed' } } })
+  })
+
+  it('sends each machine with an ELK drawing: every state boxed inside its parent, every edge routed and labelled', async () => {
+    const { live } = await viewerOf([], { title: 'drawing' })
+    const channel = await openLive(live())
+    const { charts } = await channel.until('hello')
+    const layout = charts[0].layout!
+    const chart = charts[0]
+    const inside = (a: { x: number; y: number; width: number; height: number }, b: typeof a) =>
+      a.x >= b.x && a.y >= b.y && a.x + a.width <= b.x + b.width && a.y + a.height <= b.y + b.height
+    const overlap = (a: { x: number; y: number; width: number; height: number }, b: typeof a) =>
+      a.x < b.x + b.width && a.x + a.width > b.x && a.y < b.y + b.height && a.y + a.height > b.y
+    const all = nodes(chart.root)
+    expect(Object.keys(layout.boxes).sort()).toEqual(all.map((n) => n.path).sort())
+    for (const node of all) for (const child of node.children) expect(inside(layout.boxes[child.path], layout.boxes[node.path]), child.path).toBe(true)
+    // siblings never overlap: the hierarchy is laid out, not stacked
+    for (const node of all)
+      for (const [i, a] of node.children.entries())
+        for (const b of node.children.slice(i + 1)) expect(overlap(layout.boxes[a.path], layout.boxes[b.path]), `${a.path} / ${b.path}`).toBe(false)
+    // one edge per source and target that a transition joins; each routed in straight segments, its label clear of the atomic states
+    const pairs = new Set(all.flatMap((n) => n.transitions.flatMap((t) => t.targets.map((to) => `${n.path}>${to}`))))
+    expect(new Set(layout.edges.map((e) => `${e.from}>${e.to}`))).toEqual(pairs)
+    const atomic = all.filter((n) => n.children.length === 0)
+    for (const edge of layout.edges) {
+      expect(edge.points.length).toBeGreaterThanOrEqual(2)
+      for (let i = 1; i < edge.points.length; i++) {
+        const [[x1, y1], [x2, y2]] = [edge.points[i - 1], edge.points[i]]
+        expect(Math.abs(x1 - x2) < 0.01 || Math.abs(y1 - y2) < 0.01, `${edge.from} → ${edge.to} is orthogonal`).toBe(true)
+      }
+      for (const state of atomic) expect(overlap(edge.label, layout.boxes[state.path]), `${edge.from} → ${edge.to} over ${state.path}`).toBe(false)
+      expect(edge.label.lines.every((line) => line.length <= 30)).toBe(true)
+      expect(edge.title.split('\n').length).toBeGreaterThanOrEqual(1)
+    }
+    channel.close()
+  })
+
+  it('links a stored parent to its subagents: each child served as a session of its own', async () => {
+    const { planner, children } = await subagentsExample()
+    const logs = bySession(planner, children)
+    expect(logs.size).toBe(3)
+    const { live } = await viewerOf({ events: planner, id: 'planner' }, { sessions: (id) => logs.get(id) })
+    const parent = await openLive(live())
+    const links = await parent.until('links')
+    expect(links.links).toEqual([
+      { callId: 'r1', sessionId: 'research-weather', tool: 'research' },
+      { callId: 'r2', sessionId: 'research-trains', tool: 'research' },
+      { callId: 's1', sessionId: 'summary', tool: 'summarise' },
+    ])
+    const child = await openLive(live('&session=research-trains'))
+    const hello = await child.until('hello')
+    expect(hello).toMatchObject({ sessionId: 'research-trains', mode: 'stored', title: 'research-trains' })
+    expect(hello.charts[0].layout).toBeDefined()
+    await child.until('end')
+    expect(child.messages.flatMap((m) => (m.kind === 'events' ? m.events : []))).toEqual(JSON.parse(JSON.stringify(logs.get('research-trains'))))
+    expect((await get(live('&session=nobody'))).status).toBe(404)
+    parent.close()
+    // without a lookup the stored children are named in the log but not served
+    const { live: bare } = await viewerOf({ events: planner, id: 'planner' })
+    const alone = await openLive(bare())
+    await alone.until('end')
+    expect(alone.messages.some((m) => m.kind === 'links')).toBe(false)
+    alone.close()
+    child.close()
+  })
+
+  it("follows a live agent's subagents from the moment they start, and serves their logs after they end", async () => {
+    const planner = createAgent({
+      id: 'planner',
+      model: scriptedModel([toolCallResponse([{ id: 'c1', name: 'ask', arguments: '{"task":"a question"}' }]), textResponse('done')]),
+      tools: [
+        agentTool({
+          name: 'ask',
+          description: 'Ask a child',
+          input: z.object({ task: z.string() }),
+          agent: () => ({ id: 'kid', model: scriptedModel([textResponse('an answer')]) }),
+        }),
+      ],
+      logger: { error: () => {} },
+    })
+    open.push(planner)
+    const { live } = await viewerOf(planner)
+    const parent = await openLive(live())
+    await planner.run('go')
+    expect((await parent.until('links')).links).toEqual([{ callId: 'c1', sessionId: 'kid', tool: 'ask' }])
+    // the child was disposed with its call; its whole log, seen live, is still there
+    const child = await openLive(live('&session=kid'))
+    expect(await child.until('hello')).toMatchObject({ sessionId: 'kid', mode: 'live' })
+    const texts = await child.until('events', (m) => m.events.some((e) => e.type === 'turn/end'))
+    expect(texts.events.find((e) => e.type === 'assistant/message')).toBeDefined()
+    child.close()
+    parent.close()
   })
 
   it('refuses bad options with a typed error', async () => {

@@ -17,30 +17,69 @@ import { SUITE_FORMAT, type Suite } from './format.js'
 export const NOT_PORTABLE =
   'taken only where no scenario file can set the environment (nobody listens or watches, a listener comes or goes, a request the machine refuses); walked and checked by the model tests'
 
-/** Pick scenarios: first a greedy transition cover, then an even spread of the rest up to `size`. */
+/**
+ * Pick scenarios: first a greedy transition cover (the scenario that covers most new keys, the earliest on a tie), then an
+ * even spread of the rest up to `size`. The greedy pass is lazy: a scenario's gain only shrinks as keys are covered, so a
+ * stale gain is an upper bound and only the scenarios that reach the top of the queue are counted again.
+ */
 export function selectScenarios<S extends { covers: readonly string[] }>(scenarios: readonly S[], size: number): S[] {
-  const chosen = new Set<number>()
+  const keys = scenarios.map((s) => [...new Set(s.covers)])
   const covered = new Set<string>()
-  for (;;) {
-    let best = -1
-    let gain = 0
-    scenarios.forEach((s, i) => {
-      if (chosen.has(i)) return
-      const g = s.covers.filter((t) => !covered.has(t)).length
-      if (g > gain) {
-        gain = g
-        best = i
-      }
-    })
-    if (best < 0) break
-    chosen.add(best)
-    scenarios[best].covers.forEach((t) => covered.add(t))
+  const gainOf = (i: number) => keys[i].reduce((n, t) => (covered.has(t) ? n : n + 1), 0)
+  // entries are [gain, index, picks made when the gain was counted]; the best is the largest gain, then the smallest index
+  const queue = new MaxQueue<[number, number, number]>((a, b) => a[0] - b[0] || b[1] - a[1])
+  keys.forEach((k, i) => k.length > 0 && queue.push([k.length, i, 0]))
+  const chosen = new Set<number>()
+  for (let top = queue.pop(); top && top[0] > 0; top = queue.pop()) {
+    const [, i, countedAt] = top
+    if (countedAt === chosen.size) {
+      chosen.add(i)
+      keys[i].forEach((t) => covered.add(t))
+    } else {
+      queue.push([gainOf(i), i, chosen.size])
+    }
   }
   const rest = scenarios.map((_, i) => i).filter((i) => !chosen.has(i))
   const want = Math.max(0, size - chosen.size)
   const stride = rest.length / Math.max(1, want)
   for (let k = 0; k < want && k * stride < rest.length; k++) chosen.add(rest[Math.floor(k * stride)])
   return [...chosen].sort((a, b) => a - b).map((i) => scenarios[i])
+}
+
+/** A binary heap that pops the largest item by `compare`. */
+class MaxQueue<T> {
+  readonly #items: T[] = []
+  constructor(readonly compare: (a: T, b: T) => number) {}
+
+  push(item: T): void {
+    const items = this.#items
+    items.push(item)
+    for (let i = items.length - 1; i > 0;) {
+      const parent = (i - 1) >> 1
+      if (this.compare(items[i], items[parent]) <= 0) break
+      ;[items[i], items[parent]] = [items[parent], items[i]]
+      i = parent
+    }
+  }
+
+  pop(): T | undefined {
+    const items = this.#items
+    const top = items[0]
+    const last = items.pop()
+    if (items.length > 0 && last !== undefined) {
+      items[0] = last
+      for (let i = 0; ;) {
+        const [l, r] = [2 * i + 1, 2 * i + 2]
+        let best = i
+        if (l < items.length && this.compare(items[l], items[best]) > 0) best = l
+        if (r < items.length && this.compare(items[r], items[best]) > 0) best = r
+        if (best === i) break
+        ;[items[i], items[best]] = [items[best], items[i]]
+        i = best
+      }
+    }
+    return top
+  }
 }
 
 /** Walk the agent machine (the whole walk, every profile). */

@@ -114,7 +114,7 @@ export class LogView {
   }
 
   #summary(seq: number): string {
-    return (this.#summaries[seq] ??= summarize(this.#model.events[seq]))
+    return (this.#summaries[seq] ??= summarize(this.#model.events[seq], this.#model))
   }
 
   #passes(seq: number): boolean {

@@ -74,6 +74,8 @@ export interface Arrival extends Span {
   readonly kind: 'arrival'
   readonly messageId: string
   readonly target: 'next-turn' | 'next-step'
+  /** Whether the send woke the agent, as the log recorded it (steer true, inject false); null when the log does not say. */
+  readonly wakeup: boolean | null
   /** The message's source kind (`user`, `plugin`, `tool`). */
   readonly source: string
   readonly text: string
@@ -84,6 +86,45 @@ export interface Arrival extends Span {
   discardedAt: number | null
 }
 
+/** Why the agent is waiting, in the words a person uses: a person's answer, a retry's backoff, a maintenance job… */
+export type WaitKind = 'approval' | 'backoff' | 'maintenance' | 'recovering'
+
+/** A stretch of the session spent waiting: from the log (approvals, backoffs) or, live, from the machine's state. */
+export interface WaitSpan extends Span {
+  readonly kind: 'wait'
+  readonly wait: WaitKind
+  /** What it reads as on the timeline: `waiting for approval of deploy`, `backing off 2 s before retry 2`. */
+  readonly label: string
+  /** The question asked, the failure retried… */
+  readonly detail: string
+  /** How it ended: `approved`, `denied: …`, `cancelled`, `retried`; null while waiting. */
+  outcome: string | null
+  /** The call it holds (approvals). */
+  readonly callId: string | null
+}
+
+/** A child agent an agentTool call started: its session, and what the parent's result says of it. */
+export interface SubagentLink {
+  readonly callId: string
+  readonly sessionId: string
+  /** The tool that delegated, from its call. */
+  readonly tool: string
+  /** From the call's result `meta.subagent` once the call ended. */
+  end: string | null
+  steps: number | null
+  tokens: number | null
+}
+
+/** Token totals, counted as `agent.usage` and `TurnResult.usage` count them, the children's share apart. */
+export interface UsageSummary {
+  inputTokens: number
+  outputTokens: number
+  totalTokens: number
+  /** Tokens the subagents spent (from their calls' results), included in the totals above. */
+  subagentTokens: number
+  subagents: number
+}
+
 export interface Marker {
   readonly uid: number
   readonly kind: 'marker'
@@ -92,7 +133,7 @@ export interface Marker {
   readonly label: string
 }
 
-export type Item = TurnSpan | StepSpan | AttemptSpan | ToolSpan | Arrival | Marker
+export type Item = TurnSpan | StepSpan | AttemptSpan | ToolSpan | Arrival | WaitSpan | Marker
 
 /** How an inbox item came in: next-turn is a followup; next-step is a steer (woke the agent) or an inject (did not), when the live agent said so. */
 export type Via = 'followup' | 'steer' | 'inject' | 'context' | 'next-step'
@@ -116,6 +157,13 @@ export function textOf(content: unknown): string {
     .join(' ')
 }
 
+/** A delay as people say it: `300 ms`, `2 s`, `1.5 s`, `2 min`. */
+export function duration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`
+  if (ms < 60_000) return `${Number((ms / 1000).toFixed(1))} s`
+  return `${Number((ms / 60_000).toFixed(1))} min`
+}
+
 /** A cancel cause as people say it: `user`, `hook: too slow`, `disposed`. */
 export function causeLabel(cause: unknown): string {
   if (!isObject(cause)) return 'unknown'
@@ -134,6 +182,12 @@ export class SessionModel {
   readonly groups: ToolGroup[] = []
   readonly arrivals: Arrival[] = []
   readonly markers: Marker[] = []
+  readonly waits: WaitSpan[] = []
+  /** Children started by this session's calls, in call order (from the log, or as the live server names them). */
+  readonly subagents: SubagentLink[] = []
+  /** The parent session and call, when this session is a subagent's (from its first prompt's source). */
+  parent: { sessionId: string; callId: string; tool: string } | null = null
+  readonly usage: UsageSummary = { inputTokens: 0, outputTokens: 0, totalTokens: 0, subagentTokens: 0, subagents: 0 }
   /** Count of events per type, in first-seen order. */
   readonly typeCounts = new Map<string, number>()
   /** The most specific item each event belongs to (seq → uid), for linking the log to the timeline. */
@@ -155,6 +209,11 @@ export class SessionModel {
   #group: ToolGroup | null = null
   readonly #pending = { 'next-turn': [] as Arrival[], 'next-step': [] as Arrival[] }
   readonly #byMessage = new Map<string, Arrival>()
+  readonly #openWaits = new Map<string, WaitSpan>()
+  #liveWait: WaitSpan | null = null
+  readonly #toolNames = new Map<string, string>()
+  #pendingUsage: Record<string, unknown> | null = null
+  #usageFinished = false
 
   /** Add events; ones already seen (a resumed connection) are skipped, and a gap stops the batch. */
   append(events: readonly WireEvent[], configs?: readonly number[]): void {
@@ -181,10 +240,62 @@ export class SessionModel {
   /** How an arrival came in. */
   viaOf(arrival: Arrival): Via {
     if (arrival.target === 'next-turn') return 'followup'
-    const woke = this.wakeups.get(arrival.messageId)
+    const woke = arrival.wakeup ?? this.wakeups.get(arrival.messageId)
     if (woke === true) return 'steer'
     if (woke === false) return 'inject'
     return arrival.source === 'tool' || arrival.source === 'plugin' ? 'context' : 'next-step'
+  }
+
+  /** The tool a call id names, once its tool/call was seen. */
+  toolName(callId: string): string | undefined {
+    return this.#toolNames.get(callId)
+  }
+
+  /** The subagent a call started, if any. */
+  subagentOf(callId: string): SubagentLink | undefined {
+    return this.subagents.find((s) => s.callId === callId)
+  }
+
+  /** A child the live server says a call started (before the call's result names it). */
+  link(callId: string, sessionId: string, tool?: string): SubagentLink {
+    let link = this.subagentOf(callId)
+    if (!link) {
+      link = { callId, sessionId, tool: tool ?? this.#toolNames.get(callId) ?? '?', end: null, steps: null, tokens: null }
+      this.subagents.push(link)
+      this.version++
+    }
+    return link
+  }
+
+  /**
+   * What the live machine is waiting on that the log does not record (a maintenance job, the request-error
+   * listener deciding on a retry), from its active leaves (as of event `seq`, or now); a wait the log records is left to the log.
+   */
+  liveState(leaves: readonly string[], seq?: number): void {
+    const key = (leaf: string) => leaf.split('.').at(-1)
+    const kind: WaitKind | null = leaves.some((l) => l === 'maintenance') ? 'maintenance' : leaves.some((l) => key(l) === 'recovering') ? 'recovering' : null
+    const open = this.#liveWait
+    if (open && open.wait === kind) return
+    // from an event's configuration the change is placed between that event and the one before; from the current state, at the end
+    const at = seq ?? this.last
+    if (open) {
+      open.end = Math.max(open.start, at)
+      open.outcome = 'done'
+      this.#liveWait = null
+    }
+    if (kind) {
+      const label = kind === 'maintenance' ? 'running a maintenance job' : 'deciding whether to retry (request-error listener)'
+      const detail =
+        kind === 'maintenance' ? 'agent.runMaintenance: no turn starts until the job settles' : 'the agent/request-error listener has not answered yet'
+      this.#liveWait = this.#wait(Math.max(0, seq === undefined ? this.last : seq - 1), kind, label, detail, null)
+    }
+    this.version++
+  }
+
+  /** The wait still open at the end of the session, newest first: what the agent is waiting on now. */
+  get waiting(): WaitSpan | null {
+    for (let i = this.waits.length - 1; i >= 0; i--) if (this.waits[i].end === null) return this.waits[i]
+    return null
   }
 
   /** The last seq the log has (-1 when empty). */
@@ -208,6 +319,21 @@ export class SessionModel {
     while (at > 0 && this.markers[at - 1].seq > seq) at--
     this.markers.splice(at, 0, marker)
     return marker
+  }
+
+  #wait(seq: number, wait: WaitKind, label: string, detail: string, callId: string | null): WaitSpan {
+    const span = this.#add<WaitSpan>({ uid: this.#next(), kind: 'wait', wait, label, detail, start: seq, end: null, outcome: null, callId })
+    this.waits.push(span)
+    return span
+  }
+
+  #closeWait(key: string, seq: number, outcome: string): WaitSpan | null {
+    const wait = this.#openWaits.get(key)
+    if (!wait) return null
+    this.#openWaits.delete(key)
+    wait.end = seq
+    wait.outcome = outcome
+    return wait
   }
 
   /** The innermost open item, owner of events that belong to no item of their own. */
@@ -247,9 +373,29 @@ export class SessionModel {
     this.#attempt = null
   }
 
+  /** Tokens as the library counts them: each attempt's last usage chunk (failed attempts too), else its message's usage. */
+  #countUsage(event: WireEvent, data: Record<string, unknown>): void {
+    if (event.type === 'assistant/chunk') {
+      if (this.#usageFinished) this.#flushUsage()
+      const chunk = isObject(data.chunk) ? data.chunk : {}
+      if (chunk.type === 'usage' && isObject(chunk.usage)) this.#pendingUsage = chunk.usage
+      else if (chunk.type === 'finish') this.#usageFinished = true
+      return
+    }
+    if (event.type === 'assistant/message' && this.#pendingUsage === null && isObject(data.usage)) this.#count(data.usage, false)
+    this.#flushUsage()
+  }
+
+  #flushUsage(): void {
+    if (this.#pendingUsage !== null) this.#count(this.#pendingUsage, false)
+    this.#pendingUsage = null
+    this.#usageFinished = false
+  }
+
   #apply(event: WireEvent): number {
     const { seq } = event
     const data = isObject(event.data) ? event.data : {}
+    this.#countUsage(event, data)
     switch (event.type) {
       case 'turn/start': {
         const turn = this.#add<TurnSpan>({
@@ -271,6 +417,7 @@ export class SessionModel {
         if (this.#step && this.#step.end === null) this.#step.end = seq
         this.#step = null
         this.#turn = null
+        for (const key of [...this.#openWaits.keys()]) this.#closeWait(key, seq, 'the turn ended')
         const reason: TurnReason = isObject(data.reason) ? (data.reason as TurnReason) : { kind: 'unknown' }
         if (reason.kind === 'aborted') this.#marker(seq, 'cancel', `cancelled (${causeLabel(reason.reason)})`)
         if (reason.kind === 'error') this.#marker(seq, 'error', `error ${str(reason.error?.code)}: ${str(reason.error?.message)}`)
@@ -299,6 +446,7 @@ export class SessionModel {
       case 'step/end': {
         const step = this.#step
         this.#closeAttempt(seq, 'cut')
+        for (const key of [...this.#openWaits.keys()]) if (key.startsWith('retry:')) this.#closeWait(key, seq, 'the step ended')
         this.#step = null
         if (!step) return this.#innermost()
         step.end = seq
@@ -334,7 +482,36 @@ export class SessionModel {
         return this.#toolResult(seq, data)
       case 'agent/inbox/spliced':
         return this.#splice(seq, data)
+      case 'tool/approval-request': {
+        const callId = str(data.callId)
+        const name = str(data.name, this.#toolNames.get(callId) ?? '?')
+        const wait = this.#wait(seq, 'approval', `waiting for approval of ${name}`, str(data.reason), callId)
+        this.#openWaits.set(`approval:${callId}`, wait)
+        return wait.uid
+      }
+      case 'tool/approval-answer': {
+        const decision = data.decision === 'approve' ? 'approved' : `denied${typeof data.reason === 'string' ? `: ${data.reason}` : ''}`
+        return (this.#closeWait(`approval:${str(data.callId)}`, seq, decision) ?? { uid: this.#innermost() }).uid
+      }
+      case 'llm/retry': {
+        const retry = num(data.retry) ?? 1
+        const failure = isObject(data.failure) ? data.failure : {}
+        const wait = this.#wait(
+          seq,
+          'backoff',
+          `backing off ${duration(num(data.delayMs) ?? 0)} before retry ${retry}`,
+          `${str(failure.code, 'failure')}: ${str(failure.message)}`,
+          null,
+        )
+        this.#openWaits.set(`retry:${str(data.retryId)}`, wait)
+        return wait.uid
+      }
+      case 'llm/retry-started':
+        return (this.#closeWait(`retry:${str(data.retryId)}`, seq, 'retried') ?? { uid: this.#innermost() }).uid
       case 'user/message': {
+        if (this.parent === null && isObject(data.source) && data.source.kind === 'plugin' && typeof data.source.parentSessionId === 'string') {
+          this.parent = { sessionId: data.source.parentSessionId, callId: str(data.source.parentCallId), tool: str(data.source.tool) }
+        }
         const arrival = this.#byMessage.get(str(data.id))
         if (arrival && arrival.claimedAt !== null && arrival.enteredAt === null) {
           arrival.enteredAt = seq
@@ -375,6 +552,7 @@ export class SessionModel {
     })
     group.calls.push(tool)
     group.open++
+    this.#toolNames.set(tool.callId, tool.name)
     this.#laneUse[lane] = tool
     this.tools.push(tool)
     this.#openTools.set(tool.callId, tool)
@@ -385,6 +563,8 @@ export class SessionModel {
     const message = isObject(data.message) ? data.message : {}
     const source = isObject(message.source) ? message.source : {}
     const callId = str(source.callId)
+    this.#closeWait(`approval:${callId}`, seq, 'closed without an answer')
+    this.#subagentResult(callId, data.meta)
     const tool = this.#openTools.get(callId)
     if (!tool) return this.#innermost()
     this.#openTools.delete(callId)
@@ -400,6 +580,33 @@ export class SessionModel {
     return tool.uid
   }
 
+  /** A call result that names the child it ran (`meta.subagent`): link it, and count the child's tokens. */
+  #subagentResult(callId: string, meta: unknown): void {
+    const record = isObject(meta) && isObject(meta.subagent) ? meta.subagent : null
+    if (!record || typeof record.sessionId !== 'string') return
+    const link = this.link(callId, record.sessionId)
+    link.end = str(record.end, 'unknown')
+    link.steps = num(record.steps)
+    const usage = isObject(record.usage) ? record.usage : null
+    link.tokens = usage ? (num(usage.totalTokens) ?? (num(usage.inputTokens) ?? 0) + (num(usage.outputTokens) ?? 0)) : null
+    this.#count(usage, true)
+  }
+
+  /** Add tokens to the totals; a child's are counted in them and apart. */
+  #count(usage: Record<string, unknown> | null, child: boolean): void {
+    if (!usage) return
+    const input = num(usage.inputTokens) ?? 0
+    const output = num(usage.outputTokens) ?? 0
+    const total = num(usage.totalTokens) ?? input + output
+    this.usage.inputTokens += input
+    this.usage.outputTokens += output
+    this.usage.totalTokens += total
+    if (child) {
+      this.usage.subagentTokens += total
+      this.usage.subagents++
+    }
+  }
+
   #splice(seq: number, data: Record<string, unknown>): number {
     const target = data.target === 'next-turn' ? 'next-turn' : 'next-step'
     const list = this.#pending[target]
@@ -412,6 +619,7 @@ export class SessionModel {
         kind: 'arrival',
         messageId: str(message.id),
         target,
+        wakeup: typeof data.wakeup === 'boolean' ? data.wakeup : null,
         source: isObject(message.source) ? str(message.source.kind, 'user') : 'user',
         text: textOf(message.content),
         start: seq,

@@ -26,10 +26,40 @@ export interface ChartNode {
   readonly transitions: readonly ChartTransition[]
 }
 
-/** A machine definition the page draws: its id and its node tree. */
+/** A machine definition the page draws: its id, its node tree and, as the server sends it, its drawing. */
 export interface ChartMachine {
   readonly id: string
   readonly root: ChartNode
+  /** Where each state and edge goes (computed by the server with ELK); absent from `chartOf`'s result. */
+  readonly layout?: ChartLayout
+}
+
+/** A rectangle of the drawing, in chart coordinates (top left of the chart is 0, 0). */
+export interface LayoutBox {
+  readonly x: number
+  readonly y: number
+  readonly width: number
+  readonly height: number
+}
+
+/** One edge of the drawing: every transition from one state to another, routed around the boxes. */
+export interface ChartLayoutEdge {
+  readonly from: string
+  readonly to: string
+  /** The route: start, bends, end (orthogonal segments). */
+  readonly points: readonly (readonly [number, number])[]
+  /** Where its label goes (placed clear of every state box) and the lines it shows. */
+  readonly label: LayoutBox & { readonly lines: readonly string[] }
+  /** Every transition the edge stands for, one per line, uncut: the hover text. */
+  readonly title: string
+}
+
+/** The drawing of a machine: its size, a box per state path (`''` is the root) and its edges. */
+export interface ChartLayout {
+  readonly width: number
+  readonly height: number
+  readonly boxes: Readonly<Record<string, LayoutBox>>
+  readonly edges: readonly ChartLayoutEdge[]
 }
 
 /** Where one actor is: the leaf paths of its active configuration (ancestors are implied). */
@@ -70,6 +100,14 @@ export interface CancelNote {
   readonly cause: { readonly kind: string; readonly reason?: string }
 }
 
+/** A child session one of this session's calls started (an agentTool subagent) that the viewer can show. */
+export interface SessionLink {
+  readonly callId: string
+  readonly sessionId: string
+  /** The delegating tool's name. */
+  readonly tool: string
+}
+
 /** A session event as it travels: the logged envelope, untouched. */
 export interface WireEvent {
   readonly seq: number
@@ -107,5 +145,7 @@ export type ServerMessage =
       readonly transitions: readonly TransitionMark[]
     }
   | { readonly kind: 'notes'; readonly arrivals: readonly ArrivalNote[]; readonly cancels: readonly CancelNote[] }
+  /** Child sessions this one's calls started, each served at `/api/live?session=<sessionId>`. */
+  | { readonly kind: 'links'; readonly links: readonly SessionLink[] }
   /** Nothing more will come: the session is stored, or the viewer is closing. */
   | { readonly kind: 'end'; readonly reason: string }

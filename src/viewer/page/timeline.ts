@@ -26,7 +26,7 @@ const METRICS: Record<Scale, Metric> = {
 /** Auto zoom stretches a short session to the window, up to this much. */
 const MAX_AUTO_ZOOM = 12
 
-const ROW = { label: 16, inbox: 22, steps: 50, attempts: 76, tools: 104 }
+const ROW = { label: 16, inbox: 22, steps: 50, attempts: 76, waits: 104, tools: 132 }
 const LANE = 22
 const BOX = 18
 /** Width the left column of row names covers. */
@@ -38,6 +38,9 @@ export class TimelineView {
   readonly #canvas: HTMLElement
   readonly #svg: SVGSVGElement
   readonly #onSelect: (seq: number) => void
+  readonly #onOpen: (sessionId: string) => void
+  /** The logs of the subagents this session's calls started, by session id, drawn under their calls. */
+  readonly children = new Map<string, SessionModel>()
   #model: SessionModel
   /** x of the left edge of each event's slot, at the current zoom. */
   #x: number[] = []
@@ -46,18 +49,21 @@ export class TimelineView {
   /** Zoom follows the session's length (a short one fills the window) until the user zooms. */
   #auto = true
   #follow = true
+  #clock: number | null = null
   #selected: number | null = null
   #selectedUid = 0
   readonly #schedule = frameScheduler(() => this.#render())
   readonly #followBox: HTMLInputElement
   readonly #hover: HTMLElement
+  readonly #now: HTMLElement
   /** False while the scroll position is being set by the view itself, so following is not switched off. */
   #userScroll = true
 
-  constructor(root: HTMLElement, model: SessionModel, onSelect: (seq: number) => void) {
+  constructor(root: HTMLElement, model: SessionModel, onSelect: (seq: number) => void, onOpen: (sessionId: string) => void = () => {}) {
     this.root = root
     this.#model = model
     this.#onSelect = onSelect
+    this.#onOpen = onOpen
     const button = (label: string, title: string, action: () => void) => {
       const b = el('button', { type: 'button', title }, label)
       b.addEventListener('click', action)
@@ -86,6 +92,7 @@ export class TimelineView {
       el('span', { class: 'key failed' }, 'failed'),
     )
     this.#hover = el('span', { class: 'hover', 'aria-live': 'polite' })
+    this.#now = el('span', { class: 'now', 'aria-live': 'polite' })
     const bar = el(
       'div',
       { class: 'toolbar' },
@@ -95,6 +102,7 @@ export class TimelineView {
       button('+', 'zoom in (or ctrl + wheel)', () => this.zoomBy(1.6)),
       button('fit', 'fit the whole session', () => this.fit()),
       el('label', { title: 'keep the newest events in view' }, follow, ' follow'),
+      this.#now,
       legend,
     )
     this.#svg = svg('svg', { class: 'timeline-svg', role: 'img', 'aria-label': 'session timeline' })
@@ -122,6 +130,8 @@ export class TimelineView {
       { passive: false },
     )
     this.#svg.addEventListener('click', (event) => {
+      const child = (event.target as Element).closest('[data-open]')
+      if (child) return this.#onOpen(child.getAttribute('data-open') ?? '')
       const target = (event.target as Element).closest('[data-seq]')
       if (target) this.#onSelect(Number(target.getAttribute('data-seq')))
     })
@@ -233,10 +243,32 @@ export class TimelineView {
     return seq < this.#x.length ? this.#x[seq] : this.#end()
   }
 
-  /** Right end of the newest event's slot. */
+  /** Right end of the newest event's slot, and, while a live session has something open, of the time since it. */
   #end(): number {
+    return this.#lastSlot() + this.#tail()
+  }
+
+  #lastSlot(): number {
     const n = this.#x.length
     return n === 0 ? 0 : this.#x[n - 1] + METRICS[this.#scale].unit * this.#zoom
+  }
+
+  /** How far "now" lies past the newest event: drawn only live, while a turn or a wait is open, so what runs has a length. */
+  #tail(): number {
+    const events = this.#model.events
+    if (this.#clock === null || events.length === 0) return 0
+    const open = this.#model.turns.at(-1)?.end === null || this.#model.waiting !== null
+    if (!open) return 0
+    return METRICS[this.#scale].gap(Math.max(0, this.#clock - events[events.length - 1].time)) * this.#zoom
+  }
+
+  /** The clock of a live session (epoch ms), or null for a stored one: open items reach it. */
+  setNow(now: number | null): void {
+    const before = this.#tail()
+    this.#clock = now
+    if (Math.abs(this.#tail() - before) < 0.5) return
+    if (this.#follow) this.#toEnd()
+    this.#schedule()
   }
 
   #seqAt(px: number): number {
@@ -257,13 +289,18 @@ export class TimelineView {
     const last = this.#x.length - 1
     const e = Math.min(end ?? last, last)
     const unit = METRICS[this.#scale].unit * this.#zoom
-    return [GUTTER + this.#pos(start), start > last ? GUTTER + this.#end() : GUTTER + this.#pos(e) + unit]
+    if (end === null || start > last) return [GUTTER + this.#pos(start), GUTTER + this.#end()]
+    return [GUTTER + this.#pos(start), GUTTER + this.#pos(e) + unit]
   }
 
   #render(): void {
     const model = this.#model
     const lanes = Math.max(1, model.lanes)
-    const height = ROW.tools + lanes * LANE + 30
+    // subagents: a row per tool lane that ran one, under the tool rows
+    const nested = model.subagents.filter((link) => this.children.has(link.sessionId))
+    const childTop = ROW.tools + lanes * LANE + 6
+    const childLanes = nested.length > 0 ? lanes : 0
+    const height = childTop + childLanes * (LANE + 6) + 30
     const width = this.#width()
     this.#canvas.style.width = `${width}px`
     this.#canvas.style.height = `${height}px`
@@ -276,6 +313,9 @@ export class TimelineView {
     this.#svg.style.left = `${left}px`
     this.root.dataset.turns = String(model.turns.length)
     this.root.dataset.lanes = String(model.lanes)
+    const waiting = model.waiting
+    this.#now.textContent = waiting ? `${waiting.label}${waiting.detail ? `: ${waiting.detail}` : ''}` : ''
+    this.#now.dataset.wait = waiting?.wait ?? ''
 
     const layer = svg('g', {})
     const inView = (a: number, b: number) => b >= left && a <= right
@@ -351,6 +391,28 @@ export class TimelineView {
       layer.append(g)
     }
 
+    for (const wait of model.waits) {
+      const [a, b] = this.#span(wait.start, wait.end)
+      const open = wait.end === null
+      if (!inView(a, open ? right : b)) continue
+      const g = svg('g', {
+        class: `wait wait-${wait.wait}${open ? ' open' : ''}${selected(wait)}`,
+        'data-kind': 'wait',
+        'data-wait': wait.wait,
+        'data-uid': wait.uid,
+        'data-seq': wait.start,
+        'data-state': open ? 'waiting' : 'done',
+      })
+      g.append(svg('rect', { x: a + 1, y: ROW.waits, width: Math.max(4, b - a - 2), height: BOX, rx: 3 }))
+      // an open wait is what the agent is doing now: its name is always shown, reading leftwards at the right edge
+      const text = open ? `${wait.label}…` : wait.label
+      if (open || b - a >= text.length * 6 + 6) {
+        const leftwards = open && a + text.length * 6.5 > right - 8
+        g.append(svg('text', { x: leftwards ? b - 4 : a + 4, y: ROW.waits + 13, class: 'label', 'text-anchor': leftwards ? 'end' : 'start' }, text))
+      }
+      layer.append(g)
+    }
+
     for (const group of model.groups) {
       if (group.calls.length < 2) continue
       const [a, b] = this.#span(group.start, group.end)
@@ -392,6 +454,60 @@ export class TimelineView {
       g.append(svg('rect', { x: a + 1, y, width: Math.max(2, b - a - 2), height: BOX, rx: 3 }))
       const text = label(a, y + 13, b - a, tool.name)
       if (text) g.append(text)
+      layer.append(g)
+    }
+
+    for (const link of nested) {
+      const tool = model.tools.find((t) => t.callId === link.callId)
+      const child = this.children.get(link.sessionId)
+      if (!tool || !child) continue
+      const [a, b] = this.#span(tool.start, tool.end)
+      if (!inView(a, b)) continue
+      const y = childTop + tool.lane * (LANE + 6)
+      const n = Math.max(1, child.events.length)
+      // the child's own events spread over the call that ran it
+      const at = (seq: number) => a + 1 + ((b - a - 2) * seq) / n
+      const turn = child.turns.at(-1)
+      const state = turn ? (turn.reason?.kind ?? 'running') : 'starting'
+      const g = svg('g', {
+        class: `subagent state-${state}`,
+        'data-kind': 'subagent',
+        'data-call': link.callId,
+        'data-session': link.sessionId,
+        'data-open': link.sessionId,
+        'data-turns': child.turns.length,
+        'data-steps': child.steps.length,
+        'data-state': state,
+      })
+      g.append(
+        svg(
+          'title',
+          {},
+          `subagent ${link.sessionId} of ${link.tool} #${link.callId}: ${state}, ${child.steps.length} steps — click to open its statechart and log`,
+        ),
+      )
+      g.append(svg('rect', { class: 'frame', x: a + 1, y, width: Math.max(4, b - a - 2), height: LANE, rx: 3 }))
+      for (const t of child.turns) {
+        g.append(
+          svg('rect', {
+            class: `child-turn reason-${t.reason?.kind ?? 'open'}`,
+            x: at(t.start),
+            y: y + 2,
+            width: Math.max(2, at((t.end ?? n - 1) + 1) - at(t.start)),
+            height: 5,
+          }),
+        )
+      }
+      for (const step of child.steps) {
+        g.append(svg('rect', { class: 'child-step', x: at(step.start), y: y + 9, width: Math.max(2, at((step.end ?? n - 1) + 1) - at(step.start)), height: 5 }))
+      }
+      for (const call of child.tools) {
+        g.append(
+          svg('rect', { class: 'child-tool', x: at(call.start), y: y + 16, width: Math.max(2, at((call.end ?? n - 1) + 1) - at(call.start)), height: 4 }),
+        )
+      }
+      const text = `↳ ${link.sessionId}: ${state}`
+      if (b - a > text.length * 6 + 8) g.append(svg('text', { x: a + 5, y: y + 14, class: 'label' }, text))
       layer.append(g)
     }
 
@@ -467,7 +583,9 @@ export class TimelineView {
     name(ROW.inbox + 10, 'inbox')
     name(ROW.steps + 13, 'steps')
     name(ROW.attempts + 13, 'attempts')
+    name(ROW.waits + 13, 'waiting')
     for (let lane = 0; lane < lanes; lane++) name(ROW.tools + lane * LANE + 13, `tools ${lane + 1}`)
+    for (let lane = 0; lane < childLanes; lane++) name(childTop + lane * (LANE + 6) + 14, `↳ sub ${lane + 1}`)
     layer.append(names)
 
     this.#svg.replaceChildren(layer)
@@ -504,6 +622,10 @@ export function hoverText(item: Item, model: SessionModel): string {
             ? `claimed at #${item.claimedAt}${item.claimedBy !== null ? ` by turn ${item.claimedBy}` : ''}${item.enteredAt !== null ? `, entered at #${item.enteredAt}` : ''}`
             : 'pending'
       return `${model.viaOf(item)} at #${item.start}: ${item.text} (${fate})`
+    }
+    case 'wait': {
+      const how = item.outcome === null ? 'still waiting' : item.outcome
+      return `${item.label}${item.detail ? ` (${item.detail})` : ''}: ${how} (${range(item.start, item.end)})`
     }
     case 'marker':
       return `#${item.seq}: ${item.label}`

@@ -342,7 +342,12 @@ export class IndependentAgent {
     // CX-12 / MT-5: once the activity is cancelled, a waking send waits for the next turn
     const to: Target = wakeup && this.#cause !== null && !this.mutated('waking-send-keeps-target') ? 'next-turn' : target
     const list = to === 'next-turn' ? this.#nextTurn : this.#nextStep
-    this.#append('agent/inbox/spliced', { target: to, start: this.mutated('send-start-zero') ? 0 : list.length, inserted: [message] })
+    this.#append('agent/inbox/spliced', {
+      target: to,
+      start: this.mutated('send-start-zero') ? 0 : list.length,
+      inserted: [message],
+      ...(to === 'next-step' ? { wakeup } : {}),
+    })
     list.push(clone(message))
     this.#notify('agent/inbox/inserted', { message })
     if (!wakeup || this.#disposing) return

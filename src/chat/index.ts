@@ -1,0 +1,10 @@
+// agentchart/chat: the chat endpoint for the AI SDK's `useChat` (UI message stream protocol).
+export { createChatHandler } from './handler.js'
+export type { ChatHandler, ChatHandlerOptions } from './handler.js'
+export type { ChatBackend, ChatSessionClient } from './backend.js'
+export { toNodeListener } from './node.js'
+export { chatMessages } from './history.js'
+export { ChatError } from './errors.js'
+export type { ChatErrorCode } from './errors.js'
+export { UI_MESSAGE_STREAM_HEADERS } from './protocol.js'
+export type { UIMessageChunk, UIMessage, UIMessagePart, UIFinishReason, TurnData } from './protocol.js'
