@@ -75,29 +75,45 @@ export async function serveSessions(options: ServeSessionsOptions): Promise<Sess
   const report = options.onError ?? ((error: unknown, sessionId?: string) => console.error(`[agentchart] worker ${name}, session ${sessionId ?? '-'}:`, error))
   const served = new Map<string, Served>()
   let closing = false
+  /** Slots taken: sessions being opened or driven. */
+  let busy = 0
   /** Waiters for a free slot. */
   let slotWaiters: (() => void)[] = []
-  const freeSlot = () => (served.size < concurrency && !closing ? Promise.resolve() : new Promise<void>((resolve) => slotWaiters.push(resolve)))
+  /** Takes a slot once one is free; false when the worker closes first. */
+  async function reserve(): Promise<boolean> {
+    while (busy >= concurrency && !closing) await new Promise<void>((resolve) => slotWaiters.push(resolve))
+    if (closing) return false
+    busy++
+    return true
+  }
   const slotFreed = () => {
     const waiters = slotWaiters
     slotWaiters = []
     for (const waiter of waiters) waiter()
   }
+  const releaseSlot = () => {
+    busy--
+    slotFreed()
+  }
 
   /** Opens and drives one session; resolves once it is open (or could not be). */
   async function take(sessionId: string): Promise<void> {
-    await freeSlot()
-    if (closing || served.has(sessionId)) return
+    if (served.has(sessionId) || !(await reserve())) return
+    let driving = false
     try {
       // a stale offer (the work was done meanwhile, or another worker holds the session) opens nothing
-      if ((await backend.orphans(WORKER_PREFIX, 1, sessionId)).length === 0) return
-      await drive(sessionId)
+      if (served.has(sessionId) || (await backend.orphans(WORKER_PREFIX, 1, sessionId)).length === 0) return
+      driving = await drive(sessionId)
     } catch (error) {
       if (!(error instanceof SessionInUseError)) report(error, sessionId)
+    } finally {
+      // a driven session gives its slot back when it is disposed
+      if (!driving) releaseSlot()
     }
   }
 
-  async function drive(sessionId: string): Promise<void> {
+  /** True once the session is open and driven (its slot is then released by its retirement). */
+  async function drive(sessionId: string): Promise<boolean> {
     const agentOptions = await options.agent(sessionId)
     let handle: SessionHandle | undefined
     // the agent's handle, so the mailbox can ride on its commits
@@ -111,6 +127,11 @@ export async function serveSessions(options: ServeSessionsOptions): Promise<Sess
       },
     }) as SessionStore
     const agent = await createAgent({ ...agentOptions, store: capturing, sessionId, lease: { ...agentOptions.lease, holder: name, leaseMs } })
+    if (closing) {
+      // close() began while this session was being opened: give it straight back
+      await agent.dispose({ keepInbox: true })
+      return false
+    }
     try {
       options.onOpen?.(agent)
     } catch (error) {
@@ -155,13 +176,14 @@ export async function serveSessions(options: ServeSessionsOptions): Promise<Sess
         await mailbox.stop()
         await agent.dispose({ keepInbox: true }).catch((error: unknown) => report(error, sessionId))
         served.delete(sessionId)
-        slotFreed()
+        releaseSlot()
         finish()
         // mail that arrived while the session was being given back asks for the next driver
         if (!closing) await handBack(sessionId)
       })().catch((error: unknown) => report(error, sessionId)))
     await mailbox.drain()
     entry.poke()
+    return true
   }
 
   /** Once released: a session with waking mail goes back to the queue. */

@@ -140,7 +140,7 @@ describe.each(Object.keys(kinds))('sessions across processes on %s', (kind) => {
     await start()
     try {
       const id = await client.create()
-      const running = client.run(id, 'long')
+      const running = client.run(id, 'long [hang]')
       await until(client, id, (e) => e.type === 'step/start')
       await client.cancel(id, { kind: 'user' })
       const result = await running
@@ -157,14 +157,14 @@ describe.each(Object.keys(kinds))('sessions across processes on %s', (kind) => {
     await start()
     try {
       const id = await client.create()
-      const first = client.run(id, 'a')
+      const first = client.run(id, 'a [hang]')
       await until(client, id, (e) => e.type === 'step/start')
       const queued = client.run(id, 'b')
       await until(client, id, (e) => e.type === 'agent/inbox/spliced' && e.data.inserted.some((m) => (m.content[0] as { text: string }).text === 'b'))
       await client.cancel(id)
       expect((await first).end.kind).toBe('aborted')
       expect((await queued).end).toMatchObject({ kind: 'discarded' })
-      expect(texts(await load(pair.client, id))).toEqual(['a'])
+      expect(texts(await load(pair.client, id))).toEqual(['a [hang]'])
     } finally {
       await stop()
     }
