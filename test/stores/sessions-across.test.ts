@@ -230,6 +230,31 @@ describe.each(Object.keys(kinds))('sessions across processes on %s', (kind) => {
     }
   }, 30_000)
 
+  it('close() hands back what it cannot finish: the running turn ends aborted{disposed}, queued prompts stay for the next worker', async () => {
+    await start()
+    const id = await client.create()
+    const hanging = client.run(id, 'stuck [hang]')
+    await until(client, id, (e) => e.type === 'user/message')
+    const queued = client.run(id, 'later')
+    await until(client, id, (e) => e.type === 'agent/inbox/spliced' && e.data.inserted.some((m) => (m.content[0] as { text: string }).text === 'later'))
+    await workers.close({ graceMs: 50 })
+    expect((await hanging).end).toEqual({ kind: 'aborted', reason: { kind: 'disposed' } })
+    expect(await client.status(id)).toMatchObject({ driver: null, phase: 'idle' })
+    // the next worker finds the queued prompt parked (PH-5) and runs it at the next waking message
+    workers = await serveSessions({ store: pair.worker, agent: () => ({ model: slowModel(20) }), concurrency: 2, idleMs: 300 })
+    try {
+      const nudge = await client.run(id, 'nudge')
+      const later = await queued
+      expect(later).toMatchObject({ end: { kind: 'completed' }, text: 're: later' })
+      expect(nudge).toMatchObject({ end: { kind: 'completed' }, text: 're: nudge' })
+      const log = await load(pair.client, id)
+      expect(texts(log)).toEqual(['stuck [hang]', 'later', 'nudge'])
+      expect(checkSessionInvariants(log)).toEqual([])
+    } finally {
+      await stop()
+    }
+  }, 30_000)
+
   it('watch() from any seq gives the committed log with no gap and no duplicate, live', async () => {
     await start()
     try {
