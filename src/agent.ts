@@ -37,6 +37,7 @@ import { forkLineageOf, forkSession, type ForkOptions } from './session/fork.js'
 import { repairClosers, openTurnOf, type RepairCloser } from './session/repair.js'
 import { createSession, isSessionLike, type Session } from './session/session.js'
 import { checkSessionId, DEFAULT_LEASE_MS } from './stores/lease.js'
+import { mailboxIn, SessionMailbox, type MailboxBackend } from './stores/mailbox.js'
 import type { SessionHandle, SessionStore } from './stores/types.js'
 import { SessionWriter } from './stores/writer.js'
 import { callRecoveryOf, checkToolList, toolSchemas, type CallRecovery, type ToolDefinition, type ToolResultValue } from './tools/define.js'
@@ -131,6 +132,11 @@ export interface StoredAgentOptions extends Omit<AgentOptions, 'session' | 'stor
    * `maxDelayMs` (default 20). Work leaving the process always waits for its commit first.
    */
   commits?: { maxEvents?: number; maxDelayMs?: number }
+  /**
+   * Read the store's mailbox while this agent holds the lease: what a session client (`createSessionClient`) sends
+   * from any process is applied as the same local call would be (default true on a store that has a mailbox).
+   */
+  mailbox?: boolean
 }
 
 export type AgentStatus = 'idle' | 'running'
@@ -479,6 +485,9 @@ const inspectors = new WeakMap<Agent, NonNullable<AgentOptions['inspect']>>()
 export function inspectorOf(agent: Agent): AgentOptions['inspect'] {
   return inspectors.get(agent)
 }
+
+/** The mailbox readers of stored agents, stopped first at disposal: rows not yet applied stay for the next driver. */
+const mailReaders = new WeakMap<Agent, () => Promise<void>>()
 
 const telemetries = new WeakMap<Agent, LiveTelemetry>()
 /** The live telemetry an agent writes spans with, if any. Why: a subagent's turns nest under the parent's tool-call span. */
@@ -909,6 +918,7 @@ export class Agent {
 
   #disposeNow(keepInbox: boolean): Promise<void> {
     this.#disposed = (async () => {
+      await mailReaders.get(this)?.()
       try {
         this.cancel({ kind: 'disposed' }, { keepInbox })
       } catch (error) {
@@ -1038,7 +1048,7 @@ async function openStoredAgent(options: StoredAgentOptions): Promise<Agent> {
       logger,
       onFault: (error) => logger.error(`agentchart: the store failed; session ${sessionId} accepts no more appends (reopen it to repair and continue)`, error),
     })
-    const { store: _store, sessionId: _id, lease: _lease, commits: _commits, ...agentOptions } = options
+    const { store: _store, sessionId: _id, lease: _lease, commits: _commits, mailbox: _mailbox, ...agentOptions } = options
     agent = new Agent({ ...agentOptions, session: session! }, { store, writer, recovered })
   } catch (error) {
     await handle.release().catch(() => {})
@@ -1051,8 +1061,33 @@ async function openStoredAgent(options: StoredAgentOptions): Promise<Agent> {
     await agent.dispose().catch(() => {})
     throw error
   }
+  if (options.mailbox !== false) {
+    const backend = mailboxIn(store)
+    if (backend !== undefined) mailReaders.set(agent, readMail(agent, backend, handle, logger))
+  }
   announceLater(agent)
   return agent
+}
+
+/** Applies the session's mail now and whenever the store signals more; returns what stops it. */
+function readMail(agent: Agent, backend: MailboxBackend, handle: SessionHandle, logger: HookLogger): () => Promise<void> {
+  const mailbox = new SessionMailbox(agent, backend, backend.held(handle))
+  mailbox.onError = (error) => logger.error(`agentchart: delivering mail to session ${agent.sessionId} failed`, error)
+  // a reading agent keeps no process alive by itself: dispose() or the end of the program stops it
+  const unsubscribe = backend.subscribe(
+    (signal) => {
+      if (signal.kind === 'mail' && (signal.sessionId === agent.sessionId || signal.sessionId === '*')) void mailbox.drain()
+    },
+    { keepAlive: false },
+  )
+  void backend.ready().then(
+    () => mailbox.drain(),
+    (error: unknown) => mailbox.onError(error),
+  )
+  return async () => {
+    unsubscribe()
+    await mailbox.stop()
+  }
 }
 
 /** The stored events as a validated seed; any refusal becomes a StoredLogError naming the session and seq. */

@@ -62,8 +62,11 @@ export interface MailboxBackend {
   info(sessionId: string): Promise<SessionInfo | undefined>
   /** The mailbox side of a handle this store opened. */
   held(handle: SessionHandle): HeldMail
-  /** Live signals of every session in the store; returns the unsubscriber. */
-  subscribe(listener: (signal: StoreSignal) => void): () => void
+  /**
+   * Live signals of every session in the store; returns the unsubscriber. A subscription keeps the process alive
+   * (like a LISTEN connection) unless `keepAlive` is false.
+   */
+  subscribe(listener: (signal: StoreSignal) => void, options?: { keepAlive?: boolean }): () => void
   /**
    * Sessions that need a driver and have none: unconsumed waking mail and no live lease, or a lease a worker
    * (holder starting `workerPrefix`) left to lapse without releasing it (the worker died). With `sessionId`,
@@ -88,6 +91,11 @@ export interface SessionQueue {
 }
 
 export const MAILBOX: unique symbol = Symbol.for('agentchart.mailbox') as never
+
+/** The store's mailbox, or undefined for a store that has none. */
+export function mailboxIn(store: SessionStore): MailboxBackend | undefined {
+  return (store as { [MAILBOX]?: MailboxBackend })?.[MAILBOX]
+}
 
 /** The store's mailbox, or a typed error for a store that has none. */
 export function mailboxOf(store: SessionStore): MailboxBackend {

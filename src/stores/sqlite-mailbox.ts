@@ -47,6 +47,8 @@ export function sqliteMailbox(deps: SqliteMailboxDeps): SqliteMailbox {
   const rides = new WeakMap<SessionHandle, RidingMail>()
   let statements: ReturnType<typeof prepare> | undefined
   let poller: ReturnType<typeof setInterval> | null = null
+  /** Subscribers that keep the process alive while they listen. */
+  let keepers = 0
   let version = -1
   let lastMail = 0
   const lengths = new Map<string, number>()
@@ -182,19 +184,27 @@ export function sqliteMailbox(deps: SqliteMailboxDeps): SqliteMailbox {
     committed(sessionId) {
       signals.emit({ kind: 'commit', sessionId })
     },
-    subscribe(listener) {
+    subscribe(listener, options) {
       const off = signals.subscribe(listener)
+      const keepAlive = options?.keepAlive !== false
+      if (keepAlive) keepers++
       if (poller === null) {
         poll()
-        // not unref'd: like a LISTEN connection, a live subscription keeps the process serving
         poller = setInterval(poll, deps.pollMs)
       }
+      // like a LISTEN connection, a subscription that asks to keeps the process serving
+      if (keepers === 0) poller.unref()
+      else poller.ref()
+      let subscribed = true
       return () => {
+        if (!subscribed) return
+        subscribed = false
         off()
+        if (keepAlive) keepers--
         if (signals.size === 0 && poller !== null) {
           clearInterval(poller)
           poller = null
-        }
+        } else if (keepers === 0) poller?.unref()
       }
     },
     ready: () => Promise.resolve(),

@@ -126,7 +126,7 @@ export async function serveSessions(options: ServeSessionsOptions): Promise<Sess
         },
       },
     }) as SessionStore
-    const agent = await createAgent({ ...agentOptions, store: capturing, sessionId, lease: { ...agentOptions.lease, holder: name, leaseMs } })
+    const agent = await createAgent({ ...agentOptions, store: capturing, sessionId, lease: { ...agentOptions.lease, holder: name, leaseMs }, mailbox: false })
     if (closing) {
       // close() began while this session was being opened: give it straight back
       await agent.dispose({ keepInbox: true })
