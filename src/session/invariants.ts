@@ -202,8 +202,9 @@ function parked(step: StepState): boolean {
   const waiting = [...step.approvals].filter(([, state]) => state === 'waiting').map(([callId]) => callId)
   if (waiting.length !== 1 || step.waitingRetry !== undefined) return false
   const calls = [...step.calls]
-  const [lastId, last] = calls[calls.length - 1] ?? []
-  return lastId === waiting[0] && !last!.answered && calls.slice(0, -1).every(([, call]) => call.answered)
+  const last = calls.at(-1)
+  if (last === undefined || last[0] !== waiting[0] || last[1].answered) return false
+  return calls.slice(0, -1).every(([, call]) => call.answered)
 }
 
 class Checker {

@@ -1015,7 +1015,7 @@ export function createHarness(options: HarnessOptions): Harness {
     // a parked wait (TL-18): the disposed instance only lets the calls that started before it finish
     if ((ctx as ApprovalView).toolBatch?.parked) return out
     // TL-18: a person answers the call that waits for approval, or the agent is disposed meanwhile
-    const waiting = answerable(ctx as ApprovalView)
+    const waiting = answerable(ctx)
     if (waiting !== null) out.push({ type: 'approval', callId: waiting, decision: 'approve' }, { type: 'approval', callId: waiting, decision: 'deny' })
     if (waiting !== null && budget.parks && c.maintenance < budget.maintenance && state.pending.length <= 1) out.push({ type: 'dispose' })
     // user actions: from idle, or while exactly one effect is pending
