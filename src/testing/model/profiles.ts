@@ -215,7 +215,7 @@ export const AGENT_PROFILES: Budget[] = [
     portable: false,
   },
   // TL-18: a disposal while a call waits parks the question, after an earlier call still running finishes
-  // (docs/conformance.md leaves a disposal in the wait out of the spec, so its scenarios stay out of the suite)
+  // (no scenario of format 7 disposes in the wait, docs/conformance.md 7.8: the model tests replay these walks instead)
   { sends: 1, maintenance: 1, ...few, responses: ['tools'], approvals: true, parks: true, portable: false },
   ...DATA_PROFILES,
 ]
