@@ -214,9 +214,9 @@ export const AGENT_PROFILES: Budget[] = [
     failTypes: ['tool/result', 'tool/approval-answer'],
     portable: false,
   },
-  // TL-18: a disposal while a call waits parks the question, after an earlier call still running finishes
-  // (no scenario of format 7 disposes in the wait, docs/conformance.md 7.8: the model tests replay these walks instead)
-  { sends: 1, maintenance: 1, ...few, responses: ['tools'], approvals: true, parks: true, portable: false },
+  // TL-18: a disposal while a call waits parks the question, after an earlier call still running finishes, and
+  // discards queued input (no scenario of format 7 disposes in the wait, docs/conformance.md 7.8: the model tests replay these walks)
+  { sends: 2, maintenance: 1, ...few, responses: ['tools'], approvals: true, parks: true, portable: false },
   ...DATA_PROFILES,
 ]
 
