@@ -83,6 +83,19 @@ export function pendingApprovalsWithin(events: readonly SessionEvent[], length: 
 }
 
 /**
+ * The call a log stops parked in (TL-18), or null: in the open step the last tool/call waits for approval and every
+ * earlier call has its result, as a disposal during the wait leaves it. Why: such a log is at rest, not cut short.
+ */
+export function parkedCallOf(events: readonly SessionEvent[]): string | null {
+  const pending = pendingApprovals(events)
+  if (pending.length !== 1) return null
+  const open = openStepOf(events)!
+  const started = [...open.calls.keys()]
+  const last = started[started.length - 1]
+  return last === pending[0].callId && started.slice(0, -1).every((callId) => open.results.has(callId)) ? last : null
+}
+
+/**
  * What the log says of a call that waits for approval: the open turn and step, the anchor's calls in model order,
  * which of them started and which have a result, and the call that waits (the machine resumes from these facts).
  */

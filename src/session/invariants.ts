@@ -9,7 +9,9 @@
 // |                                  | first session/end-seed only increasing); turn/end names the open turn and no step is open;     |
 // |                                  | step/start inside the open turn, no step open, steps numbered 1, 2, …; step/end names the      |
 // |                                  | open step (SS-12, TU-1, ST-1)                                                                  |
-// | balanced                         | with `complete` (default), the log does not end inside a step or turn (TU-15)                  |
+// | balanced                         | with `complete` (default), the log does not end inside a step or turn (TU-15), unless it ends  |
+// |                                  | parked (TL-18): in its open step the last tool/call waits for approval (a request, no answer,  |
+// |                                  | no result) and every earlier call of the step has its result                                   |
 // | event-enclosure                  | chunks, tool calls and appended assistant messages, tool results and user messages name the    |
 // |                                  | open turn and step; request/header, request/context, todo/write lie inside a turn (SS-12);     |
 // |                                  | replacements (compaction, result rewrites) may come at any time                                |
@@ -193,6 +195,16 @@ export function seedViolations(events: readonly SessionEvent[] | readonly unknow
 /** seedViolations over events the session already validated one by one (SS-10): no second schema pass. */
 export function validatedSeedViolations(events: readonly SessionEvent[]): SessionInvariantViolation[] {
   return new Checker(events, false, true).run().filter((v) => SEED_RULES.has(v.rule))
+}
+
+/** The step stops parked (TL-18): its last tool/call waits for approval and every other call has its result. */
+function parked(step: StepState): boolean {
+  const waiting = [...step.approvals].filter(([, state]) => state === 'waiting').map(([callId]) => callId)
+  if (waiting.length !== 1 || step.waitingRetry !== undefined) return false
+  const calls = [...step.calls]
+  const last = calls.at(-1)
+  if (last === undefined || last[0] !== waiting[0] || last[1].answered) return false
+  return calls.slice(0, -1).every(([, call]) => call.answered)
 }
 
 class Checker {
@@ -681,6 +693,12 @@ class Checker {
     }
     const turn = this.#turn
     if (turn === undefined || !this.complete) return
+    // a disposal parked the approval wait: the log rests inside the step, for another instance to answer (TL-18)
+    if (turn.step !== undefined && parked(turn.step)) {
+      this.#out.push(...turn.deferred)
+      this.#turn = undefined
+      return
+    }
     const last = this.events.length - 1
     if (turn.step !== undefined) this.#add('balanced', last, `log ends inside turn ${turn.turn} step ${turn.step.step}`)
     this.#add('balanced', last, `log ends inside turn ${turn.turn}`)

@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { StreamAssembler } from '../../src/adapters/assemble.js'
 import type { ContentBlock, StreamChunk, TokenUsage, TurnEndReason } from '../../src/session/schemas.js'
-import { checkSessionInvariants, errorResponse, maxTokensResponse, textResponse, toolCallResponse } from '../../src/testing/index.js'
+import { checkLifecycleInvariants, checkSessionInvariants, errorResponse, maxTokensResponse, textResponse, toolCallResponse } from '../../src/testing/index.js'
 
 // Hand-made logs as plain objects: no dependency on the Session class.
 type Raw = { seq: number; time: number; type: string; data: any; surfaceOp?: unknown; sourceEventSeqs?: number[]; ignorable?: true }
@@ -314,6 +314,63 @@ describe('checkSessionInvariants', () => {
       log.stepStart()
       const last = log.user()
       expect(at(checkSessionInvariants(log.events))).toEqual([`balanced@${last}`, `balanced@${last}`])
+    })
+
+    /** A step whose model asks for c1 and c2: c1 runs and commits, c2 asks a person; `then` writes the rest. */
+    const askingStep = (then: (log: Log, seqs: { c1: number; c2: number }) => void) => {
+      const log = new Log()
+      log.turnStart()
+      log.stepStart()
+      log.user()
+      log.request()
+      log.attempt(toolCallResponse(calls))
+      const c1 = log.call('c1', 'read', calls[0].arguments)
+      const c2 = log.call('c2', 'list', calls[1].arguments)
+      then(log, { c1, c2 })
+      return log
+    }
+    const ask = (log: Log, callId: string, name: string) => log.add('tool/approval-request', { turn: log.turn, step: log.step, callId, name, reason: 'may I?' })
+
+    it('a log parked in an approval wait is at rest: the last call waits for its answer, every earlier call has its result', () => {
+      const parked = askingStep((log, { c1 }) => {
+        ask(log, 'c2', 'list')
+        log.result('c1', c1)
+      })
+      expect(checkSessionInvariants(parked.events)).toEqual([])
+      expect(checkLifecycleInvariants(parked.events)).toEqual([])
+      // the discarded inbox of the disposal may follow
+      parked.splice()
+      expect(checkSessionInvariants(parked.events)).toEqual([])
+      expect(checkLifecycleInvariants(parked.events)).toEqual([])
+    })
+
+    it('a log that only looks parked is not at rest', () => {
+      // the session rules report it unbalanced, the lifecycle rules a turn that never ended
+      const rulesOf = (log: Log) => [...checkSessionInvariants(log.events), ...checkLifecycleInvariants(log.events)].map((v) => v.rule)
+      // an earlier call has no result yet
+      expect(rulesOf(askingStep((log) => ask(log, 'c2', 'list')))).toEqual(expect.arrayContaining(['balanced', 'turn-closes-once']))
+      // the question was answered: the call goes on
+      const answered = askingStep((log, { c1 }) => {
+        log.result('c1', c1)
+        ask(log, 'c2', 'list')
+        log.add('tool/approval-answer', { turn: log.turn, step: log.step, callId: 'c2', decision: 'approve' })
+      })
+      expect(rulesOf(answered)).toEqual(expect.arrayContaining(['balanced', 'turn-closes-once']))
+      // the waiting call is not the last that started
+      const other = new Log()
+      other.turnStart()
+      other.stepStart()
+      other.user()
+      other.request()
+      other.attempt(toolCallResponse(calls))
+      other.call('c1', 'read', calls[0].arguments)
+      ask(other, 'c1', 'read')
+      other.call('c2', 'list', calls[1].arguments)
+      expect(rulesOf(other)).toEqual(expect.arrayContaining(['balanced', 'turn-closes-once']))
+      // no question at all: a turn cut inside its tools
+      expect(rulesOf(askingStep((log, { c1, c2 }) => (log.result('c1', c1), log.result('c2', c2))))).toEqual(
+        expect.arrayContaining(['balanced', 'turn-closes-once']),
+      )
     })
 
     it('a log read while a turn runs may (complete: false)', () => {

@@ -12,10 +12,10 @@ import { SUITE_FORMAT, type Suite } from './format.js'
 /**
  * Why a transition the walk takes is not in the suite: only walks whose environment no scenario file expresses take it
  * (nobody listening or watching, so the machine decides each hook itself; a listener added mid-walk; a request the
- * machine refuses). The model tests walk and check them.
+ * machine refuses), or walks no scenario of this format takes (a disposal that parks an approval wait). The model tests walk and check them.
  */
 export const NOT_PORTABLE =
-  'taken only where no scenario file can set the environment (nobody listens or watches, a listener comes or goes, a request the machine refuses); walked and checked by the model tests'
+  'taken only where no scenario file can set the environment (nobody listens or watches, a listener comes or goes, a request the machine refuses) or no scenario of this format takes (a disposal parking an approval wait); walked and checked by the model tests'
 
 /**
  * Pick scenarios: first a greedy transition cover (the scenario that covers most new keys, the earliest on a tie), then an

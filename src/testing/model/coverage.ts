@@ -20,18 +20,6 @@ export const UNREACHABLE: ReadonlyArray<{ machines: readonly string[]; suffix: s
       'prompt assembly (HK-12) runs only when createAgent is given a systemPrompt or tools function or a system-prompt/assemble listener, whose answers are code, not data a scenario can carry; the walk keeps the fixed prompt and tools (test/behaviours/extension-points.test.ts covers assembly)',
   },
   {
-    machines: ['agent', 'turn', 'step', 'toolBatch'],
-    suffix: 'toolBatch.dispatch.awaitingApproval#agent.cancel#0',
-    reason:
-      "a disposal while a call waits for approval parks the wait (TL-18): the walk disposes only from idle, so its cancels in the wait are the user's (test/approvals/parked.test.ts covers parking)",
-  },
-  {
-    machines: ['agent'],
-    suffix: 'agent.running##0',
-    reason:
-      'a parked approval wait goes from running to disposed: the walk disposes only from idle, so no wait is ever parked (test/approvals/parked.test.ts covers parking)',
-  },
-  {
     machines: ['agent'],
     suffix: 'agent.maintenance#append.failed#0',
     reason:

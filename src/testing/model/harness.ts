@@ -234,6 +234,8 @@ export interface Budget {
   seed?: ReadonlyArray<{ seq: number; time: number; type: string; data: unknown }>
   /** Try `ask` at pre-execute and both answers of a person (TL-18). */
   approvals?: boolean
+  /** Also try a disposal while a call waits for approval, which parks the wait (TL-18); counted with `maintenance`. */
+  parks?: boolean
   /**
    * Compaction on with this policy (`auto` unless false): the walk measures its trace with it, the request's fixed
    * part (tool schemas, system prompt) counting 0 tokens, as a scenario's setup.compaction.baseTokens says.
@@ -634,8 +636,13 @@ class Step {
   }
 }
 
-/** The part of a machine's context the approval inputs read (TL-18). */
-type ApprovalView = { toolBatch?: { approval: string | null } }
+/** The part of a machine's context the approval inputs read (TL-18); a parked question waits for another instance. */
+type ApprovalView = { toolBatch?: { approval: string | null; parked?: boolean } }
+
+/** The call a person may answer now: the waiting one, unless a disposal parked it. */
+function answerable(context: ApprovalView): string | null {
+  return context.toolBatch?.parked ? null : (context.toolBatch?.approval ?? null)
+}
 /** CP-6: this step already met an overflow with a compaction (part machines' walks may start without the key). */
 function overflowMet(context: AgentContext): boolean {
   const at = (context.compaction as AgentContext['compaction'] | undefined)?.overflowAt
@@ -883,7 +890,7 @@ export function createHarness(options: HarnessOptions): Harness {
         break
       case 'approval': {
         // the person answers the call that waits now, or (a stray) one that does not
-        const waits = (step.actor.getSnapshot().context as ApprovalView).toolBatch?.approval === input.callId
+        const waits = answerable(step.actor.getSnapshot().context as ApprovalView) === input.callId
         if (!waits && input.callId !== STRAY_CALL) return false
         if (!waits) s.counters.strays++
         step.send({
@@ -1005,9 +1012,12 @@ export function createHarness(options: HarnessOptions): Harness {
           break
       }
     }
-    // TL-18: a person answers the call that waits for approval
-    const waiting = (ctx as ApprovalView).toolBatch?.approval ?? null
+    // a parked wait (TL-18): the disposed instance only lets the calls that started before it finish
+    if ((ctx as ApprovalView).toolBatch?.parked) return out
+    // TL-18: a person answers the call that waits for approval, or the agent is disposed meanwhile
+    const waiting = answerable(ctx)
     if (waiting !== null) out.push({ type: 'approval', callId: waiting, decision: 'approve' }, { type: 'approval', callId: waiting, decision: 'deny' })
+    if (waiting !== null && budget.parks && c.maintenance < budget.maintenance && state.pending.length <= 1) out.push({ type: 'dispose' })
     // user actions: from idle, or while exactly one effect is pending
     if (state.pending.length <= 1) {
       const turnsLeft = ctx.turn < budget.turns || value === 'idle'
@@ -1129,7 +1139,7 @@ export function createHarness(options: HarnessOptions): Harness {
 function defaultAnswer(state: HarnessState, context: ApprovalView): WalkInput | null {
   const p = state.pending[0]
   // TL-18: with nothing else to wait for, the person approves the call that waits
-  const waiting = context.toolBatch?.approval ?? null
+  const waiting = answerable(context)
   if (!p && waiting !== null && !state.done) return { type: 'approval', callId: waiting, decision: 'approve' }
   if (!p) return null
   switch (p.kind) {

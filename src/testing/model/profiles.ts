@@ -214,6 +214,9 @@ export const AGENT_PROFILES: Budget[] = [
     failTypes: ['tool/result', 'tool/approval-answer'],
     portable: false,
   },
+  // TL-18: a disposal while a call waits parks the question, after an earlier call still running finishes, and
+  // discards queued input (no scenario of format 7 disposes in the wait, docs/conformance.md 7.8: the model tests replay these walks)
+  { sends: 2, maintenance: 1, ...few, responses: ['tools'], approvals: true, parks: true, portable: false },
   ...DATA_PROFILES,
 ]
 
@@ -252,6 +255,8 @@ export function walks(): Walk[] {
     // TL-18: the approval wait, answered, cancelled, or cut short by a refused append
     { sends: 0, cancels: 1, ...few, responses: ['tools'], approvals: true },
     { sends: 0, fails: 1, ...few, responses: ['tools'], approvals: true, failTypes: ['tool/approval-request', 'tool/approval-answer'] },
+    // TL-18: a disposal parks the wait, once any earlier call has finished
+    { sends: 0, maintenance: 1, ...few, responses: ['tools'], approvals: true, parks: true },
     ...PART_FACT_PROFILES,
   ]
   // a refused append meeting a cancel or a failed request: the turn writes turn/end again

@@ -177,6 +177,8 @@ export class IndependentAgent {
   #latch = false
   #cause: Cause | null = null
   #disposing = false
+  /** A disposal came while a call waited for approval: the question stays open for another instance (spec 7.8). */
+  #parked = false
   #controller = new AbortController()
   #jobController: AbortController | null = null
   #inCallback = 0
@@ -375,6 +377,12 @@ export class IndependentAgent {
 
   #cancelNow(cause: Cause, keepInbox: boolean): void {
     if (cause.kind === 'disposed') this.#disposing = true
+    // TL-18: the first cancel of a turn that waits for a person, a disposal's, aborts nothing: it parks the wait
+    if (cause.kind === 'disposed' && this.#phase === 'running' && this.#cause === null && this.approvalWaits.size > 0) {
+      this.#parked = true
+      if (!keepInbox) this.#clear()
+      return this.onPark()
+    }
     if (this.#phase === 'running' || this.#phase === 'maintenance' || this.#phase === 'compacting') {
       if (this.#cause === null || this.mutated('later-cause-wins')) {
         this.#cause = cause
@@ -1015,6 +1023,19 @@ export class IndependentAgent {
   get cancelled(): boolean {
     return this.#cause !== null
   }
+  get parked(): boolean {
+    return this.#parked
+  }
+  /** Set by the running tool batch: it looks again whether it can stop. */
+  onPark: () => void = () => {}
+  /** The parked batch has committed every call before the waiting one: this instance stops inside the turn. */
+  stopParked(): void {
+    this.approvalWaits.clear()
+    this.#phase = 'disposed'
+    const waiters = this.#idleWaiters
+    this.#idleWaiters = []
+    for (const resolve of waiters) resolve()
+  }
   get turnStep(): { turn: number; step: number } {
     return { turn: this.#turn, step: this.#step }
   }
@@ -1068,6 +1089,8 @@ class ToolBatch {
   #pool = false
   #barrier = false
   #preRunning = false
+  /** The call that waits for a person's answer, or -1. */
+  #asking = -1
   #postRunning = false
   #dispatchDone = false
   #commitDone = false
@@ -1089,6 +1112,7 @@ class ToolBatch {
       const signal = this.agent.signal
       const onAbort = () => queueMicrotask(() => this.#pump())
       signal.addEventListener('abort', onAbort, { once: true })
+      this.agent.onPark = () => queueMicrotask(() => this.#pump())
       this.#resolve = (result) => {
         signal.removeEventListener('abort', onAbort)
         resolve(result)
@@ -1124,6 +1148,11 @@ class ToolBatch {
         // keep going
       }
       if (this.#finished) break
+      // a parked wait stops the turn once every earlier call has committed: nothing more is logged
+      if (this.agent.parked && this.#asking >= 0 && this.#nextCommit === this.#asking && this.#inFlight === 1 && !this.#postRunning) {
+        this.#resolve = () => {}
+        return this.agent.stopParked()
+      }
       // the batch waits for a hook or a body now: a cancel deferred by an observer lands first
       const before = this.agent.cancelled
       this.agent.waitPoint()
@@ -1228,15 +1257,18 @@ class ToolBatch {
       return this.#endWithoutBody(i, ABORTED_BEFORE_DISPATCH, true)
     }
     this.#preRunning = true // dispatch waits for the answer
+    this.#asking = i
     const signal = this.agent.signal
     const onAbort = () => {
       this.agent.approvalWaits.delete(call.id)
+      this.#asking = -1
       this.#preRunning = false
       this.#endWithoutBody(i, ABORTED_BEFORE_DISPATCH, this.agent.mutated('approval-cancel-skips-post'))
     }
     signal.addEventListener('abort', onAbort, { once: true })
     this.agent.approvalWaits.set(call.id, ({ approved, reason: why }) => {
       signal.removeEventListener('abort', onAbort)
+      this.#asking = -1
       this.#preRunning = false
       const answer = approved
         ? { decision: 'approve' }
