@@ -141,7 +141,8 @@ export function clientBackend(client: ChatSessionClient): ChatBackend {
     watch: (chatId, fromSeq) => client.watch(chatId, { fromSeq }),
     running: async (chatId) => {
       const s = await status(chatId)
-      return s.phase === 'running' || s.status === 'running'
+      // a turn waiting for a person's answer is still open: a message steers it (or answers it) as over a local agent
+      return s.phase === 'running' || s.phase === 'awaiting-approval' || s.status === 'running'
     },
     send: async (chatId, message, target) => {
       await client.send(chatId, message, target, true)
