@@ -37,7 +37,7 @@ import { forkLineageOf, forkSession, type ForkOptions } from './session/fork.js'
 import { repairClosers, openTurnOf, type RepairCloser } from './session/repair.js'
 import { createSession, isSessionLike, type Session } from './session/session.js'
 import { checkSessionId, DEFAULT_LEASE_MS } from './stores/lease.js'
-import { mailboxIn, SessionMailbox, type MailboxBackend } from './stores/mailbox.js'
+import { mailboxIn, SessionMailbox, type HeldMail, type MailboxBackend } from './stores/mailbox.js'
 import type { SessionHandle, SessionStore } from './stores/types.js'
 import { SessionWriter } from './stores/writer.js'
 import { callRecoveryOf, checkToolList, toolSchemas, type CallRecovery, type ToolDefinition, type ToolResultValue } from './tools/define.js'
@@ -917,8 +917,9 @@ export class Agent {
   }
 
   #disposeNow(keepInbox: boolean): Promise<void> {
+    // no more mail is applied from here (what is not yet applied stays for the next driver); the pass under way ends below
+    const mailStopped = mailReaders.get(this)?.()
     this.#disposed = (async () => {
-      await mailReaders.get(this)?.()
       try {
         this.cancel({ kind: 'disposed' }, { keepInbox })
       } catch (error) {
@@ -928,6 +929,7 @@ export class Agent {
       await this.#runtime.whenIdle()
       // a parked approval wait has already stopped the machine (docs/approvals.md)
       if (this.#runtime.actor.getSnapshot().status === 'active') this.#runtime.dispatch({ type: 'agent.dispose' })
+      await mailStopped
       // the last commits, then the lease goes so another driver may open the session at once
       await this.#durable?.writer.close().catch((error: unknown) => this.#hooks.logger.error('agentchart: releasing the store lease failed', error))
       this.#hooks.clear()
@@ -1063,15 +1065,23 @@ async function openStoredAgent(options: StoredAgentOptions): Promise<Agent> {
   }
   if (options.mailbox !== false) {
     const backend = mailboxIn(store)
-    if (backend !== undefined) mailReaders.set(agent, readMail(agent, backend, handle, logger))
+    const stop = backend === undefined ? undefined : readMail(agent, backend, handle, logger)
+    if (stop !== undefined) mailReaders.set(agent, stop)
   }
   announceLater(agent)
   return agent
 }
 
 /** Applies the session's mail now and whenever the store signals more; returns what stops it. */
-function readMail(agent: Agent, backend: MailboxBackend, handle: SessionHandle, logger: HookLogger): () => Promise<void> {
-  const mailbox = new SessionMailbox(agent, backend, backend.held(handle))
+function readMail(agent: Agent, backend: MailboxBackend, handle: SessionHandle, logger: HookLogger): (() => Promise<void>) | undefined {
+  let held: HeldMail
+  try {
+    held = backend.held(handle)
+  } catch {
+    // a handle the mailbox's store did not open (a wrapping store): this agent cannot consume rows with its commits
+    return undefined
+  }
+  const mailbox = new SessionMailbox(agent, backend, held)
   mailbox.onError = (error) => logger.error(`agentchart: delivering mail to session ${agent.sessionId} failed`, error)
   // a reading agent keeps no process alive by itself: dispose() or the end of the program stops it
   const unsubscribe = backend.subscribe(
