@@ -1,5 +1,5 @@
 // `agentchart view`: a stored log read-only, or the paced demo live, until stopped.
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -205,9 +205,10 @@ describe('agentchart view', () => {
       chmodSync(shelf, 0o555)
       const files = readdirSync(shelf)
       const bytes = readFileSync(path)
-      // root ignores file modes: the viewer then runs as another user, for whom they hold
-      const asOther = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
       const cli = fileURLToPath(new URL('../../src/cli/index.ts', import.meta.url))
+      // root ignores file modes: the viewer then runs as another user, for whom they hold, when that user can read the
+      // clone (a clone under root's private home it cannot: there root runs it, and only "writes nothing" is checked)
+      const asOther = process.getuid?.() === 0 && nobodyCanRead(cli) ? { uid: 65534, gid: 65534 } : {}
       const proc = spawn(process.execPath, ['--import', 'tsx', cli, 'view', '--store', path], { stdio: ['ignore', 'pipe', 'pipe'], ...asOther })
       let out = ''
       let err = ''
@@ -234,3 +235,15 @@ describe('agentchart view', () => {
     }
   }, 30_000)
 })
+
+/** Whether the unprivileged user 65534 can read `file` and the packages beside it (it cannot under a 0700 home). */
+function nobodyCanRead(file: string): boolean {
+  const tsx = fileURLToPath(new URL('../../node_modules/tsx/package.json', import.meta.url))
+  const probe = spawnSync(process.execPath, ['-e', 'for (const f of process.argv.slice(1)) require("fs").accessSync(f)', file, tsx], {
+    uid: 65534,
+    gid: 65534,
+    cwd: tmpdir(),
+    stdio: 'ignore',
+  })
+  return probe.status === 0
+}
