@@ -32,9 +32,6 @@ export class NotAStoreError extends Error {
 
 const require = createRequire(import.meta.url)
 
-/** A WAL-mode file read-only needs its `-shm` beside it, which a read-only directory refuses to hold. */
-const NEEDS_WRITABLE_DIRECTORY = new Set(['SQLITE_READONLY_DIRECTORY', 'SQLITE_CANTOPEN', 'SQLITE_READONLY_CANTINIT'])
-
 interface SessionRow {
   key: number
   length: number
@@ -43,8 +40,8 @@ interface SessionRow {
 /**
  * Opens the SQLite store at `path` for reading only. Why: `agentchart view --store` is shown
  * files it does not own (another application's database, a read-only copy); looking must not write.
- * A WAL-mode store in a directory nobody may write is read from a private copy of its file, which
- * is the whole log when no `-wal` file lies beside it.
+ * A store with no `-wal` file beside it (closed, fully checkpointed) is read from a private copy of its file,
+ * which then holds the whole log, so nothing is created beside it; a live store is read in place.
  */
 export function openSqliteReader(path: string): SqliteReader {
   if (!existsSync(path)) throw new NotAStoreError(path, 'does not exist (no store there)')
@@ -65,20 +62,27 @@ export function openSqliteReader(path: string): SqliteReader {
       throw error
     }
   }
-  let db: BetterSqlite3.Database
-  try {
-    db = open(path)
-  } catch (error) {
-    const code = (error as { code?: unknown }).code
-    if (typeof code !== 'string' || !NEEDS_WRITABLE_DIRECTORY.has(code) || existsSync(`${path}-wal`)) throw describe(error, path)
+  const readCopy = (): BetterSqlite3.Database => {
     copyDir = mkdtempSync(join(tmpdir(), 'agentchart-view-'))
     const copy = join(copyDir, 'store.db')
     try {
       copyFileSync(path, copy)
-      db = open(copy)
+      return open(copy)
     } catch (retry) {
       rmSync(copyDir, { recursive: true, force: true })
       throw describe(retry, path)
+    }
+  }
+  let db: BetterSqlite3.Database
+  // with no -wal beside it the file holds the whole log, and opening it in place would create -wal and -shm files
+  // there whenever the process may (root may anywhere): a private copy is read instead
+  if (!existsSync(`${path}-wal`)) db = readCopy()
+  else {
+    // a live store is read in place (its -shm is already there); its -wal holds events a copy of the file would miss
+    try {
+      db = open(path)
+    } catch (error) {
+      throw describe(error, path)
     }
   }
   const sessions = db.prepare<[number], { id: string }>('SELECT id FROM agentchart_sessions ORDER BY updated_at DESC LIMIT ?')
