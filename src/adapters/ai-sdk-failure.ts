@@ -3,10 +3,9 @@
 // their names and fields (APICallError: statusCode, responseHeaders,
 // isRetryable), never imported, so `ai` stays out of the dependencies.
 import { isInstance, peek } from '../foreign.js'
-import { abortedFailure, LlmError, toLlmFailure } from './failure.js'
+import { abortedFailure, isNetworkError, LlmError, retryAfterMs, toLlmFailure } from './failure.js'
 
 const CONTEXT_TEXT = /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long|reduce the length/i
-const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'ConnectionRefused', 'ConnectionClosed'])
 
 /** The AI SDK's own error names, and the code each stands for. */
 const NAMED_CODES: Readonly<Record<string, string>> = {
@@ -135,33 +134,4 @@ function headerReader(headers: unknown): (name: string) => string | undefined {
     }
   }
   return (name) => entries.get(name)
-}
-
-/** The provider's retry hint: `retry-after-ms`, else `retry-after` (seconds or an HTTP date). */
-function retryAfterMs(headers: (name: string) => string | undefined, now: number = Date.now()): number | undefined {
-  const positive = (n: number) => (Number.isFinite(n) && n > 0 ? n : undefined)
-  const ms = headers('retry-after-ms')?.trim()
-  if (ms) {
-    const value = positive(Number(ms))
-    if (value !== undefined) return value
-  }
-  const after = headers('retry-after')?.trim()
-  if (!after) return undefined
-  const seconds = Number(after)
-  if (!Number.isNaN(seconds)) return positive(seconds * 1000)
-  const date = Date.parse(after)
-  return Number.isNaN(date) ? undefined : positive(date - now)
-}
-
-/** fetch's socket failures: `TypeError: fetch failed`/`terminated`, or a coded system error in the cause chain. */
-function isNetworkError(x: unknown): boolean {
-  let current: unknown = x
-  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
-    const code = peek(current, 'code')
-    const message = peek(current, 'message')
-    if (typeof code === 'string' && (NETWORK_CODES.has(code) || code.startsWith('UND_ERR'))) return true
-    if (isInstance(current, TypeError) && (message === 'terminated' || message === 'fetch failed')) return true
-    current = peek(current, 'cause')
-  }
-  return false
 }

@@ -189,3 +189,34 @@ export function abortedFailure(reason?: unknown): LlmFailure {
   }
   return llmFailure({ message: detail ? `request aborted: ${detail}` : 'request aborted', code: 'ABORTED' })
 }
+
+/** The provider's retry hint from its response headers: `retry-after-ms`, else `retry-after` (seconds or an HTTP date). */
+export function retryAfterMs(header: (name: string) => string | null | undefined, now: number = Date.now()): number | undefined {
+  const positive = (n: number) => (Number.isFinite(n) && n > 0 ? n : undefined)
+  const ms = header('retry-after-ms')?.trim()
+  if (ms) {
+    const value = positive(Number(ms))
+    if (value !== undefined) return value
+  }
+  const after = header('retry-after')?.trim()
+  if (!after) return undefined
+  const seconds = Number(after)
+  if (!Number.isNaN(seconds)) return positive(seconds * 1000)
+  const date = Date.parse(after)
+  return Number.isNaN(date) ? undefined : positive(date - now)
+}
+
+const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'ConnectionRefused', 'ConnectionClosed'])
+
+/** A socket failure of fetch/undici: `TypeError: fetch failed`/`terminated`, or a coded system error in the cause chain. */
+export function isNetworkError(x: unknown): boolean {
+  let current: unknown = x
+  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
+    const code = peek(current, 'code')
+    const message = peek(current, 'message')
+    if (typeof code === 'string' && (NETWORK_CODES.has(code) || code.startsWith('UND_ERR'))) return true
+    if (isInstance(current, TypeError) && (message === 'terminated' || message === 'fetch failed')) return true
+    current = peek(current, 'cause')
+  }
+  return false
+}

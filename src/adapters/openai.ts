@@ -29,7 +29,7 @@ import type {
   ToolResultBlock,
   ToolSchema,
 } from '../session/schemas.js'
-import { abortedFailure, llmFailure, LlmError, toLlmFailure, type LlmFailureInit } from './failure.js'
+import { abortedFailure, isNetworkError, llmFailure, LlmError, retryAfterMs, toLlmFailure, type LlmFailureInit } from './failure.js'
 import { credentialRedactor, urlCredentials, withoutCredentials, type Redactor } from './credentials.js'
 import { uniqueCallId } from './assemble.js'
 import type { ModelAdapter, ModelRequest } from './types.js'
@@ -695,7 +695,7 @@ function toLlmError(thrown: unknown, context: FailureContext): LlmError {
     }
     const text = `${thrown.message} ${thrown.code ?? ''} ${thrown.type ?? ''}`
     const headers = thrown.headers as Headers | undefined
-    return new LlmError({ ...facts, code: statusCode(status, text, hasKey), providerRetryAfterMs: retryAfterMs(headers) }, thrown)
+    return new LlmError({ ...facts, code: statusCode(status, text, hasKey), providerRetryAfterMs: retryAfterMs((name) => headers?.get(name)) }, thrown)
   }
   if (thrown instanceof SyntaxError) {
     return new LlmError({ ...base, message: say(`unparseable stream data: ${thrown.message}`), code: 'MALFORMED_RESPONSE' }, thrown)
@@ -726,36 +726,6 @@ function statusCode(status: number | undefined, text: string, hasKey: boolean): 
   return 'INVALID_REQUEST'
 }
 
-/** The provider's retry hint: `retry-after-ms`, else `retry-after` (seconds or an HTTP date). */
-function retryAfterMs(headers: Headers | undefined, now: number = Date.now()): number | undefined {
-  const positive = (n: number) => (Number.isFinite(n) && n > 0 ? n : undefined)
-  const ms = headers?.get('retry-after-ms')?.trim()
-  if (ms) {
-    const value = positive(Number(ms))
-    if (value !== undefined) return value
-  }
-  const after = headers?.get('retry-after')?.trim()
-  if (!after) return undefined
-  const seconds = Number(after)
-  if (!Number.isNaN(seconds)) return positive(seconds * 1000)
-  const date = Date.parse(after)
-  return Number.isNaN(date) ? undefined : positive(date - now)
-}
-
 function isAbortError(x: unknown): boolean {
   return typeof x === 'object' && x !== null && (x as { name?: unknown }).name === 'AbortError'
-}
-
-const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_SOCKET'])
-
-/** undici's body errors: `TypeError: terminated` with a socket cause, or a coded system error. */
-function isNetworkError(x: unknown): boolean {
-  let current: unknown = x
-  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
-    const { code, message } = current as { code?: unknown; message?: unknown }
-    if (typeof code === 'string' && (NETWORK_CODES.has(code) || code.startsWith('UND_ERR'))) return true
-    if (current instanceof TypeError && (message === 'terminated' || message === 'fetch failed')) return true
-    current = (current as { cause?: unknown }).cause
-  }
-  return false
 }
