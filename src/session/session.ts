@@ -90,9 +90,9 @@ export interface SurfaceNode {
 }
 
 /**
- * The model-visible surface of one log; `apply` assumes an already validated event. It keeps the nodes' seqs and
- * the history only, reading anything else from the log: a node object and a seq-to-position map per surface event
- * were kept heap on every turn. Positions are found by a scan, only for a replace, which renumbers anyway.
+ * The model-visible surface of one log; `apply` assumes an already validated event. It keeps only the nodes' seqs
+ * and the history and reads anything else from the log, so no per-event node object or position map stays in the
+ * heap. Positions are found by a scan, only for a replace, which renumbers anyway.
  */
 class Surface {
   /** The seqs of the current nodes, in surface order. */

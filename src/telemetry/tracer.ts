@@ -111,8 +111,7 @@ export class SpanWriter {
   apply(op: SpanOp): void {
     switch (op.op) {
       case 'start': {
-        const parent = op.parent === null ? undefined : this.#spans.get(op.parent)
-        const context = parent === undefined ? this.#base : this.#base.setValue(SPAN_KEY, parent)
+        const context = (op.parent !== null ? this.contextOf(op.parent) : null) ?? this.#base
         const span = this.#tracer.startSpan(op.name, { kind: KIND[op.kind], startTime: hrTimeOf(op.time), attributes: op.attributes }, context)
         this.#spans.set(op.id, span)
         break
