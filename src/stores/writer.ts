@@ -5,8 +5,9 @@
 // commit halts the session, so the stored prefix stays one a resume can repair.
 import { StoreError } from '../errors.js'
 import type { SessionEvent, SessionEventType } from '../session/schemas.js'
-import type { Session, SessionSink } from '../session/session.js'
-import type { SessionHandle } from './types.js'
+import { RESTORE, TRIM, type Session, type SessionSink } from '../session/session.js'
+import { takeCheckpoint } from './checkpoint.js'
+import type { CheckpointText, SessionHandle } from './types.js'
 
 export interface WriterOptions {
   /** Commit in the background once this many events wait (default 512). */
@@ -40,6 +41,9 @@ export interface Durability {
 
 const noop = () => {}
 
+/** The longest log a disposed agent's session takes back into memory (docs/persistence.md, bounded memory). */
+export const RESTORE_LIMIT = 10_000
+
 /**
  * A compaction summary is appended right before its `compaction/completed`: a full batch is not cut between
  * the two, so one commit holds both or neither (docs/compaction.md). If the record never comes, the age timer commits.
@@ -68,6 +72,8 @@ export class SessionWriter implements SessionSink, Durability {
   #timer: ReturnType<typeof setTimeout> | null = null
   #renewal: ReturnType<typeof setInterval> | null = null
   #closed = false
+  /** The checkpoint taken at the latest safe point, not yet handed to the store. */
+  #checkpoint: CheckpointText | null = null
   /** Called after each commit with the number of events now stored (settable after construction). */
   onCommit: ((length: number) => void) | undefined
 
@@ -111,6 +117,7 @@ export class SessionWriter implements SessionSink, Durability {
     if (this.#fault !== null) return
     this.#pushed++
     const n = this.#buffer.push(event)
+    if (event.type === 'turn/end' || event.type === 'compaction/completed') this.#takeCheckpoint()
     if (this.#inflight !== null) return
     if (n === 1) this.#arm()
     else if (n >= this.#maxEvents && !awaitsRecord(event)) this.#background()
@@ -145,6 +152,7 @@ export class SessionWriter implements SessionSink, Durability {
     await this.settle()
     this.#closed = true
     this.#stopTimers()
+    this.#restore()
     if (this.#fault === null) await this.#handle.release()
   }
 
@@ -166,20 +174,32 @@ export class SessionWriter implements SessionSink, Durability {
     )
   }
 
+  /** A safe point: the session's derived state, to be committed with the batch that reaches it (none while a turn is open). */
+  #takeCheckpoint(): void {
+    try {
+      this.#checkpoint = takeCheckpoint(this.#session) ?? this.#checkpoint
+    } catch (error) {
+      this.#options.logger?.error(`agentchart: no checkpoint for session ${this.#session.id} at seq ${this.#session.length - 1}`, error)
+    }
+  }
+
   #send(): Promise<void> | undefined {
     const batch = this.#buffer
     this.#buffer = []
+    const checkpoint = this.#checkpoint
+    this.#checkpoint = null
     if (this.#timer !== null) {
       clearTimeout(this.#timer)
       this.#timer = null
     }
     let result: void | Promise<void>
     try {
-      result = this.#handle.append(batch)
+      result = checkpoint === null ? this.#handle.append(batch) : this.#handle.append(batch, checkpoint)
     } catch (error) {
       throw this.#fail(error, batch)
     }
     if (result === undefined || typeof result.then !== 'function') {
+      this.#trim(checkpoint)
       this.#done(batch.length)
       return undefined
     }
@@ -193,6 +213,7 @@ export class SessionWriter implements SessionSink, Durability {
       () => {
         this.#inflight = null
         this.#abandonInflight = null
+        this.#trim(checkpoint)
         this.#done(batch.length)
       },
       (error: unknown) => {
@@ -204,6 +225,26 @@ export class SessionWriter implements SessionSink, Durability {
     inflight.catch(noop) // background commits have no awaiting caller; their fault is reported through onFault
     this.#inflight = inflight
     return inflight
+  }
+
+  /** Once a checkpoint is stored, the events before it leave memory: the store reads them back when asked (synchronous stores only). */
+  #trim(checkpoint: CheckpointText | null): void {
+    const read = this.#handle.read
+    if (checkpoint === null || typeof read !== 'function') return
+    this.#session[TRIM](checkpoint.length, (from, to) => read.call(this.#handle, from, to))
+  }
+
+  /**
+   * A session of at most RESTORE_LIMIT events takes its trimmed prefix back before the lease goes, so it stays
+   * readable after its store closes; a longer one reads it through the store while the store is open.
+   */
+  #restore(): void {
+    if (this.#session.length > RESTORE_LIMIT) return
+    try {
+      this.#session[RESTORE]()
+    } catch (error) {
+      this.#options.logger?.error(`agentchart: reading session ${this.#session.id} back from the store failed`, error)
+    }
   }
 
   #done(count: number): void {
