@@ -218,6 +218,8 @@ class ContainedObservable<T> extends Observable<T> {
 export const RESUME: unique symbol = Symbol('agentchart.resume')
 /** In-house: trims a stored session's memory (the store writer calls it once a prefix is committed). */
 export const TRIM: unique symbol = Symbol('agentchart.trim')
+/** In-house: the events in memory, from the latest checkpoint on (a safe point: no turn open before it). */
+export const RECENT: unique symbol = Symbol('agentchart.recent')
 /** In-house: takes a trimmed prefix back into memory. */
 export const RESTORE: unique symbol = Symbol('agentchart.restore')
 
@@ -674,7 +676,7 @@ export class Session {
       if (this.#kept.has(event.seq)) throw new SessionAppendError(`surface[${i}]: seq ${event.seq} appears twice`)
       this.#kept.set(event.seq, event)
       // the node as it stands on the surface now: a replacement's own range is gone with the nodes it shadowed
-      this.#surface.apply(event.surfaceOp === 'append' ? event : ({ ...event, surfaceOp: 'append' } as SessionEvent))
+      this.#surface.apply(event.surfaceOp === 'append' ? event : { ...event, surfaceOp: 'append' })
     })
     this.#surface.generation = resume.generation
     if (base > 0) {
@@ -697,6 +699,11 @@ export class Session {
     })
     if (this.last()?.type !== 'session/end-seed') this.#commit(this.#build(this.length, 'session/end-seed', Object.freeze({}), NO_INTENT, 'data'))
     this.#seedLength = this.length
+  }
+
+  /** The events kept in memory from `#base` on: all of them unless opened from a checkpoint or trimmed. */
+  [RECENT](): readonly SessionEvent[] {
+    return this.#base === 0 ? this.events : Object.freeze(this.#events.slice())
   }
 
   /** Reads the trimmed prefix back into memory: its store is about to close (the writer calls it for a short log). */

@@ -7,7 +7,7 @@ import { ConfigError } from '../errors.js'
 import { applySplice, duplicatePending } from '../machines/inbox.js'
 import type { InboxLists } from '../machines/types.js'
 import type { SessionEvent } from '../session/schemas.js'
-import { RESUME, Session, surfaceNodeOf, type PrefixReader, type SessionResume } from '../session/session.js'
+import { RECENT, RESUME, Session, surfaceNodeOf, type PrefixReader, type SessionResume } from '../session/session.js'
 
 /** The facts of a log the agent reads when it takes a session over, folded event by event. */
 export interface ResumeFacts {
@@ -166,8 +166,8 @@ export function sessionFromCheckpoint(sessionId: string, stored: StoredCheckpoin
   const length = cp.length
   if (!isSeq(length) || length === 0 || length > stored.length) return refuse(`covers ${String(length)} events but ${stored.length} are stored`)
   if (tail.length !== stored.length - length) refuse(`tail holds ${tail.length} events, not ${stored.length - length}`)
-  const surface = cp.surface
-  if (!Array.isArray(surface) || !surface.every((seq) => isSeq(seq) && seq < length)) return refuse('names a surface node outside what it covers')
+  const surface: unknown = cp.surface
+  if (!Array.isArray(surface) || !surface.every((seq: unknown) => isSeq(seq) && seq < length)) return refuse('names a surface node outside what it covers')
   if (!isSeq(cp.generation)) refuse('has no replace generation')
   const facts = cp.facts
   if (typeof facts !== 'object' || facts === null || facts.length !== length || facts.openTurn !== false) return refuse('has no facts for its length')
@@ -176,7 +176,7 @@ export function sessionFromCheckpoint(sessionId: string, stored: StoredCheckpoin
   if (last === undefined || named === undefined || last.seq !== named.seq || last.time !== named.time || last.type !== named.type)
     refuse(`ends with an event the log does not hold at seq ${length - 1}`)
   if (hash(JSON.stringify(last)) !== named!.hash) refuse(`ends with seq ${length - 1} as it was not stored`)
-  const surfaceEvents = surface.map((seq) => stored.read(seq, seq + 1)[0])
+  const surfaceEvents = (surface as number[]).map((seq) => stored.read(seq, seq + 1)[0])
   const resume: SessionResume = { base: length, surface: surfaceEvents, last, generation: cp.generation!, tail, read: stored.read }
   let session: Session
   try {
@@ -199,4 +199,34 @@ export function sessionFromCheckpoint(sessionId: string, stored: StoredCheckpoin
     throw new CheckpointRefusal(`session ${sessionId}: the log's tail does not replay on the checkpoint: ${(error as Error).message}`, { cause: error })
   }
   return session
+}
+
+/**
+ * The events a taking-over agent reads for the open turn (repair, approval waits): those kept in memory, which
+ * start at a safe point, so an open turn lies wholly among them.
+ */
+export const recentEvents = (session: Session): readonly SessionEvent[] => session[RECENT]()
+
+/** How an open checks a stored log: from its latest checkpoint (default) or by validating and replaying all of it. */
+export type OpenValidation = 'checkpoint' | 'full'
+
+/**
+ * The session an open hands out: from the checkpoint when the store gave one and it agrees with the log, else
+ * `full` over the whole stored log (read in the same snapshot). `refused` hears why a checkpoint was not used.
+ */
+export function openedSession(
+  sessionId: string,
+  events: readonly unknown[],
+  stored: StoredCheckpoint | undefined,
+  full: (events: readonly unknown[]) => Session,
+  refused?: (refusal: CheckpointRefusal) => void,
+): Session {
+  if (stored === undefined) return full(events)
+  try {
+    return sessionFromCheckpoint(sessionId, stored, events)
+  } catch (error) {
+    if (!(error instanceof CheckpointRefusal)) throw error
+    refused?.(error)
+    return full(stored.read(0, stored.length))
+  }
 }

@@ -1,0 +1,166 @@
+// Opening from a checkpoint: for random stored sessions (turns with and without
+// tool calls, pending inbox items, compactions, reopens), an open from the
+// latest checkpoint gives the same session state and the same next request as
+// an open that validates and replays the whole log; a checkpoint that
+// disagrees with the log is refused and the open validates the whole log.
+import { createHash } from 'node:crypto'
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import fc from 'fast-check'
+import { afterAll, describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { createAgent, defineTool, type Agent } from '../../src/index.js'
+import { sqliteStore } from '../../src/stores/index.js'
+import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
+import { propertyRuns } from '../helpers.js'
+import { plain } from './support.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'agentchart-checkpoint-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+let files = 0
+const fresh = () => join(dir, `s${++files}.db`)
+
+type Op = { kind: 'text' } | { kind: 'tool' } | { kind: 'pending' } | { kind: 'compact' } | { kind: 'reopen' }
+const op: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 4, arbitrary: fc.constant({ kind: 'text' as const }) },
+  { weight: 2, arbitrary: fc.constant({ kind: 'tool' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'pending' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'compact' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'reopen' as const }) },
+)
+
+const echo = defineTool({ name: 'echo', description: 'echo', input: z.object({ n: z.number() }), execute: ({ n }) => `echo ${n}` })
+const quiet = { error: () => {} }
+const compaction = { contextWindow: 100_000, auto: false, keepRecent: 2, summarise: () => 'what was said so far' } as const
+
+function open(path: string, script: ScriptEntry[], extra: { validate?: 'full' | 'checkpoint'; logger?: { error: (m: string, e: unknown) => void } } = {}) {
+  const store = sqliteStore({ path })
+  const model = scriptedModel(script)
+  const { validate, logger } = extra
+  return createAgent({ model, store, sessionId: 'p', tools: [echo], compaction, logger: logger ?? quiet, ...(validate ? { validate } : {}) }).then(
+    (agent) => ({ agent, model, store }),
+  )
+}
+
+/** Drives a stored session through `ops`, reopening where asked; returns the file once everything is committed and closed. */
+async function storedSession(ops: readonly Op[]): Promise<string> {
+  const path = fresh()
+  let n = 0
+  let current = await open(path, [])
+  const drive = async (script: ScriptEntry[], act: (agent: Agent) => Promise<unknown> | void) => {
+    const { agent, store } = current
+    await agent.dispose()
+    await store.close()
+    current = await open(path, script)
+    await act(current.agent)
+    await current.agent.whenIdle()
+  }
+  for (const step of ops) {
+    n++
+    if (step.kind === 'text') await drive([textResponse(`answer ${n}`)], (a) => a.followup(`question ${n}`))
+    else if (step.kind === 'tool')
+      await drive([toolCallResponse([{ id: `c${n}`, name: 'echo', arguments: { n } }]), textResponse(`done ${n}`)], (a) => a.followup(`use the tool ${n}`))
+    else if (step.kind === 'pending') await drive([], (a) => a.send(`later ${n}`, 'next-turn', false))
+    else if (step.kind === 'compact') await drive([], (a) => a.compact())
+    else await drive([], () => {})
+  }
+  await current.agent.dispose()
+  await current.store.close()
+  return path
+}
+
+/** What an opened session is: its log (times aside: each open stamps its end-seed), history, request history, inbox, next turn. */
+async function stateOf(path: string, validate: 'full' | 'checkpoint', logger?: { error: (m: string, e: unknown) => void }) {
+  const { agent, model, store } = await open(path, [textResponse('next')], { validate, ...(logger ? { logger } : {}) })
+  const untimed = (events: readonly unknown[]) => plain(events).map(({ time: _time, ...rest }: { time: number }) => rest)
+  const before = {
+    events: untimed(agent.session.events),
+    surface: agent.session.surface(),
+    history: plain(agent.session.deriveMessages()),
+    messages: plain(agent.messages()),
+    inbox: plain([agent.inbox.nextTurn, agent.inbox.nextStep]),
+  }
+  agent.followup('one more')
+  await agent.whenIdle()
+  const after = { request: plain(model.requests[0]), events: untimed(agent.session.events) }
+  expect(checkSessionInvariants(agent.session.events)).toEqual([])
+  await agent.dispose()
+  await store.close()
+  return { before, after }
+}
+
+const copy = (path: string) => {
+  const to = fresh()
+  copyFileSync(path, to)
+  return to
+}
+
+const hash = (text: string) => createHash('sha256').update(text).digest('base64url')
+
+type Tamper = 'last-seq' | 'stale-length' | 'drop-node' | 'foreign-node' | 'facts-undigested' | 'older-length'
+
+/** Rewrites the stored checkpoint as `tamper` says; every tamper but `facts-undigested` signs it again. */
+function tamper(path: string, how: Tamper): boolean {
+  const db = new Database(path)
+  try {
+    const row = db.prepare('SELECT session_id, body FROM agentchart_checkpoints').get() as { session_id: number; body: string } | undefined
+    if (row === undefined) return false
+    const { digest: _digest, ...cp } = JSON.parse(row.body) as {
+      digest: string
+      length: number
+      last: { seq: number }
+      surface: number[]
+      facts: { lastTurn: number }
+    }
+    const nonSurface = [...Array(cp.length).keys()].find((seq) => !cp.surface.includes(seq))
+    if (how === 'last-seq') cp.last.seq += 1
+    else if (how === 'stale-length' || how === 'older-length') cp.length -= 1
+    else if (how === 'drop-node') {
+      if (cp.surface.length === 0) return false
+      cp.surface = cp.surface.slice(1)
+    } else if (how === 'foreign-node') {
+      if (cp.surface.length === 0 || nonSurface === undefined) return false
+      cp.surface = [nonSurface, ...cp.surface.slice(1)]
+    } else cp.facts.lastTurn += 3
+    const body = how === 'facts-undigested' ? { ...cp, digest: _digest } : { ...cp, digest: hash(JSON.stringify(cp)) }
+    db.prepare('UPDATE agentchart_checkpoints SET body = ?, length = ? WHERE session_id = ?').run(JSON.stringify(body), cp.length, row.session_id)
+    return true
+  } finally {
+    db.close()
+  }
+}
+
+describe('opening a stored session from its checkpoint', () => {
+  it('RS-1: for random sessions, a checkpoint open gives the state and next request of a full-validation open', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 8 }), async (ops) => {
+        const path = await storedSession(ops)
+        const refusals: string[] = []
+        const full = await stateOf(copy(path), 'full')
+        const fromCheckpoint = await stateOf(copy(path), 'checkpoint', { error: (message) => refusals.push(message) })
+        expect(fromCheckpoint).toEqual(full)
+        expect(refusals).toEqual([])
+      }),
+      { numRuns: propertyRuns(12) },
+    )
+  }, 240_000)
+
+  it('RS-1: a checkpoint that disagrees with the log (wrong seq, wrong nodes, stale length, unsigned facts) is refused and the whole log is validated instead', async () => {
+    const hows = fc.constantFrom<Tamper>('last-seq', 'stale-length', 'drop-node', 'foreign-node', 'facts-undigested')
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 6 }), hows, async (ops, how) => {
+        const path = await storedSession([{ kind: 'text' }, ...ops])
+        const full = await stateOf(copy(path), 'full')
+        const tampered = copy(path)
+        fc.pre(tamper(tampered, how))
+        const refusals: string[] = []
+        const opened = await stateOf(tampered, 'checkpoint', { error: (message) => refusals.push(message) })
+        expect(opened).toEqual(full)
+        expect(refusals.some((message) => /checkpoint/.test(message))).toBe(true)
+      }),
+      { numRuns: propertyRuns(10) },
+    )
+  }, 240_000)
+})
