@@ -88,6 +88,8 @@ export class SessionWriter implements SessionSink, Durability {
     this.#committed = stored
     this.#pushed = stored
     for (let seq = stored; seq < session.length; seq++) this.push(session.at(seq)!)
+    // a resumed session outside a turn is at a safe point: its first commit carries a checkpoint and lets the log leave memory
+    if (stored > 0) this.#takeCheckpoint()
     session.connect(this)
     if (options.leaseMs !== undefined) {
       this.#renewal = setInterval(() => this.#renew(), Math.max(5, Math.floor(options.leaseMs / 3)))

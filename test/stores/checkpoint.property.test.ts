@@ -15,7 +15,6 @@ import { createAgent, defineTool, type Agent } from '../../src/index.js'
 import { sqliteStore } from '../../src/stores/index.js'
 import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
 import { propertyRuns } from '../helpers.js'
-import { plain } from './support.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'agentchart-checkpoint-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -61,7 +60,7 @@ async function storedSession(ops: readonly Op[]): Promise<string> {
     n++
     if (step.kind === 'text') await drive([textResponse(`answer ${n}`)], (a) => a.followup(`question ${n}`))
     else if (step.kind === 'tool')
-      await drive([toolCallResponse([{ id: `c${n}`, name: 'echo', arguments: { n } }]), textResponse(`done ${n}`)], (a) => a.followup(`use the tool ${n}`))
+      await drive([toolCallResponse([{ id: `c${n}`, name: 'echo', arguments: JSON.stringify({ n }) }]), textResponse(`done ${n}`)], (a) => a.followup(`use the tool ${n}`))
     else if (step.kind === 'pending') await drive([], (a) => a.send(`later ${n}`, 'next-turn', false))
     else if (step.kind === 'compact') await drive([], (a) => a.compact())
     else await drive([], () => {})
@@ -74,7 +73,7 @@ async function storedSession(ops: readonly Op[]): Promise<string> {
 /** What an opened session is: its log (times aside: each open stamps its end-seed), history, request history, inbox, next turn. */
 async function stateOf(path: string, validate: 'full' | 'checkpoint', logger?: { error: (m: string, e: unknown) => void }) {
   const { agent, model, store } = await open(path, [textResponse('next')], { validate, ...(logger ? { logger } : {}) })
-  const untimed = (events: readonly unknown[]) => plain(events).map(({ time: _time, ...rest }: { time: number }) => rest)
+  const untimed = (events: readonly unknown[]) => (plain(events) as { time: number }[]).map(({ time: _time, ...rest }) => rest)
   const before = {
     events: untimed(agent.session.events),
     surface: agent.session.surface(),
@@ -90,6 +89,8 @@ async function stateOf(path: string, validate: 'full' | 'checkpoint', logger?: {
   await store.close()
   return { before, after }
 }
+
+const plain = (value: unknown): unknown => JSON.parse(JSON.stringify(value ?? null))
 
 const copy = (path: string) => {
   const to = fresh()
