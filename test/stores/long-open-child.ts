@@ -39,5 +39,6 @@ if (role === 'open') {
   }
   say(`done ${turns} ${agent.session.halted === null ? 'none' : String(agent.session.halted)} ${faults.join(' | ') || 'no-faults'}`)
   await agent.dispose()
+  process.stdin.destroy()
 }
 await store.close()
