@@ -27,6 +27,7 @@ it('RS-8: an idle agent over a long stored session keeps the heap of one over a 
   expect(lengths.long).toBeGreaterThan(100 * lengths.short)
   // what grows with the log's length: nothing beyond noise (an event kept per session would be 300 bytes each, 6 MB here)
   expect(long - short).toBeLessThan(16 * 1024)
+  expect(long).toBeLessThan(64 * 1024)
   // the session itself: its history since the last compaction, the header and the inbox, not its log
   expect(session).toBeLessThan(64 * 1024)
 }, 180_000)
