@@ -216,12 +216,12 @@ class ContainedObservable<T> extends Observable<T> {
 
 /** In-house: the checkpoint path of the Session constructor (stores/checkpoint.ts builds it, after checking it). */
 export const RESUME: unique symbol = Symbol('agentchart.resume')
-/** In-house: trims a stored session's memory (the store writer calls it once a prefix is committed). */
-export const TRIM: unique symbol = Symbol('agentchart.trim')
 /** In-house: the events in memory, from the latest checkpoint on (a safe point: no turn open before it). */
-export const RECENT: unique symbol = Symbol('agentchart.recent')
+export let recentEvents: (session: Session) => readonly SessionEvent[]
 /** In-house: takes a trimmed prefix back into memory. */
-export const RESTORE: unique symbol = Symbol('agentchart.restore')
+export let restoreEvents: (session: Session) => void
+/** In-house: drops committed events before `upTo` from memory (the store writer calls it once a checkpoint is stored). */
+export let trimEvents: (session: Session, upTo: number, read: PrefixReader) => void
 
 interface ObserverEntry {
   readonly fn: SessionObserver
@@ -702,12 +702,12 @@ export class Session {
   }
 
   /** The events kept in memory from `#base` on: all of them unless opened from a checkpoint or trimmed. */
-  [RECENT](): readonly SessionEvent[] {
+  #recent(): readonly SessionEvent[] {
     return this.#base === 0 ? this.events : Object.freeze(this.#events.slice())
   }
 
   /** Reads the trimmed prefix back into memory: its store is about to close (the writer calls it for a short log). */
-  [RESTORE](): void {
+  #restore(): void {
     if (this.#base === 0) return
     const prefix = this.#readPrefix(0, this.#base)
     // the kept events stay the very objects the history holds
@@ -723,7 +723,7 @@ export class Session {
    * Drops the events before `upTo` from memory, keeping the surface ones; later reads of them go through `read`.
    * Why: with a store, a long session keeps what its history needs, not its whole log (docs/persistence.md).
    */
-  [TRIM](upTo: number, read: PrefixReader): void {
+  #trim(upTo: number, read: PrefixReader): void {
     if (upTo <= this.#base || upTo > this.length) return
     if (this.#prefix === null) this.#prefix = read
     const onSurface = new Set(this.#surface.seqs)
@@ -734,6 +734,12 @@ export class Session {
     this.#kept.set(lastDropped.seq, lastDropped)
     this.#base = upTo
     this.#snapshot = Object.freeze([])
+  }
+
+  static {
+    recentEvents = (session) => session.#recent()
+    restoreEvents = (session) => session.#restore()
+    trimEvents = (session, upTo, read) => session.#trim(upTo, read)
   }
 }
 

@@ -7,7 +7,7 @@ import { ConfigError } from '../errors.js'
 import { applySplice, duplicatePending } from '../machines/inbox.js'
 import type { InboxLists } from '../machines/types.js'
 import type { SessionEvent } from '../session/schemas.js'
-import { RECENT, RESUME, Session, surfaceNodeOf, type PrefixReader, type SessionResume } from '../session/session.js'
+import { recentEvents as inMemory, RESUME, Session, surfaceNodeOf, type PrefixReader, type SessionResume } from '../session/session.js'
 
 /** The facts of a log the agent reads when it takes a session over, folded event by event. */
 export interface ResumeFacts {
@@ -205,7 +205,7 @@ export function sessionFromCheckpoint(sessionId: string, stored: StoredCheckpoin
  * The events a taking-over agent reads for the open turn (repair, approval waits): those kept in memory, which
  * start at a safe point, so an open turn lies wholly among them.
  */
-export const recentEvents = (session: Session): readonly SessionEvent[] => session[RECENT]()
+export const recentEvents = (session: Session): readonly SessionEvent[] => inMemory(session)
 
 /** How an open checks a stored log: from its latest checkpoint (default) or by validating and replaying all of it. */
 export type OpenValidation = 'checkpoint' | 'full'

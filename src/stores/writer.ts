@@ -5,7 +5,7 @@
 // commit halts the session, so the stored prefix stays one a resume can repair.
 import { StoreError } from '../errors.js'
 import type { SessionEvent, SessionEventType } from '../session/schemas.js'
-import { RESTORE, TRIM, type Session, type SessionSink } from '../session/session.js'
+import { restoreEvents, trimEvents, type Session, type SessionSink } from '../session/session.js'
 import { takeCheckpoint } from './checkpoint.js'
 import type { CheckpointText, SessionHandle } from './types.js'
 
@@ -233,7 +233,7 @@ export class SessionWriter implements SessionSink, Durability {
   #trim(checkpoint: CheckpointText | null): void {
     const read = this.#handle.read
     if (checkpoint === null || typeof read !== 'function') return
-    this.#session[TRIM](checkpoint.length, (from, to) => read.call(this.#handle, from, to))
+    trimEvents(this.#session, checkpoint.length, (from, to) => read.call(this.#handle, from, to))
   }
 
   /**
@@ -243,7 +243,7 @@ export class SessionWriter implements SessionSink, Durability {
   #restore(): void {
     if (this.#session.length > RESTORE_LIMIT) return
     try {
-      this.#session[RESTORE]()
+      restoreEvents(this.#session)
     } catch (error) {
       this.#options.logger?.error(`agentchart: reading session ${this.#session.id} back from the store failed`, error)
     }

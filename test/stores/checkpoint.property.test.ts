@@ -38,9 +38,11 @@ function open(path: string, script: ScriptEntry[], extra: { validate?: 'full' | 
   const store = sqliteStore({ path })
   const model = scriptedModel(script)
   const { validate, logger } = extra
-  return createAgent({ model, store, sessionId: 'p', tools: [echo], compaction, logger: logger ?? quiet, ...(validate ? { validate } : {}) }).then(
-    (agent) => ({ agent, model, store }),
-  )
+  return createAgent({ model, store, sessionId: 'p', tools: [echo], compaction, logger: logger ?? quiet, ...(validate ? { validate } : {}) }).then((agent) => ({
+    agent,
+    model,
+    store,
+  }))
 }
 
 /** Drives a stored session through `ops`, reopening where asked; returns the file once everything is committed and closed. */
@@ -60,7 +62,9 @@ async function storedSession(ops: readonly Op[]): Promise<string> {
     n++
     if (step.kind === 'text') await drive([textResponse(`answer ${n}`)], (a) => a.followup(`question ${n}`))
     else if (step.kind === 'tool')
-      await drive([toolCallResponse([{ id: `c${n}`, name: 'echo', arguments: JSON.stringify({ n }) }]), textResponse(`done ${n}`)], (a) => a.followup(`use the tool ${n}`))
+      await drive([toolCallResponse([{ id: `c${n}`, name: 'echo', arguments: JSON.stringify({ n }) }]), textResponse(`done ${n}`)], (a) =>
+        a.followup(`use the tool ${n}`),
+      )
     else if (step.kind === 'pending') await drive([], (a) => a.send(`later ${n}`, 'next-turn', false))
     else if (step.kind === 'compact') await drive([], (a) => a.compact())
     else await drive([], () => {})
