@@ -766,6 +766,8 @@ export interface SessionResume {
  * package still counts. Why: an Agent or a stored events array passed where a Session goes should be named as such.
  */
 export function isSessionLike(value: unknown): value is Session {
+  // a Session of this copy is one without reading its events (a stored one reads them through its store)
+  if (value instanceof Session) return true
   return isRecordLike(value) && typeof value.id === 'string' && isArrayLike(value.events) && 'halted' in value
 }
 
