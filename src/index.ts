@@ -1,22 +1,12 @@
 // agentchart: the agent loop as explicit XState statecharts.
-export { createAgent, Agent, Inbox, DEFAULT_MAX_STEPS } from './agent.js'
-export type {
-  AgentOptions,
-  StoredAgentOptions,
-  CancelOptions,
-  DisposeOptions,
-  AgentStatus,
-  AgentHooks,
-  ListenerName,
-  PreStepDecision,
-  RequestErrorAction,
-  PreExecuteDecision,
-  PostExecuteDecision,
-  ToolExecution,
-  ToolOutcomeView,
-  CompactionResult,
-  HistoryOptions,
-} from './agent.js'
+export { createAgent } from './agent/create.js'
+export { Agent } from './agent/agent.js'
+export type { AgentStatus } from './agent/agent.js'
+export { Inbox } from './agent/inbox.js'
+export { DEFAULT_MAX_STEPS } from './agent/options.js'
+export type { AgentOptions, StoredAgentOptions, CancelOptions, DisposeOptions, CompactionResult, HistoryOptions } from './agent/options.js'
+export type { AgentHooks, ListenerName, PreStepDecision, PreExecuteDecision, PostExecuteDecision, ToolExecution, ToolOutcomeView } from './agent/hooks.js'
+export type { RequestErrorAction } from './retry.js'
 export { INTERRUPTED_NOTE, INTERRUPTED_SOURCE } from './session/interrupted.js'
 export type { InterruptedHistory } from './session/interrupted.js'
 export { createSession, Session } from './session/session.js'

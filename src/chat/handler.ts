@@ -4,7 +4,7 @@
 // message that steers the same turn, and a reload that re-attaches all show
 // the same events; Stop is a route that ends the server's turn.
 import type { Subscription } from 'rxjs'
-import type { Agent } from '../agent.js'
+import type { Agent } from '../agent/agent.js'
 import { AgentchartError, ConfigError } from '../errors.js'
 import { userMessage } from '../messages.js'
 import { pendingApprovals } from '../session/approvals.js'

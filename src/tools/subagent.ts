@@ -3,7 +3,10 @@
 // rule): the parent's cancel cancels it with cause `parent`, the call disposes it when it ends, a failed or
 // cancelled child gives the call an error result and the parent's turn goes on. The two logs name each other:
 // the child's prompt says which session and call made it, the call's result `meta.subagent` names the child.
-import { createAgent, inspectorOf, telemetryOf, type Agent, type AgentOptions, type StoredAgentOptions } from '../agent.js'
+import type { Agent } from '../agent/agent.js'
+import { createAgent } from '../agent/create.js'
+import type { AgentOptions, StoredAgentOptions } from '../agent/options.js'
+import { inspectorOf, telemetryOf } from '../agent/registry.js'
 import { AgentchartError, ConfigError, SessionInUseError } from '../errors.js'
 import { DEFAULT_LEASE_MS } from '../stores/lease.js'
 import { describeValue } from '../foreign.js'
