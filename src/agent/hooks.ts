@@ -1,8 +1,8 @@
 // The listener names agent.on() accepts, their signatures, and the answers the extension points return.
 import type { ModelRequest } from '../adapters/types.js'
 import type { ToolOutcome } from '../machines/types.js'
-import type { RequestConfigInput } from '../request.js'
-import type { RequestErrorAction } from '../retry.js'
+import type { RequestConfigInput } from '../request/options.js'
+import type { RequestErrorAction } from '../request/retry.js'
 import type { LlmCallConfig, LlmFailure, SessionEvent, StreamChunk, UserMessage } from '../session/schemas.js'
 import type { Session } from '../session/session.js'
 import type { PromptAssembly, PromptContext } from '../runtime/assembly.js'

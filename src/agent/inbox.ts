@@ -1,9 +1,9 @@
 // The Inbox handle (agent.inbox) over the machine's pending lists, and the replay that rebuilds those lists from the log.
 import { ConfigError, InboxError } from '../errors.js'
-import { describeValue } from '../foreign.js'
+import { describeValue } from '../values/foreign.js'
 import { applySplice, duplicatePending, hasPending } from '../machines/inbox.js'
 import type { InboxLists } from '../machines/types.js'
-import { toInboxMessage } from '../messages.js'
+import { toInboxMessage } from '../request/messages.js'
 import type { Runtime } from '../runtime/runtime.js'
 import type { InboxTarget, UserMessage } from '../session/schemas.js'
 import { forkLineageOf } from '../session/fork.js'

@@ -1,6 +1,6 @@
 // Opening an agent over a store: the lease, the validated seed, crash recovery, the first commit and the mailbox reader.
 import { AgentchartError, ConfigError, StoredLogError } from '../errors.js'
-import { OutputSchemas, seedConfig } from '../request.js'
+import { OutputSchemas, seedConfig } from '../request/options.js'
 import type { HookLogger } from '../runtime/hooks.js'
 import { createSession, type Session } from '../session/session.js'
 import { checkSessionId, DEFAULT_LEASE_MS } from '../stores/lease.js'

@@ -6,7 +6,7 @@
 import type { Subscription } from 'rxjs'
 import type { Agent } from '../agent/agent.js'
 import { AgentchartError, ConfigError } from '../errors.js'
-import { userMessage } from '../messages.js'
+import { userMessage } from '../request/messages.js'
 import { pendingApprovals } from '../session/approvals.js'
 import { openTurnOf } from '../session/repair.js'
 import type { ContentBlock, InboxTarget, SessionEvent, UserMessage } from '../session/schemas.js'

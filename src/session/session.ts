@@ -4,7 +4,7 @@
 import { Observable, Subscriber, type Observer, type Operator, type Subscription } from 'rxjs'
 import { ConfigError, SeedRefusedError, SessionAppendError } from '../errors.js'
 import { validatedSeedViolations } from './invariants.js'
-import { describeValue, isArrayLike, isRecordLike } from '../foreign.js'
+import { describeValue, isArrayLike, isRecordLike } from '../values/foreign.js'
 import { formatPath, toFrozenJson } from './lossless.js'
 import {
   EventDataSchemas,

@@ -2,7 +2,7 @@
 // block-end, optional usage, then finish (BEHAVIOURS 1.4).
 import { uniqueCallId } from '../adapters/assemble.js'
 import { ConfigError } from '../errors.js'
-import { describeValue, isArrayLike, isRecordLike } from '../foreign.js'
+import { describeValue, isArrayLike, isRecordLike } from '../values/foreign.js'
 import { llmFailure, type LlmFailureInit } from '../adapters/failure.js'
 import type { FinishReason, StreamChunk, TokenUsage } from '../session/schemas.js'
 

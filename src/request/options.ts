@@ -1,11 +1,11 @@
 // Request options as users write them (a zod schema as the response format,
 // provider options merged per provider) turned into the LlmCallConfig the log
 // records, plus the validators of the output schemas seen on the way.
-import { ConfigError } from './errors.js'
-import { canonical } from './canonical.js'
+import { ConfigError } from '../errors.js'
+import { canonical } from '../values/canonical.js'
 import { isJsonSchemaInput, isZodV4Schema, toCheckedSchema, type CheckedSchema, type SchemaInput } from './schema.js'
-import { toFrozenJson } from './session/lossless.js'
-import { LlmCallConfigSchema, type LlmCallConfig, type ProviderOptions, type ResponseFormat } from './session/schemas.js'
+import { toFrozenJson } from '../session/lossless.js'
+import { LlmCallConfigSchema, type LlmCallConfig, type ProviderOptions, type ResponseFormat } from '../session/schemas.js'
 
 /** A response format as written: the logged form, a schema, or `{ type: 'json', schema }` with a schema object. */
 export type ResponseFormatInput = ResponseFormat | SchemaInput | { type: 'json'; schema: SchemaInput; name?: string; description?: string; strict?: boolean }
