@@ -54,8 +54,8 @@ export interface AgentHooks {
   'tools/pre-execute': (p: WithAgent<ToolExecution>, next: Next<PreExecuteDecision>) => PreExecuteDecision | Promise<PreExecuteDecision>
   'tools/post-execute': (
     p: WithAgent<ToolExecution & { outcome: ToolOutcomeView }>,
-    next: Next<PostExecuteDecision>,
-  ) => PostExecuteDecision | Promise<PostExecuteDecision>
+    next: Next<PostExecuteResult>,
+  ) => PostExecuteResult | Promise<PostExecuteResult>
   'tools/result': (p: WithAgent<ToolExecution & { outcome: ToolOutcomeView }>) => void
   /** TL-18: a call waits for `agent.approve(callId)` or `agent.deny(callId, reason)`; registering this makes the agent an approver. */
   'tools/approval-requested': (p: WithAgent<Omit<ToolExecution, 'signal'> & { reason: string }>) => void
@@ -101,9 +101,12 @@ export const LISTENER_NAMES: ReadonlySet<string> = new Set(
 export type PreStepDecision = { kind: 'reject' } | { kind: 'enter'; messages: readonly UserMessage[] }
 /** `ask` makes the call wait for a person's answer (TL-18); with no approver configured it behaves as `deny`. */
 export type PreExecuteDecision = { kind: 'allow' } | { kind: 'deny'; reason: string } | { kind: 'ask'; reason: string }
-export type PostExecuteDecision =
+/** The call's result as `tools/post-execute` settles it: kept (`accept`, its content or value optionally replaced) or replaced by `feedback` (`block`). */
+export type PostExecuteResult =
   | { kind: 'accept'; content?: string; value?: unknown; additionalContexts?: UserMessage[] }
   | { kind: 'block'; feedback: string; additionalContexts?: UserMessage[] }
+/** @deprecated The former name of PostExecuteResult: it is the post-execute hook's result, not a decision. */
+export type PostExecuteDecision = PostExecuteResult
 export interface ToolExecution {
   turn: number
   step: number
