@@ -18,7 +18,15 @@ import { LogIndex } from '../agent/results.js'
 import { OutputSchemas } from '../request/options.js'
 import { createSession } from '../session/session.js'
 import type { ModelAdapter } from '../adapters/types.js'
-import { defineTool, setCallRecovery, type ExecutionMode, type InterruptedCall, type ToolContext, type ToolDefinition, type ToolResultValue } from './define.js'
+import {
+  defineTool,
+  setCallRecovery,
+  type ExecutionMode,
+  type InterruptedCall,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolResultValue,
+} from '../tools/define.js'
 
 /** The plugin name a child's prompt carries in its source, with the parent's session and call. */
 export const SUBAGENT_SOURCE = 'agentchart/subagent'
