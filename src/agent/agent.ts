@@ -1,4 +1,4 @@
-// The public handle: createAgent() wires a session, a model and tools to the
+// The Agent class, the public handle: it wires a session, a model and tools to the
 // agent machine through the runtime. Methods only validate and send events.
 import { AgentStateError, ConfigError, ForkError, SessionAppendError, SessionInUseError } from '../errors.js'
 import type { TurnOptions } from '../machines/types.js'
