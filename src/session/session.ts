@@ -633,7 +633,7 @@ export class Session {
     if (raw.length !== to - from) throw new SessionAppendError(`session ${this.id}: the store gave ${raw.length} events for seq ${from}..${to - 1}`)
     return raw.map((value, i) => {
       const event = toFrozenJson(value, `events[${from + i}]`) as SessionEvent
-      if (!isRecord(event) || event.seq !== from + i) throw new SessionAppendError(`session ${this.id}: the store gave a wrong event for seq ${from + i}`)
+      if (!isRecordLike(event) || event.seq !== from + i) throw new SessionAppendError(`session ${this.id}: the store gave a wrong event for seq ${from + i}`)
       return event
     })
   }
@@ -657,7 +657,7 @@ export class Session {
     this.#prefix = read
     const adopt = (raw: unknown, at: string): SessionEvent => {
       const copy = toFrozenJson(raw, at)
-      if (!isRecord(copy) || typeof copy.seq !== 'number' || !Number.isInteger(copy.seq) || copy.seq < 0 || copy.seq >= base)
+      if (!isRecordLike(copy) || typeof copy.seq !== 'number' || !Number.isInteger(copy.seq) || copy.seq < 0 || copy.seq >= base)
         throw new SessionAppendError(`${at}: not an event before seq ${base}`, { path: at })
       for (const key of Object.keys(copy)) {
         if (!ENVELOPE_KEYS.has(key)) throw new SessionAppendError(`${at}: unknown envelope key ${JSON.stringify(key)}`, { path: formatPath(at, [key]) })
@@ -687,7 +687,7 @@ export class Session {
       const seq = base + i
       const at = `events[${seq}]`
       const copy = toFrozenJson(raw, at)
-      if (!isRecord(copy)) throw new SessionAppendError(`${at}: a stored event must be an object`, { path: at })
+      if (!isRecordLike(copy)) throw new SessionAppendError(`${at}: a stored event must be an object`, { path: at })
       for (const key of Object.keys(copy)) {
         if (!ENVELOPE_KEYS.has(key)) throw new SessionAppendError(`${at}: unknown envelope key ${JSON.stringify(key)}`, { path: formatPath(at, [key]) })
       }
