@@ -181,3 +181,67 @@ describe('opening a stored session from its checkpoint', () => {
     )
   }, 240_000)
 })
+
+describe('what a checkpoint open reads', () => {
+  /** A two-turn stored session whose last checkpoint is at the end of turn 2, and a third turn after it. */
+  async function threeTurns() {
+    const path = fresh()
+    const first = await open(path, [textResponse('a'), textResponse('b')])
+    first.agent.followup('one')
+    await first.agent.whenIdle()
+    first.agent.followup('two')
+    await first.agent.whenIdle()
+    const covered = first.agent.session.length
+    await first.agent.dispose()
+    await first.store.close()
+    return { path, covered, events: first.agent.session.events }
+  }
+
+  const damage = (path: string, seq: number, find: string, replace: string) => {
+    const db = new Database(path)
+    db.prepare('UPDATE agentchart_events SET event = replace(event, ?, ?) WHERE seq = ?').run(find, replace, seq)
+    db.close()
+  }
+
+  it('RS-8: a row made malformed before the checkpoint does not stop the open; reading it through the store names its seq', async () => {
+    const { path, events } = await threeTurns()
+    const seq = events.find((e) => e.type === 'step/start')!.seq
+    damage(path, seq, '"type":"step/start"', '"type":step/start"')
+    const { agent, store } = await open(path, [textResponse('c')])
+    expect(agent.session.deriveMessages()).toHaveLength(4)
+    expect(() => agent.session.at(seq)).toThrow(expect.objectContaining({ code: 'STORED_LOG_INVALID' }) as Error)
+    await agent.dispose()
+    await store.close()
+    // a full open finds it, by seq
+    const refused = await open(path, [], { validate: 'full' }).catch((error: unknown) => error)
+    expect(refused).toMatchObject({ code: 'STORED_LOG_INVALID', seq })
+  })
+
+  it('RS-8: a row damaged after the checkpoint fails the open by seq, as a full open does', async () => {
+    const { path } = await threeTurns()
+    const checkpointRow = () => {
+      const db = new Database(path)
+      const row = db.prepare('SELECT length, body FROM agentchart_checkpoints').get() as { length: number; body: string }
+      db.close()
+      return row
+    }
+    const older = checkpointRow()
+    const next = await open(path, [textResponse('c')])
+    next.agent.followup('three')
+    await next.agent.whenIdle()
+    const turnStart = next.agent.session.events.findLast((e) => e.type === 'turn/start')!.seq
+    await next.agent.dispose()
+    await next.store.close()
+    // the older checkpoint back (one a crash could leave): the third turn is in its tail
+    const db = new Database(path)
+    db.prepare('UPDATE agentchart_checkpoints SET length = ?, body = ?').run(older.length, older.body)
+    db.close()
+    expect(older.length).toBeLessThan(turnStart)
+    damage(path, turnStart, '"type":"turn/start"', '"type":"turn/stXrt"')
+    const logged: string[] = []
+    const refused = await open(path, [], { logger: { error: (message) => logged.push(message) } }).catch((error: unknown) => error)
+    expect(refused).toMatchObject({ code: 'STORED_LOG_INVALID', seq: turnStart })
+    expect((refused as Error).message).toMatch(/unknown event type "turn\/stXrt"/)
+    expect(logged.some((message) => /checkpoint/.test(message))).toBe(true)
+  })
+})
