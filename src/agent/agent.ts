@@ -156,6 +156,7 @@ export class Agent {
       () => this.#assertLive(),
     )
     this.#index = new LogIndex(session)
+    if (durable) durable.writer.beforeTrim = () => this.#index.catchUp()
     this.#runs = new RunTracker({
       index: this.#index,
       schemas: outputSchemas,

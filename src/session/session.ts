@@ -217,6 +217,8 @@ class ContainedObservable<T> extends Observable<T> {
 export const RESUME: unique symbol = Symbol('agentchart.resume')
 /** In-house: the events in memory, from the latest checkpoint on (a safe point: no turn open before it). */
 export let recentEvents: (session: Session) => readonly SessionEvent[]
+/** In-house: the seq of the first event kept in memory (0 unless opened from a checkpoint or trimmed). */
+export let firstInMemory: (session: Session) => number
 /** In-house: takes a trimmed prefix back into memory. */
 export let restoreEvents: (session: Session) => void
 /** In-house: drops committed events before `upTo` from memory (the store writer calls it once a checkpoint is stored). */
@@ -244,6 +246,8 @@ export class Session {
   #kept = new Map<number, SessionEvent>()
   /** Reads stored events [from, to) of the part before `#base`. */
   #prefix: PrefixReader | null = null
+  /** The replace generation `#kept` was last pruned at. */
+  #keptGeneration = 0
   #fullView: WeakRef<readonly SessionEvent[]> | null = null
   readonly #surface = new Surface((seq) => this.#eventAt(seq)!)
   #observers: ObserverEntry[] = []
@@ -725,10 +729,18 @@ export class Session {
   #trim(upTo: number, read: PrefixReader): void {
     if (upTo <= this.#base || upTo > this.length) return
     if (this.#prefix === null) this.#prefix = read
-    const onSurface = new Set(this.#surface.seqs)
     const dropped = this.#events.splice(0, upTo - this.#base)
-    for (const [seq] of this.#kept) if (!onSurface.has(seq)) this.#kept.delete(seq)
-    for (const event of dropped) if (onSurface.has(event.seq)) this.#kept.set(event.seq, event)
+    // surface events stay (the history reads them); the ones a replace shadowed go once the surface changed
+    if (this.#surface.generation !== this.#keptGeneration) {
+      const onSurface = new Set(this.#surface.seqs)
+      for (const [seq] of this.#kept) if (!onSurface.has(seq)) this.#kept.delete(seq)
+      this.#keptGeneration = this.#surface.generation
+      for (const event of dropped) if (onSurface.has(event.seq)) this.#kept.set(event.seq, event)
+    } else {
+      const previous = this.#kept.get(this.#base - 1)
+      if (previous !== undefined && previous.surfaceOp === undefined) this.#kept.delete(previous.seq)
+      for (const event of dropped) if (event.surfaceOp !== undefined) this.#kept.set(event.seq, event)
+    }
     const lastDropped = dropped[dropped.length - 1]
     this.#kept.set(lastDropped.seq, lastDropped)
     this.#base = upTo
@@ -737,6 +749,7 @@ export class Session {
 
   static {
     recentEvents = (session) => session.#recent()
+    firstInMemory = (session) => session.#base
     restoreEvents = (session) => session.#restore()
     trimEvents = (session, upTo, read) => session.#trim(upTo, read)
   }

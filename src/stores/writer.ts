@@ -6,7 +6,7 @@
 import { StoreError } from '../errors.js'
 import type { SessionEvent, SessionEventType } from '../session/schemas.js'
 import { restoreEvents, trimEvents, type Session, type SessionSink } from '../session/session.js'
-import { takeCheckpoint } from './checkpoint.js'
+import { factsOf, takeCheckpoint } from './checkpoint.js'
 import type { CheckpointText, SessionHandle } from './types.js'
 
 export interface WriterOptions {
@@ -44,6 +44,9 @@ const noop = () => {}
 /** The longest log a disposed agent's session takes back into memory (docs/persistence.md, bounded memory). */
 export const RESTORE_LIMIT = 10_000
 
+/** Events between checkpoints at least (docs/persistence.md, checkpoints). */
+export const CHECKPOINT_EVERY = 256
+
 /**
  * A compaction summary is appended right before its `compaction/completed`: a full batch is not cut between
  * the two, so one commit holds both or neither (docs/compaction.md). If the record never comes, the age timer commits.
@@ -74,6 +77,12 @@ export class SessionWriter implements SessionSink, Durability {
   #closed = false
   /** The checkpoint taken at the latest safe point, not yet handed to the store. */
   #checkpoint: CheckpointText | null = null
+  /** The length the last checkpoint taken covers. */
+  #checkpointed = 0
+  /** The end of the latest turn pushed: the log before it may leave memory once it is committed. */
+  #safe = 0
+  /** Called before committed events leave memory, so whoever indexes the log reads them first (settable after construction). */
+  beforeTrim: (() => void) | undefined
   /** Called after each commit with the number of events now stored (settable after construction). */
   onCommit: ((length: number) => void) | undefined
 
@@ -119,7 +128,7 @@ export class SessionWriter implements SessionSink, Durability {
     if (this.#fault !== null) return
     this.#pushed++
     const n = this.#buffer.push(event)
-    if (event.type === 'turn/end' || event.type === 'compaction/completed') this.#takeCheckpoint()
+    if (event.type === 'turn/end' || event.type === 'compaction/completed') this.#safePoint(event)
     if (this.#inflight !== null) return
     if (n === 1) this.#arm()
     else if (n >= this.#maxEvents && !awaitsRecord(event)) this.#background()
@@ -176,10 +185,24 @@ export class SessionWriter implements SessionSink, Durability {
     )
   }
 
-  /** A safe point: the session's derived state, to be committed with the batch that reaches it (none while a turn is open). */
+  /**
+   * A turn's end, or a compaction: what came before may leave memory once committed, and a checkpoint is taken
+   * when CHECKPOINT_EVERY events came since the last one, or the history was compacted. Why not at every turn:
+   * a checkpoint costs a pass over the history; an open validates at most that many events of tail instead.
+   */
+  #safePoint(event: SessionEvent): void {
+    if (event.type === 'turn/end') this.#safe = event.seq + 1
+    if (event.type === 'compaction/completed' || event.seq + 1 - this.#checkpointed >= CHECKPOINT_EVERY) this.#takeCheckpoint()
+  }
+
+  /** The session's derived state, to be committed with the batch that reaches it (none while a turn is open). */
   #takeCheckpoint(): void {
     try {
-      this.#checkpoint = takeCheckpoint(this.#session) ?? this.#checkpoint
+      const taken = takeCheckpoint(this.#session)
+      if (taken === undefined) return
+      this.#checkpoint = taken
+      this.#checkpointed = taken.length
+      this.#safe = Math.max(this.#safe, taken.length)
     } catch (error) {
       this.#options.logger?.error(`agentchart: no checkpoint for session ${this.#session.id} at seq ${this.#session.length - 1}`, error)
     }
@@ -201,8 +224,8 @@ export class SessionWriter implements SessionSink, Durability {
       throw this.#fail(error, batch)
     }
     if (result === undefined || typeof result.then !== 'function') {
-      this.#trim(checkpoint)
       this.#done(batch.length)
+      this.#trim()
       return undefined
     }
     const pending = result
@@ -215,8 +238,8 @@ export class SessionWriter implements SessionSink, Durability {
       () => {
         this.#inflight = null
         this.#abandonInflight = null
-        this.#trim(checkpoint)
         this.#done(batch.length)
+        this.#trim()
       },
       (error: unknown) => {
         this.#inflight = null
@@ -229,11 +252,19 @@ export class SessionWriter implements SessionSink, Durability {
     return inflight
   }
 
-  /** Once a checkpoint is stored, the events before it leave memory: the store reads them back when asked (synchronous stores only). */
-  #trim(checkpoint: CheckpointText | null): void {
+  /** Once a turn's end is stored, the events before it leave memory: the store reads them back when asked (synchronous stores only). */
+  #trim(): void {
     const read = this.#handle.read
-    if (checkpoint === null || typeof read !== 'function') return
-    trimEvents(this.#session, checkpoint.length, (from, to) => read.call(this.#handle, from, to))
+    const upTo = Math.min(this.#safe, this.#committed)
+    if (typeof read !== 'function' || upTo === 0) return
+    // the facts a checkpoint carries, and the agent's log index, are read from memory first
+    factsOf(this.#session)
+    try {
+      this.beforeTrim?.()
+    } catch (error) {
+      this.#options.logger?.error('agentchart: a listener before trimming the session threw', error)
+    }
+    trimEvents(this.#session, upTo, (from, to) => read.call(this.#handle, from, to))
   }
 
   /**
