@@ -333,8 +333,9 @@ export class Runtime {
 
   /** The history a request carries: the derived messages, an interrupted answer followed by its note (unless `keep`). */
   requestMessages(): readonly Message[] {
-    const messages = this.options.session.deriveMessages()
-    return this.#interrupted ? this.#interrupted.mark(messages) : messages
+    const { session } = this.options
+    const messages = session.deriveMessages()
+    return this.#interrupted ? this.#interrupted.mark(messages, session.replaceGeneration) : messages
   }
 
   // ---- rest ------------------------------------------------------------------------
