@@ -42,8 +42,9 @@ class FrozenListHandler<T> implements ProxyHandler<T[]> {
     return Reflect.has(target, key)
   }
 
-  set(): boolean {
-    return false
+  /** Throws even in sloppy mode: a write to the history is a bug wherever it is written. */
+  set(_target: T[], key: string | symbol): boolean {
+    throw new TypeError(`Cannot assign to read only property '${String(key)}' of a frozen array`)
   }
 
   defineProperty(target: T[], key: string | symbol, descriptor: PropertyDescriptor): boolean {
