@@ -61,7 +61,15 @@ function requestHistoryOf(events: readonly SessionEvent[]): Message[] {
   for (const e of events) if (e.type === 'assistant/message' && e.data.interrupted === true) interrupted.add(e.data.message)
   return deriveMessagesFrom(events).flatMap((m) =>
     interrupted.has(m)
-      ? [m, { id: `${m.id}-interrupted`, role: 'user', content: [{ type: 'text', text: INTERRUPTED_NOTE }], source: { kind: 'plugin', plugin: 'agentchart', form: 'interrupted' } }]
+      ? [
+          m,
+          {
+            id: `${m.id}-interrupted`,
+            role: 'user',
+            content: [{ type: 'text', text: INTERRUPTED_NOTE }],
+            source: { kind: 'plugin', plugin: 'agentchart', form: 'interrupted' },
+          },
+        ]
       : [m],
   ) as Message[]
 }
@@ -174,7 +182,11 @@ async function play(ops: readonly Op[]): Promise<{ dispatched: Dispatched[]; eve
         const old = session.at(seq)!
         if (old.type !== 'tool/result') break
         const content = [{ ...old.data.message.content[0], content: `short ${seq}` }] as typeof old.data.message.content
-        session.append('tool/result', { ...old.data, message: { ...old.data.message, content } }, { surfaceOp: { op: 'replace', start: seq, end: seq }, sourceEventSeqs: [seq] })
+        session.append(
+          'tool/result',
+          { ...old.data, message: { ...old.data.message, content } },
+          { surfaceOp: { op: 'replace', start: seq, end: seq }, sourceEventSeqs: [seq] },
+        )
         break
       }
       case 'compact':
@@ -240,7 +252,8 @@ describe('incremental history property', () => {
   })
 
   it('SS-8: the persistent list under the history matches a plain array through pushes, sets and splices, every version kept', () => {
-    type ListOp = { kind: 'push' } | { kind: 'set'; at: number } | { kind: 'splice'; at: number; count: number; insert: boolean } | { kind: 'branch'; from: number }
+    type ListOp =
+      { kind: 'push' } | { kind: 'set'; at: number } | { kind: 'splice'; at: number; count: number; insert: boolean } | { kind: 'branch'; from: number }
     const listOp: fc.Arbitrary<ListOp> = fc.oneof(
       { weight: 12, arbitrary: fc.constant({ kind: 'push' as const }) },
       { weight: 3, arbitrary: fc.nat().map((at) => ({ kind: 'set' as const, at })) },
@@ -286,14 +299,22 @@ describe('incremental history property', () => {
     session.append('step/start', { turn: 1, step: 1 })
     const held: { history: readonly Message[]; copy: Message[] }[] = []
     for (let i = 0; i < 3000; i++) {
-      session.append('user/message', { id: `u${i}`, role: 'user', content: [{ type: 'text', text: `m${i}` }], source: { kind: 'user' } }, { surfaceOp: 'append' })
+      session.append(
+        'user/message',
+        { id: `u${i}`, role: 'user', content: [{ type: 'text', text: `m${i}` }], source: { kind: 'user' } },
+        { surfaceOp: 'append' },
+      )
       if (i % 500 === 0) held.push({ history: session.deriveMessages(), copy: deriveMessagesFrom(session.events) })
     }
     const surface = session.surface()
-    session.append('user/message', { id: 'summary', role: 'user', content: [{ type: 'text', text: 'summary' }], source: { kind: 'user' } }, {
-      surfaceOp: { op: 'replace', start: surface[0], end: surface[2989] },
-      sourceEventSeqs: surface.slice(0, 2990),
-    })
+    session.append(
+      'user/message',
+      { id: 'summary', role: 'user', content: [{ type: 'text', text: 'summary' }], source: { kind: 'user' } },
+      {
+        surfaceOp: { op: 'replace', start: surface[0], end: surface[2989] },
+        sourceEventSeqs: surface.slice(0, 2990),
+      },
+    )
     held.push({ history: session.deriveMessages(), copy: deriveMessagesFrom(session.events) })
     for (const { history, copy } of held) {
       expect(history).toEqual(copy)
