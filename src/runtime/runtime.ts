@@ -30,7 +30,7 @@ import { deepFreeze, toFrozenJson } from '../session/lossless.js'
 import type { LlmCallConfig, LlmFailure, Message, RequestHeader, SessionEvent, SessionEventType, UserMessage } from '../session/schemas.js'
 import { pendingApprovals } from '../session/approvals.js'
 import { InterruptedAnswers, type InterruptedHistory } from '../session/interrupted.js'
-import { SCHEMA_CHECKED, messageOf, surfaceNodeOf, type CheckedIntent, type Session } from '../session/session.js'
+import { SCHEMA_CHECKED, logSnapshot, messageOf, surfaceNodeOf, type CheckedIntent, type Session } from '../session/session.js'
 import type { Durability } from '../stores/writer.js'
 import { classify, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
 import { toLoggedConfig, type OutputSchemas } from '../request.js'
@@ -786,7 +786,7 @@ export class Runtime {
   /** A held approval notice, delivered only while its question is still open (a cancel may have closed it meanwhile). */
   #announceQuestion(name: string, payload: Record<string, unknown>): void {
     const { callId } = payload as { callId: string }
-    if (pendingApprovals(this.options.session.events).some((p) => p.callId === callId)) this.#notify(name, payload)
+    if (pendingApprovals(logSnapshot(this.options.session)).some((p) => p.callId === callId)) this.#notify(name, payload)
   }
 
   #tool(name: string): ToolDefinition | undefined {

@@ -6,6 +6,7 @@ import { ConfigError, SeedRefusedError, SessionAppendError } from '../errors.js'
 import { validatedSeedViolations } from './invariants.js'
 import { describeValue, isArrayLike, isRecordLike } from '../foreign.js'
 import { formatPath, toFrozenJson } from './lossless.js'
+import { frozenArrayOf } from './array-view.js'
 import { nodeMessage, Surface } from './surface.js'
 import {
   EventDataSchemas,
@@ -103,6 +104,14 @@ export function deriveMessagesFrom(events: readonly SessionEvent[]): Message[] {
     }
   }
   return Object.freeze(nodes.flatMap((n) => (n.message === undefined ? [] : [n.message]))) as Message[]
+}
+
+/**
+ * The log as it stands, as a frozen array that reads the session instead of copying it: what the loop reads during a
+ * turn (the open step, pending approvals), where `session.events` would copy the whole log. In-house.
+ */
+export function logSnapshot(session: Session): readonly SessionEvent[] {
+  return frozenArrayOf({ length: session.length, at: (seq: number) => session.at(seq)! })
 }
 
 // ---- events$ -----------------------------------------------------------------
