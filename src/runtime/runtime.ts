@@ -192,7 +192,8 @@ export class Runtime {
       : null
     this.#facts = this.#currentFacts()
     this.#interrupted = options.interrupted === 'keep' ? null : new InterruptedAnswers()
-    if (this.#interrupted) for (const event of options.session.events) this.#interrupted.see(event)
+    // only answers still on the surface can reach a request: a shadowed node never comes back
+    if (this.#interrupted) for (const seq of options.session.surface()) this.#interrupted.see(options.session.at(seq)!)
     const input: AgentInput = {
       seedConfig: options.seedConfig,
       priorHeader: options.priorHeader,
