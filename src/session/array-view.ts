@@ -31,7 +31,21 @@ class FrozenListHandler<T> implements ProxyHandler<T[]> {
       const index = arrayIndex(key)
       if (index >= 0) return index < this.list.length ? this.list.at(index) : undefined
     }
+    if (key === Symbol.iterator || key === 'values') return this.values
     return Reflect.get(Array.prototype, key, receiver)
+  }
+
+  /** Iteration straight over the list (spread, for...of), not through an index lookup per item. */
+  readonly values = (): IterableIterator<T> => {
+    const { list } = this
+    const length = list.length
+    let index = 0
+    return {
+      next: () => (index < length ? { value: list.at(index++), done: false } : { value: undefined, done: true }),
+      [Symbol.iterator]() {
+        return this
+      },
+    }
   }
 
   has(target: T[], key: string | symbol): boolean {
