@@ -44,11 +44,12 @@ export class Surface {
 
   /**
    * A surface from its nodes: their seqs in surface order and each one's message (undefined for an empty assistant
-   * message), as `seqs` and `history()` give them. Nothing is read from the log, so a checkpoint can restore it.
+   * message), and how many replaces made it (`generation`). Nothing is read from the log, so a checkpoint can restore it.
    */
-  static of(seqs: readonly number[], messages: readonly (Message | undefined)[]): Surface {
+  static of(seqs: readonly number[], messages: readonly (Message | undefined)[], generation = 0): Surface {
     if (seqs.length !== messages.length) throw new RangeError(`a surface needs one message per node: ${seqs.length} seqs, ${messages.length} messages`)
     const surface = new Surface()
+    surface.generation = generation
     surface.seqs.push(...seqs)
     surface.#history = PersistentList.from(messages.filter((m): m is Message => m !== undefined))
     messages.forEach((m, at) => m === undefined && surface.#empty.push(at))
