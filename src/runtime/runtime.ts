@@ -737,8 +737,35 @@ export class Runtime {
       const tokens = compaction.baseTokens ?? estimateTextTokens(system ?? '') + (toolSchemas.length ? estimateTextTokens(JSON.stringify(toolSchemas)) : 0)
       this.#baseTokens = { assembly, tokens }
     }
+    const { policy } = compaction
+    // under the threshold an automatic check plans nothing: decided from the running count, without the nodes
+    if (reason === 'auto') {
+      const tokensBefore = this.#baseTokens.tokens + this.#historyTokens() + entering.reduce((sum, m) => sum + this.#estimate(m), 0)
+      if (tokensBefore <= policy.threshold * policy.contextWindow) return null
+    }
     const nodes = session.surface().map((seq) => surfaceNodeOf(session.at(seq)!))
-    return planCompaction({ nodes, entering, baseTokens: this.#baseTokens.tokens, policy: compaction.policy, reason, estimate: this.#estimate })
+    return planCompaction({ nodes, entering, baseTokens: this.#baseTokens.tokens, policy, reason, estimate: this.#estimate })
+  }
+
+  /** The history's tokens as last counted: its length then, and the replace generation it was counted in. */
+  #counted = { generation: -1, length: 0, tokens: 0 }
+
+  /**
+   * The estimated tokens of the current history, summed in history order as the planner sums them. Only the messages
+   * appended since the last count are estimated; a replace (compaction, a rewritten result) starts the count over.
+   */
+  #historyTokens(): number {
+    const { session } = this.options
+    const history = session.deriveMessages()
+    const generation = session.replaceGeneration
+    let { length, tokens } = this.#counted
+    if (this.#counted.generation !== generation || history.length < length) {
+      length = 0
+      tokens = 0
+    }
+    for (let i = length; i < history.length; i++) tokens += this.#estimate(history[i])
+    this.#counted = { generation, length: history.length, tokens }
+    return tokens
   }
 
   /** Runs the summariser over the planned range; answers compaction.summarised or compaction.failed (CP-2, CP-3). */

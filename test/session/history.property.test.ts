@@ -87,7 +87,7 @@ function partialThenHang(request: ModelRequest): AsyncIterable<StreamChunk> {
 }
 
 /** One scripted model for every agent of a run: answers what the next operation planned and records each dispatch. */
-function plannedModel(dispatched: Dispatched[], sessionOf: () => Session) {
+function plannedModel(dispatched: Dispatched[], sessionOf: () => Session, contextWindow: number) {
   const planned: ((request: ModelRequest) => ScriptResult)[] = []
   let calls = 0
   const entry = (request: ModelRequest): ScriptResult => {
@@ -97,7 +97,7 @@ function plannedModel(dispatched: Dispatched[], sessionOf: () => Session) {
   }
   const model = scriptedModel(
     Array.from({ length: 5000 }, () => entry),
-    { contextWindow: 100_000 },
+    { contextWindow },
   )
   const plan = (...answers: ((request: ModelRequest) => ScriptResult)[]) => void planned.push(...answers)
   const toolCalls = (n: number) => () => toolCallResponse(Array.from({ length: n }, () => ({ id: `c${++calls}`, name: 'look', arguments: '{}' })))
@@ -133,13 +133,16 @@ function expectRequestsHeld(dispatched: readonly Dispatched[]): void {
   }
 }
 
-/** Plays `ops` on one agent (or its forks and resumes), checking the history and every held request after each. */
-async function play(ops: readonly Op[]): Promise<{ dispatched: Dispatched[]; events: readonly SessionEvent[] }> {
+/**
+ * Plays `ops` on one agent (or its forks and resumes), checking the history and every held request after each. A
+ * small `contextWindow` makes turns compact by themselves too; a large one only on `compact`.
+ */
+async function play(ops: readonly Op[], contextWindow = 100_000): Promise<{ dispatched: Dispatched[]; events: readonly SessionEvent[] }> {
   const dispatched: Dispatched[] = []
   /** Every log played, each agent's as it was left. */
   const events: SessionEvent[] = []
   let agent!: Agent
-  const { model, plan, toolCalls } = plannedModel(dispatched, () => agent.session)
+  const { model, plan, toolCalls } = plannedModel(dispatched, () => agent.session, contextWindow)
   let cancelOnBlockEnd = false
   const make = (session?: Session) => {
     const next = track(createAgent({ model, tools: [look], compaction: { keepRecent: 0.0001 }, logger: { error: () => {} }, ...(session ? { session } : {}) }))
@@ -220,7 +223,7 @@ async function play(ops: readonly Op[]): Promise<{ dispatched: Dispatched[]; eve
 describe('incremental history property', () => {
   it('SS-7, SS-8: after every turn, rewrite, cancel, compaction, fork and resume, the kept history equals deriveMessagesFrom(session.events)', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 14 }), async (ops) => void (await play(ops))),
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 14 }), fc.constantFrom(300, 100_000), async (ops, window) => void (await play(ops, window))),
       { numRuns: propertyRuns(40) },
     )
   })
@@ -249,6 +252,13 @@ describe('incremental history property', () => {
     expect(events.some((e) => e.type === 'tool/result' && e.surfaceOp !== 'append')).toBe(true)
     expect(dispatched.some(({ expected }) => expected.some((m) => m.id.endsWith('-interrupted')))).toBe(true)
     expect(dispatched.length).toBeGreaterThan(8)
+  })
+
+  it('SS-13: requests held across compactions the turns make themselves (a small window) still equal their dispatch history', async () => {
+    const turns: Op[] = Array.from({ length: 12 }, (_, i) => (i % 3 === 1 ? { kind: 'tool', calls: 1 } : { kind: 'text' }))
+    const { dispatched, events } = await play([...turns, { kind: 'cancel' }, ...turns], 300)
+    expect(events.filter((e) => e.type === 'compaction/completed' && e.data.reason === 'auto').length).toBeGreaterThanOrEqual(2)
+    expect(dispatched.length).toBeGreaterThan(24)
   })
 
   it('SS-8: the persistent list under the history matches a plain array through pushes, sets and splices, every version kept', () => {
