@@ -120,6 +120,9 @@ function expectHistoryOf(session: Session): void {
   )
   expect([...restored.messages()]).toEqual([...history])
   seqs.forEach((seq, at) => expect(restored.indexOf(seq)).toBe(at))
+  // a shadowed node is found by neither
+  const current = new Set(seqs)
+  for (const e of session.events) if (e.surfaceOp !== undefined && !current.has(e.seq)) expect(restored.indexOf(e.seq)).toBeUndefined()
 }
 
 /** Every request still reads what it was dispatched with (SS-13), element by element. */
