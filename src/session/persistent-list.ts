@@ -1,6 +1,6 @@
 // An immutable list that shares structure between versions: a 32-way trie of
 // full leaves plus a tail. A version never changes, so a request can hold one
-// forever while the history goes on; push and set cost O(log32 n), not O(n).
+// forever while the history goes on; a push costs O(1) amortised, a set O(log32 n).
 
 const BITS = 5
 const WIDTH = 1 << BITS
@@ -53,8 +53,8 @@ export class PersistentList<T> implements ReadList<T> {
   push(item: T): PersistentList<T> {
     const seen = this.length - this.tailStart
     if (seen < WIDTH) {
-      // the tail is ours to extend when no other version pushed on it past our length
-      const tail = this.tail.length === seen ? this.tail : this.tail.slice(0, seen)
+      // the tail is ours to extend when no other version pushed on it past our length (the shared empty one never is)
+      const tail = this.tail.length === seen && seen > 0 ? this.tail : this.tail.slice(0, seen)
       tail.push(item)
       return new PersistentList(this.length + 1, this.shift, this.root, tail, this.tailStart)
     }
