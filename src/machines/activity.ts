@@ -34,11 +34,11 @@ export const activityImplementations = named({
   actions: {
     /** CX-1..CX-3, CX-14: the first cause aborts the signal; without keepInbox the inbox (and latch) is cleared either way. */
     cancelActivity: actionOn(['agent.cancel'], (d, e) => {
-      if (d.get('cancelCause') === null) {
-        d.set({ cancelCause: e.cause })
+      if (d.get('activity').cancelCause === null) {
+        d.setActivity({ cancelCause: e.cause })
         d.emit({ type: 'fx.abort', cause: e.cause })
       }
-      if (e.cause.kind === 'disposed') d.set({ disposing: true })
+      if (e.cause.kind === 'disposed') d.setActivity({ disposing: true })
       if (!e.keepInbox) clearInbox(d)
     }),
     /** What the runtime reports of listeners, observers and tools replaces what the machine knew. */
@@ -48,7 +48,7 @@ export const activityImplementations = named({
     /** The answer the machine waits for; anything older is a late answer to drop. */
     isAwaited: guardOn(ANSWERS, (context, e) => (e.type === 'append.failed' ? e.unstarted.includes(context.ids.waiting) : e.id === context.ids.waiting)),
     /** The live activity has been cancelled. */
-    isCancelled: guard((context) => context.cancelCause !== null),
+    isCancelled: guard((context) => context.activity.cancelCause !== null),
     /** Someone may act synchronously on what the machine does: a boundary waits one round trip so it is heard first. */
     isObserved: guard((context) => context.facts.observed),
   },

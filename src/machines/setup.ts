@@ -8,6 +8,7 @@
 import { assertEvent, setup } from 'xstate'
 import type { EventData, SessionEventType, SurfaceOp } from '../session/schemas.js'
 import type {
+  ActivityContext,
   AgentContext,
   AgentEvent,
   AgentInput,
@@ -50,6 +51,10 @@ export class Draft {
   /** Update part of the request side. */
   setRequest(patch: Partial<RequestContext>): void {
     this.set({ request: { ...this.get('request'), ...patch } })
+  }
+  /** Update the activity's flags. */
+  setActivity(patch: Partial<ActivityContext>): void {
+    this.set({ activity: { ...this.get('activity'), ...patch } })
   }
   /** Update part of the tool batch. */
   setToolBatch(patch: Partial<ToolBatchContext>): void {
@@ -110,7 +115,8 @@ function draftAction(accepted: readonly EventType[] | null, run: (d: Draft, even
     if (accepted !== null && !accepted.includes(event.type)) assertEvent(event, accepted)
     const d = new Draft(context)
     run(d, event)
-    if (d.patch !== null) enqueue.assign(d.patch)
+    const patch = d.patch
+    if (patch !== null) enqueue.assign(() => patch)
     if (d.effects.length > 0) enqueue.emit({ type: 'effects', action: label.name, effects: d.effects })
   })
   return Object.assign(impl, { label })

@@ -128,7 +128,7 @@ function modeOfNext(context: AgentContext, b: ToolBatchContext): 'parallel' | 'e
   return mode === undefined ? 'exclusive' : mode === 'per-call' ? null : mode
 }
 
-const halted = (context: { cancelCause: unknown; toolBatch: ToolBatchContext }) => context.cancelCause !== null || context.toolBatch.failure !== null
+const halted = (context: AgentContext) => context.activity.cancelCause !== null || context.toolBatch.failure !== null
 const drained = (b: ToolBatchContext) => b.nextCommit >= b.nextStart && b.inFlight === 0
 const poolRoom = (b: ToolBatchContext) => b.pool && b.inFlight < b.cap
 const committable = (b: ToolBatchContext) => b.nextCommit < b.calls.length && b.outcomes[b.nextCommit] !== null
@@ -255,7 +255,7 @@ export const toolBatchImplementations = named({
      * calls that started before it finish and commit, and the log stops inside the wait for a later process to answer.
      */
     parkApproval: actionOn(['agent.cancel'], (d, e) => {
-      d.set({ disposing: true })
+      d.setActivity({ disposing: true })
       d.setToolBatch({ parked: true })
       if (!e.keepInbox) clearInbox(d)
     }),
@@ -314,7 +314,7 @@ export const toolBatchImplementations = named({
       const i = b.bodyIds.indexOf(e.id)
       if (i < 0 || b.outcomes[i] !== null) return
       const outcome =
-        d.get('cancelCause') !== null && !e.outcome.isError
+        d.get('activity').cancelCause !== null && !e.outcome.isError
           ? { ...ABORTED_WHILE_RUNNING, ...(e.outcome.additionalContexts ? { additionalContexts: e.outcome.additionalContexts } : {}) }
           : e.outcome
       settle(d, i, outcome)
@@ -339,7 +339,7 @@ export const toolBatchImplementations = named({
     finishToolBatch: action((d) => {
       const b = batchOf(d)
       if (b.failure) d.set({ stepOutcome: 'error', failure: b.failure, endReason: { kind: 'error', error: b.failure.failure } })
-      else if (d.get('cancelCause') !== null) d.set({ stepOutcome: 'aborted' })
+      else if (d.get('activity').cancelCause !== null) d.set({ stepOutcome: 'aborted' })
       else d.set({ stepOutcome: b.concluded ? 'completed' : 'continue' })
     }),
   },
@@ -369,7 +369,7 @@ export const toolBatchImplementations = named({
     isAwaitedApproval: guardOn(['approval.answered'], (context, e) => context.toolBatch.approval === e.callId),
     isApproved: guardOn(['approval.answered'], (_context, e) => e.approved),
     /** TL-18: the cancel is a disposal's and no other cancel came first: the question outlives this instance. */
-    isDisposalCancel: guardOn(['agent.cancel'], (context, e) => e.cause.kind === 'disposed' && context.cancelCause === null),
+    isDisposalCancel: guardOn(['agent.cancel'], (context, e) => e.cause.kind === 'disposed' && context.activity.cancelCause === null),
     /** No new call starts once the turn is cancelled or the scheduler failed (TL-14, TL-17). */
     isHalted: guard(halted),
     hasSchedulerFailure: guard((context) => context.toolBatch.failure !== null),
@@ -390,7 +390,7 @@ export const toolBatchImplementations = named({
     /** The next call in model order never started and never will (TL-14). */
     isSkippable: guard((context) => {
       const b = context.toolBatch
-      return context.cancelCause !== null && b.failure === null && b.nextCommit < b.calls.length && !b.started[b.nextCommit]
+      return context.activity.cancelCause !== null && b.failure === null && b.nextCommit < b.calls.length && !b.started[b.nextCommit]
     }),
     noBodiesInFlight: guard((context) => context.toolBatch.inFlight === 0),
   },

@@ -67,7 +67,7 @@ export const turnImplementations = named({
     askTurnStopping: action((d) => d.hook('agent/turn-stopping', { turn: d.get('turn') }, { abandonOnCancel: true })),
     endBlocked: action((d) => d.set({ endReason: { kind: 'blocked' } })),
     endWithStandingReason: action((d) => d.set({ endReason: standingReason(d) })),
-    endAborted: action((d) => d.set({ endReason: { kind: 'aborted', reason: d.get('cancelCause') ?? { kind: 'user' } } })),
+    endAborted: action((d) => d.set({ endReason: { kind: 'aborted', reason: d.get('activity').cancelCause ?? { kind: 'user' } } })),
     /** TU-16 (Decision 9): the turn ran its last allowed step; it ends max-steps, naming the limit, instead of proposing another. */
     endMaxSteps: action((d) => d.set({ endReason: { kind: 'max-steps', limit: stepLimitOf(d.context) ?? d.get('step') } })),
     /** HK-4: a throwing pre-step ends the turn before its step opens (Decision 7: agent/error names that step). */
@@ -84,7 +84,7 @@ export const turnImplementations = named({
      */
     failTurn: actionOn(['append.failed'], (d, e) => {
       if (e.skipped.includes('step/start')) d.set({ step: d.get('step') - 1 })
-      if (d.get('cancelCause') !== null) return
+      if (d.get('activity').cancelCause !== null) return
       d.set({ failure: { failure: e.failure, step: d.get('step') }, endReason: { kind: 'error', error: e.failure } })
     }),
     /** ST-4: the refused append came before this turn's step/end in the same macrostep, so step/end was skipped: write it. */

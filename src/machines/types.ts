@@ -148,6 +148,15 @@ export interface RequestContext {
   recoveryAsked: boolean
 }
 
+/** The live activity's flags. */
+export interface ActivityContext {
+  /** A waking send arrived that the current activity cannot deliver; replayed at convergence (CX-12, CX-13, MT-3). */
+  readonly wakeLatched: boolean
+  /** Why the live activity was cancelled; the first cause wins (CX-2). */
+  readonly cancelCause: AgentCancelCause | null
+  readonly disposing: boolean
+}
+
 /**
  * Everything the machines remember: counters, ids and the little guards read.
  * Kept to a few top-level keys: XState copies the context on every assign, and
@@ -161,11 +170,7 @@ export interface AgentContext {
   // the inbox projection (IN-*) and the activity's flags
   nextTurn: readonly UserMessage[]
   nextStep: readonly UserMessage[]
-  /** A waking send arrived that the current activity cannot deliver; replayed at convergence (CX-12, CX-13, MT-3). */
-  wakeLatched: boolean
-  /** Why the live activity was cancelled; the first cause wins (CX-2). */
-  cancelCause: AgentCancelCause | null
-  disposing: boolean
+  activity: ActivityContext
 
   // the turn
   turn: number
