@@ -104,25 +104,25 @@ const listKey = (target: InboxTarget) => (target === 'next-turn' ? 'nextTurn' : 
 /** What an API request may change beside the lists, as it was before the request (restored if its splice is refused). */
 const undoOf = (d: Draft): CallerUndo => ({ wakeLatched: d.get('activity').wakeLatched })
 
-/** Splice the next-step list (and at a turn boundary the first prompt) into the proposal batch (IN-9). */
+/** Splice the next-step list (and at a turn boundary the first prompt) into the proposal's claim (IN-9). */
 export function claimInbox(d: Draft, turnBoundary: boolean): void {
-  const batch: UserMessage[] = []
+  const claimed: UserMessage[] = []
   const nextStep = d.get('nextStep')
   if (nextStep.length > 0) {
     d.append('agent/inbox/spliced', { target: 'next-step', start: 0, removedCount: nextStep.length, inserted: [] })
-    batch.push(...nextStep)
+    claimed.push(...nextStep)
     d.set({ nextStep: [] })
   }
   const nextTurn = d.get('nextTurn')
   if (turnBoundary && nextTurn.length > 0) {
     d.append('agent/inbox/spliced', { target: 'next-turn', start: 0, removedCount: 1, inserted: [] })
-    batch.push(nextTurn[0])
+    claimed.push(nextTurn[0])
     d.set({ nextTurn: nextTurn.slice(1) })
     takeTurnOptions(d, nextTurn[0].id)
   }
   const turn = d.get('turn')
-  for (const message of batch) d.notify('agent/inbox/claimed', { message, turn })
-  d.set({ proposal: { batch, entering: [], asked: false } })
+  for (const message of claimed) d.notify('agent/inbox/claimed', { message, turn })
+  d.set({ proposal: { claimed, entering: [], asked: false } })
 }
 
 /** Insert messages at the end of a list as one splice, then announce them (TL-12 tool contexts). */

@@ -14,7 +14,7 @@ import type {
   AgentInput,
   CallerUndo,
   Effect,
-  EffectBatch,
+  ActionEffects,
   HookName,
   NotificationName,
   RequestContext,
@@ -26,7 +26,7 @@ export const baseSetup = setup({
   types: {
     context: {} as AgentContext,
     events: {} as AgentEvent,
-    emitted: {} as EffectBatch,
+    emitted: {} as ActionEffects,
     input: {} as AgentInput,
   },
 })

@@ -12,7 +12,7 @@ import { UNKNOWN_OUTCOME, parseArguments } from '../session/vocabulary.js'
 import { initialContext, newToolBatch } from './context.js'
 import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './setup.js'
 import { clearInbox, insertInbox, type inboxImplementations } from './inbox.js'
-import type { AgentContext, PlannedCall, PostExecuteAnswer, ToolBatchContext, ToolOutcome } from './types.js'
+import type { AgentContext, RequestedCall, PostExecuteAnswer, ToolBatchContext, ToolOutcome } from './types.js'
 
 export const ABORTED_BEFORE_DISPATCH: ToolOutcome = {
   isError: true,
@@ -49,7 +49,7 @@ function settle(d: Draft, i: number, outcome: ToolOutcome, skipPost = false): vo
   d.setToolBatch({ outcomes: setAt(b.outcomes, i, outcome), skipPost: setAt(b.skipPost, i, skipPost) })
 }
 
-const executionOf = (d: Draft, call: PlannedCall) => ({
+const executionOf = (d: Draft, call: RequestedCall) => ({
   turn: d.get('turn'),
   step: d.get('step'),
   callId: call.callId,
@@ -57,7 +57,7 @@ const executionOf = (d: Draft, call: PlannedCall) => ({
   arguments: call.args,
 })
 
-function logCall(d: Draft, call: PlannedCall): void {
+function logCall(d: Draft, call: RequestedCall): void {
   d.append(
     'tool/call',
     { turn: d.get('turn'), step: d.get('step'), callId: call.callId, name: call.name, arguments: call.arguments },
@@ -65,7 +65,7 @@ function logCall(d: Draft, call: PlannedCall): void {
   )
 }
 
-function logResult(d: Draft, call: PlannedCall, outcome: ToolOutcome): void {
+function logResult(d: Draft, call: RequestedCall, outcome: ToolOutcome): void {
   const message = {
     id: `${d.get('instance').id}-r${d.id()}`,
     role: 'user' as const,
@@ -145,7 +145,7 @@ export const toolBatchImplementations = named({
     restoreApprovalWait: action((d) => {
       const instance = d.get('instance')
       const wait = instance.resume!
-      const calls: PlannedCall[] = wait.calls.map((c) => ({ ...c, args: parseArguments(c.arguments) }))
+      const calls: RequestedCall[] = wait.calls.map((c) => ({ ...c, args: parseArguments(c.arguments) }))
       const waiting = calls.findIndex((c) => c.callId === wait.waiting)
       const committed = new Set(wait.committed)
       const owed = calls.findIndex((c, i) => i < waiting && !committed.has(c.callId))

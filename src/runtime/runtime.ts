@@ -19,7 +19,7 @@ import type {
   AppendEffect,
   CompactionReason,
   Effect,
-  EffectBatch,
+  ActionEffects,
   Facts,
   HookName,
   InboxLists,
@@ -211,7 +211,7 @@ export class Runtime {
     // TL-18: the calls a resumed approval wait cites were logged by the last process
     for (const [callId, seq] of options.resume?.callSeqs ?? []) this.#keys.set(`call:${callId}`, seq)
     this.actor = createActor(machine, { input, inspect: options.inspect })
-    this.actor.on('effects', (batch) => this.#performBatch(batch))
+    this.actor.on('effects', (emitted) => this.#performAll(emitted))
     this.actor.subscribe({
       next: (snapshot) => {
         // the end of a macrostep: a refused append is reported now, with everything it left out
@@ -288,8 +288,8 @@ export class Runtime {
     const view = this.#machine.resolveState({ value, context: { ...context, nextTurn: this.lists.nextTurn, nextStep: this.lists.nextStep } })
     const [, actions] = transition(this.#machine, view, event)
     for (const action of actions) {
-      const batch = (action.params as { event?: EffectBatch } | undefined)?.event
-      const refused = batch?.type === 'effects' ? batch.effects.find((e) => e.type === 'fx.reject') : undefined
+      const emitted = (action.params as { event?: ActionEffects } | undefined)?.event
+      const refused = emitted?.type === 'effects' ? emitted.effects.find((e) => e.type === 'fx.reject') : undefined
       if (refused?.type === 'fx.reject') return refusalError(refused)
     }
     return null
@@ -421,8 +421,8 @@ export class Runtime {
 
   // ---- effects ------------------------------------------------------------------------
 
-  #performBatch(batch: EffectBatch): void {
-    for (const effect of batch.effects) {
+  #performAll(emitted: ActionEffects): void {
+    for (const effect of emitted.effects) {
       try {
         this.#perform(effect)
       } catch (error) {

@@ -3,14 +3,14 @@
 // timeout when it has one), and whatever happens turned into an outcome. A
 // tool call never throws out of here: every failure is the call's error result.
 import { toLlmFailure } from '../adapters/failure.js'
-import type { PlannedCall, ToolOutcome } from '../machines/types.js'
+import type { RequestedCall, ToolOutcome } from '../machines/types.js'
 import { errorOutcome } from '../machines/tool-batch.js'
 import { deepFreeze } from '../session/lossless.js'
 import type { CheckResult } from '../schema.js'
 import { checkArguments, describeInvalidArgs, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
 
 /** The outcome of calling `tool` (undefined: the model named a tool the agent does not have) with the call's arguments. */
-export async function executeCall(tool: ToolDefinition | undefined, call: PlannedCall, signal: AbortSignal, agent: unknown): Promise<ToolOutcome> {
+export async function executeCall(tool: ToolDefinition | undefined, call: RequestedCall, signal: AbortSignal, agent: unknown): Promise<ToolOutcome> {
   if (!tool) return errorOutcome(`unknown tool ${JSON.stringify(call.name)}`, { name: 'UnknownToolError', code: 'UNKNOWN_TOOL' })
   let parsed: CheckResult<unknown>
   try {
