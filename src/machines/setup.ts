@@ -151,12 +151,12 @@ export function guard(test: (context: AgentContext) => boolean) {
   return impl as typeof impl & WrittenFor<'*'>
 }
 
-/** A guard written for these events (it reads them). */
-export function guardOn<const T extends EventType>(types: readonly T[], test: (context: AgentContext, event: EventOf<T>) => boolean) {
+/** A guard written for these events (it reads them); `params` are the config's (`{ type, params }`), if any. */
+export function guardOn<const T extends EventType, P = undefined>(types: readonly T[], test: (context: AgentContext, event: EventOf<T>, params: P) => boolean) {
   const accepted: readonly EventType[] = [...types]
-  const impl = ({ context, event }: GuardArgs) => {
+  const impl = ({ context, event }: GuardArgs, params: P) => {
     if (!accepted.includes(event.type)) assertEvent(event, accepted)
-    return test(context, event as EventOf<T>)
+    return test(context, event as EventOf<T>, params)
   }
   return impl as typeof impl & WrittenFor<T>
 }
@@ -168,7 +168,9 @@ const isOperator = (g: unknown): g is Operator => typeof g === 'function' && Arr
 function guardLabel(g: unknown): string {
   if (typeof g === 'string') return g
   if (isOperator(g)) return `${g.name.split('(')[0]}(${g.guards.map(guardLabel).join(', ')})`
-  return typeof g === 'object' && g !== null && 'type' in g ? String(g.type) : 'guard'
+  if (typeof g !== 'object' || g === null || !('type' in g)) return 'guard'
+  const params = (g as { params?: Record<string, unknown> }).params
+  return params ? `${String(g.type)}(${Object.values(params).join(', ')})` : String(g.type)
 }
 
 /**

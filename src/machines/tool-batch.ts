@@ -344,9 +344,6 @@ export const toolBatchImplementations = named({
     }),
   },
   guards: {
-    isPreExecuteAnswer: guardOn(['hook.done', 'hook.failed'], (context, e) => e.id === context.toolBatch.preId),
-    isPostExecuteAnswer: guardOn(['hook.done', 'hook.failed'], (context, e) => e.id === context.toolBatch.postId),
-    isClassification: guardOn(['tool.classified'], (context, e) => e.id === context.toolBatch.classifyId),
     /**
      * TL-2, TL-5: the next call is classified by the runtime right before it starts: its mode depends on its
      * arguments, or someone watches (the classification is then a decision point a synchronous cancel can reach).
@@ -432,12 +429,15 @@ export const toolBatchState = labelGuards(
               entry: 'classifyNextCall',
               // TL-17: a classification that never started (an append before it was refused)
               always: { guard: and(['hasSchedulerFailure', 'hasNoClassification']), target: 'finished' },
-              on: {
-                'tool.classified': [
-                  { guard: and(['isClassification', 'isHalted']), target: 'finished' },
-                  { guard: 'isClassification', target: 'next', actions: 'recordMode' },
-                ],
-              },
+              on: awaiting(
+                {
+                  'tool.classified': [
+                    { guard: 'isHalted', target: 'finished' },
+                    { target: 'next', actions: 'recordMode' },
+                  ],
+                },
+                'classifyId',
+              ),
             },
             barrier: {
               always: [
@@ -449,17 +449,20 @@ export const toolBatchState = labelGuards(
             preExecuting: {
               // TL-17: the pre-execute never started (an append before it was refused); its call ended without a body
               always: { guard: and(['hasSchedulerFailure', 'hasNoPreExecute']), target: 'next' },
-              on: {
-                'hook.done': [
-                  { guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), target: 'next', actions: 'skipBodyAfterFailure' },
-                  { guard: and(['isPreExecuteAnswer', 'isCancelled']), target: 'next', actions: 'skipBodyAfterCancel' },
-                  { guard: and(['isPreExecuteAnswer', 'isDenied']), target: 'next', actions: 'denyCall' },
-                  { guard: and(['isPreExecuteAnswer', 'isAsk', 'hasApprover']), target: 'awaitingApproval', actions: 'requestApproval' },
-                  { guard: and(['isPreExecuteAnswer', 'isAsk']), target: 'next', actions: 'denyUnanswerable' },
-                  { guard: 'isPreExecuteAnswer', target: 'next', actions: 'startBody' },
-                ],
-                'hook.failed': { guard: 'isPreExecuteAnswer', target: 'next', actions: 'failPreExecute' },
-              },
+              on: awaiting(
+                {
+                  'hook.done': [
+                    { guard: 'hasSchedulerFailure', target: 'next', actions: 'skipBodyAfterFailure' },
+                    { guard: 'isCancelled', target: 'next', actions: 'skipBodyAfterCancel' },
+                    { guard: 'isDenied', target: 'next', actions: 'denyCall' },
+                    { guard: and(['isAsk', 'hasApprover']), target: 'awaitingApproval', actions: 'requestApproval' },
+                    { guard: 'isAsk', target: 'next', actions: 'denyUnanswerable' },
+                    { target: 'next', actions: 'startBody' },
+                  ],
+                  'hook.failed': { target: 'next', actions: 'failPreExecute' },
+                },
+                'preId',
+              ),
             },
             // TL-18: the call waits for agent.approve / agent.deny; a resumed instance starts here after a restart
             awaitingApproval: {
@@ -503,10 +506,13 @@ export const toolBatchState = labelGuards(
               entry: 'askPostExecute',
               // TL-17: the post-execute never started (an append before it was refused): nothing more commits
               always: { guard: and(['hasSchedulerFailure', 'hasNoPostExecute']), target: 'waiting' },
-              on: {
-                'hook.done': { guard: 'isPostExecuteAnswer', target: 'waiting', actions: ['applyPostExecute', 'commitResult'] },
-                'hook.failed': { guard: 'isPostExecuteAnswer', target: 'waiting', actions: ['failPostExecute', 'commitResult'] },
-              },
+              on: awaiting(
+                {
+                  'hook.done': { target: 'waiting', actions: ['applyPostExecute', 'commitResult'] },
+                  'hook.failed': { target: 'waiting', actions: ['failPostExecute', 'commitResult'] },
+                },
+                'postId',
+              ),
             },
             // no turn/end before every started call has settled (TL-15, TL-17); a call in its pre-execute counts as running
             draining: { always: { guard: 'noBodiesInFlight', target: 'finished' } },
