@@ -2,9 +2,10 @@
 // weigh and which range would go (CP-1), and the summariser's run over that
 // range (CP-2, CP-3). The machine decides when; this only measures and runs.
 import type { ModelAdapter } from '../adapters/types.js'
-import { runSummariser, type ResolvedCompaction } from '../compaction.js'
+import type { ResolvedCompaction } from '../compaction/options.js'
+import { runSummariser } from '../compaction/summarise.js'
 import type { AgentEvent, CompactionReason, Effect } from '../machines/types.js'
-import { estimateTextTokens, planCompaction, SUMMARY_SOURCE, summaryText, type CompactionPlan } from '../session/compaction.js'
+import { estimateTextTokens, planCompaction, SUMMARY_SOURCE, summaryText, type CompactionPlan } from '../compaction/plan.js'
 import type { Message, UserMessage } from '../session/schemas.js'
 import { messageOf, surfaceNodeOf, type Session } from '../session/session.js'
 import type { Assembled } from './assembly.js'

@@ -7,7 +7,7 @@ import { toLlmFailure } from '../adapters/failure.js'
 import type { Effect, Facts, RequestedCall, ToolOutcome } from '../machines/types.js'
 import { errorOutcome } from '../machines/tool-batch.js'
 import { deepFreeze } from '../session/lossless.js'
-import type { CheckResult } from '../schema.js'
+import type { CheckResult } from '../request/schema.js'
 import { checkArguments, describeInvalidArgs, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
 import type { Hooks } from './hooks.js'
 
