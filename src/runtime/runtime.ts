@@ -23,7 +23,7 @@ import type { Durability } from '../stores/writer.js'
 import { classify, type ToolDefinition } from '../tools/define.js'
 import { toLoggedConfig, type OutputSchemas } from '../request/options.js'
 import type { RequestErrorAction, RetryPayload } from '../request/retry.js'
-import { hookDecision } from './decisions.js'
+import { hookAnswer } from './answers.js'
 import { DurabilityGate, type WorkEffect } from './gate.js'
 import { Hooks, NOTIFICATION_NAMES } from './hooks.js'
 import { Pending } from './pending.js'
@@ -526,7 +526,7 @@ export class Runtime {
     this.#settle(id, async () => {
       const value = name === 'agent/turn-stopping' ? await this.hooks.serial(name, full) : await this.hooks.waterfall(name, full, decideByDefault)
       // the machine's own default needs no check; what a listener or the policy returned is read here into plain data
-      return { type: 'hook.done', id, value: value === fallback ? value : hookDecision(name, value, payload) }
+      return { type: 'hook.done', id, value: value === fallback ? value : hookAnswer(name, value, payload) }
     })
   }
 
