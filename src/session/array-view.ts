@@ -19,20 +19,24 @@ class FrozenListHandler<T> implements ProxyHandler<T[]> {
     this.#filled = true
     delete (target as unknown as Record<symbol, unknown>)[INSPECT]
     const { list } = this
-    for (let i = 0; i < list.length; i++) target.push(list.at(i))
+    const items = list.toArray?.()
+    for (let i = 0; i < list.length; i++) target.push(items === undefined ? list.at(i) : items[i])
     Object.freeze(target)
     return target
   }
 
   get(target: T[], key: string | symbol, receiver: unknown): unknown {
-    if (this.#filled) return Reflect.get(target, key, receiver)
-    if (typeof key === 'string') {
+    if (typeof key === 'string' && !this.#filled) {
       if (key === 'length') return this.list.length
       const index = arrayIndex(key)
       if (index >= 0) return index < this.list.length ? this.list.at(index) : undefined
     }
-    if (key === Symbol.iterator || key === 'values') return this.values
-    return Reflect.get(Array.prototype, key, receiver)
+    if (key === Symbol.iterator || key === 'values') return this.#filled ? Reflect.get(target, key, receiver) : this.values
+    const method: unknown = Reflect.get(Array.prototype, key)
+    // a whole-array method (map, filter, slice...) runs on the filled array itself: one copy, then no trap per item
+    if (typeof method === 'function' && key !== 'constructor')
+      return (...args: unknown[]): unknown => (method as (...a: unknown[]) => unknown).apply(this.fill(target), args)
+    return this.#filled ? Reflect.get(target, key, receiver) : Reflect.get(Array.prototype, key, receiver)
   }
 
   /** Iteration straight over the list (spread, for...of), not through an index lookup per item. */

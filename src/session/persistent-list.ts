@@ -13,6 +13,8 @@ type Node = unknown[]
 export interface ReadList<T> {
   readonly length: number
   at(index: number): T
+  /** Every item in order, into a new array, where the list can do it faster than one `at` per item. */
+  toArray?(): T[]
 }
 
 export class PersistentList<T> implements ReadList<T> {

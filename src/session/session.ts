@@ -68,7 +68,7 @@ const NO_INTENT: AppendIntent = Object.freeze({})
  * The one trusted path: marks an append intent whose data this library already parsed with the schema that types it
  * (the stock agent machine's events, a stream chunk admitChunk parsed), so the session skips its per-type schema
  * pass. Its data is copied like any other, except a frozen `assistant/chunk`: that is the stream's wrap of admitChunk's
- * deep-frozen parse, whose every leaf the schema typed, so it is lossless JSON and is kept as it is. Every log rule
+ * deep-frozen parse, which admitChunk found lossless JSON in the walk that froze it, so it is kept as it is. Every log rule
  * still runs. Why: parsing and copying the same
  * value twice was most of zod's share of a step and the largest cost of a chunk. In-house (the package does not
  * export it); the test helpers re-check every log against the schemas, so a machine that built a bad event still
@@ -291,7 +291,7 @@ export class Session {
         if (!INTENT_KEYS.has(key)) throw new SessionAppendError(`${String(type)}: unknown intent key ${JSON.stringify(key)}`, { path: key })
       }
     }
-    // a checked chunk is the stream's frozen wrap of admitChunk's deep-frozen parse: lossless by its schema, kept as it is
+    // a checked frozen chunk is the stream's wrap of a parse admitChunk froze and found lossless: kept as it is
     const checked = intent !== undefined && (intent as CheckedIntent)[SCHEMA_CHECKED] === true
     const logged = checked && type === 'assistant/chunk' && Object.isFrozen(data) ? data : toFrozenJson(data, 'data')
     const event = this.#build(this.#events.length, type, logged, intent ?? NO_INTENT, 'data', intent?.time)
