@@ -15,7 +15,7 @@ import { describeValue } from '../values/foreign.js'
 import { approvalWaitOf, pendingApprovalsWithin, type PendingApproval } from '../session/approvals.js'
 import { forkSession, type ForkOptions } from '../session/fork.js'
 import { repairClosers, openTurnOf } from '../session/repair.js'
-import { createSession, type Session } from '../session/session.js'
+import { createSession, logSnapshot, type Session } from '../session/session.js'
 import type { SessionStore } from '../stores/types.js'
 import { factsOf, recentEvents } from '../stores/checkpoint.js'
 import { toolSchemas, type ToolDefinition } from '../tools/define.js'
@@ -258,7 +258,7 @@ export class Agent {
       this.#signals = new TurnSignals({
         lists: () => this.#runtime.lists,
         remove: (messageId) => this.inbox.remove(messageId),
-        runningTurn: () => (this.status === 'running' ? (openTurnOf(this.session.events)?.turn ?? null) : null),
+        runningTurn: () => (this.status === 'running' ? (openTurnOf(logSnapshot(this.session))?.turn ?? null) : null),
         cancel: (cause) => this.cancel(cause, { keepInbox: true }),
       })
     }
@@ -299,7 +299,7 @@ export class Agent {
    * store only committed questions are listed, so each one listed is still there after a crash.
    */
   get pendingApprovals(): readonly PendingApproval[] {
-    return pendingApprovalsWithin(this.session.events, this.committedLength)
+    return pendingApprovalsWithin(logSnapshot(this.session), this.committedLength)
   }
 
   /** Run the waiting call `callId` (its body runs once; no second pre-execute). Refuses unknown or answered ids. */
@@ -318,8 +318,13 @@ export class Agent {
     // a disposal parks the wait: the question is answered by the agent that reopens the session
     if (this.#disposed) throw new AgentStateError('AGENT_DISPOSED', 'this agent is being disposed; answer from an agent that reopens the session')
     if (typeof callId !== 'string') throw new ConfigError('callId must be a string', { path: 'callId' })
-    // a fact of the log the machine cannot know: whether this call's question was ever asked
-    const logged = this.session.events.some((e) => e.type === 'tool/approval-request' && e.data.callId === callId)
+    // a fact of the log the machine cannot know: whether this call's question was ever asked (a pending one is near the end)
+    const { session } = this
+    let logged = false
+    for (let seq = session.length - 1; seq >= 0 && !logged; seq--) {
+      const e = session.at(seq)!
+      logged = e.type === 'tool/approval-request' && e.data.callId === callId
+    }
     this.#runtime.dispatch({ type: 'approval.answered', callId, approved, logged, ...(reason !== undefined ? { reason } : {}) })
   }
 
