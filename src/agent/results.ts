@@ -5,6 +5,7 @@ import type { OutputSchemas } from '../request/options.js'
 import { describeIssues } from '../request/schema.js'
 import type { AssistantMessage, ContentBlock, SessionEvent, SessionEventOf, TokenUsage, TurnEndReason } from '../session/schemas.js'
 import { firstInMemory, type Session } from '../session/session.js'
+import { countBelow } from '../values/sorted.js'
 
 /** Token counts summed over attempts; the parts are disjoint, `totalTokens` is their sum. */
 export interface UsageTotals {
@@ -235,15 +236,8 @@ export class LogIndex {
 
   /** The latest `request/header` before `seq`: the config the request at `seq` was made with. */
   #headerBefore(seq: number): number | undefined {
-    const headers = this.#headers
-    let lo = 0
-    let hi = headers.length
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1
-      if (headers[mid] < seq) lo = mid + 1
-      else hi = mid
-    }
-    return lo === 0 ? undefined : headers[lo - 1]
+    const below = countBelow(this.#headers, seq)
+    return below === 0 ? undefined : this.#headers[below - 1]
   }
 
   #advance(): void {

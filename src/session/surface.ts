@@ -4,6 +4,7 @@
 import { frozenArrayOf } from './array-view.js'
 import { PersistentList } from './persistent-list.js'
 import type { Message, SessionEvent } from './schemas.js'
+import { countBelow } from '../values/sorted.js'
 
 export interface SurfaceNode {
   readonly seq: number
@@ -127,15 +128,6 @@ export class Surface {
 
   /** How many message-less nodes sit before position `at`. */
   #emptyBefore(at: number): number {
-    const empty = this.#empty
-    if (empty.length === 0) return 0
-    let low = 0
-    let high = empty.length
-    while (low < high) {
-      const mid = (low + high) >>> 1
-      if (empty[mid] < at) low = mid + 1
-      else high = mid
-    }
-    return low
+    return countBelow(this.#empty, at)
   }
 }
