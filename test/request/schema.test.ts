@@ -5,10 +5,10 @@ import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import * as zm from 'zod/mini'
 import { z as z3 } from 'zod/v3'
-import { ConfigError, defineTool, toolSchemas } from '../src/index.js'
-import { toCheckedSchema } from '../src/request/schema.js'
-import { textResponse, toolCallResponse } from '../src/testing/index.js'
-import { scriptedAgent } from './helpers.js'
+import { ConfigError, defineTool, toolSchemas } from '../../src/index.js'
+import { toCheckedSchema } from '../../src/request/schema.js'
+import { textResponse, toolCallResponse } from '../../src/testing/index.js'
+import { scriptedAgent } from '../helpers.js'
 
 const resultsOf = (agent: { session: { events: readonly { type: string; data: any }[] } }) =>
   agent.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data.message.content[0].content as string)

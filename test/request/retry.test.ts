@@ -1,8 +1,8 @@
 // The retry policy's decisions on their own: which failures are retried, how
 // many times, and after how long (full jitter, capped; Retry-After honoured).
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../src/index.js'
-import { DEFAULT_RETRYABLE_CODES, retryPolicy, type RetryPolicyOptions } from '../src/request/retry.js'
+import { ConfigError } from '../../src/index.js'
+import { DEFAULT_RETRYABLE_CODES, retryPolicy, type RetryPolicyOptions } from '../../src/request/retry.js'
 
 const fail = (code: string, providerRetryAfterMs?: number) => ({ message: code, code, ...(providerRetryAfterMs ? { providerRetryAfterMs } : {}) })
 const giveUp = Symbol('next')

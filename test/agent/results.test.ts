@@ -3,9 +3,9 @@
 // failed attempts count too.
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createAgent, createSession, defineTool, userMessage, type StreamChunk, type TokenUsage } from '../src/index.js'
-import { errorResponse, hang, reasoningResponse, scriptedModel, textResponse, toolCallResponse } from '../src/testing/index.js'
-import { refuseAppends, scriptedAgent, track, trace } from './helpers.js'
+import { createAgent, createSession, defineTool, userMessage, type StreamChunk, type TokenUsage } from '../../src/index.js'
+import { errorResponse, hang, reasoningResponse, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
+import { refuseAppends, scriptedAgent, track, trace } from '../helpers.js'
 
 const usage = (inputTokens: number, outputTokens: number, extra: Partial<TokenUsage> = {}): TokenUsage => ({ inputTokens, outputTokens, ...extra })
 

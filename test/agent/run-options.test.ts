@@ -3,9 +3,9 @@
 // headers, and nothing of them reaches the next turn.
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { ConfigError, createAgent, defineTool, userMessage, type SessionEvent } from '../src/index.js'
-import { checkSessionInvariants, hang, scriptedModel, textResponse, toolCallResponse } from '../src/testing/index.js'
-import { track } from './helpers.js'
+import { ConfigError, createAgent, defineTool, userMessage, type SessionEvent } from '../../src/index.js'
+import { checkSessionInvariants, hang, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
+import { track } from '../helpers.js'
 
 const quiet = { error: () => {} }
 

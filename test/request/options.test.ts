@@ -3,9 +3,9 @@
 // creation, by the model adapter, or by an agent/request listener.
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { ConfigError, createAgent, type LlmCallConfig } from '../src/index.js'
-import { scriptedModel, textResponse } from '../src/testing/index.js'
-import { scriptedAgent, track } from './helpers.js'
+import { ConfigError, createAgent, type LlmCallConfig } from '../../src/index.js'
+import { scriptedModel, textResponse } from '../../src/testing/index.js'
+import { scriptedAgent, track } from '../helpers.js'
 
 const Person = z.object({ name: z.string(), age: z.number().int().nonnegative() })
 const personSchema = {
