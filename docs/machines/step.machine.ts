@@ -91,7 +91,6 @@ export const stepMachine = createMachine({
         'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
         'tool.settled': { actions: 'settleToolBody' },
       },
-      onDone: { target: 'closed', actions: 'finishToolBatch' },
       states: {
         dispatch: {
           initial: 'next',
@@ -129,16 +128,14 @@ export const stepMachine = createMachine({
               },
               always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
             },
-            finished: {
-              type: 'final',
-            },
+            finished: {},
           },
         },
         commit: {
           initial: 'waiting',
           states: {
             waiting: {
-              always: [{ target: 'finished', guard: and(['commitsDone', 'noBodiesInFlight']) }, { target: 'draining', guard: 'commitsDone' }, { target: 'waiting', guard: 'isSkippable', actions: 'commitSkippedCall', reenter: true }, { target: 'postExecuting', guard: and(['isCommittable', not('skipsPostExecute'), 'asksPostExecute']) }, { target: 'waiting', guard: 'isCommittable', actions: 'commitResult', reenter: true }],
+              always: [{ target: '#stepClosed', guard: and(['commitsDone', 'noBodiesInFlight', 'isDispatchFinished']), actions: 'finishToolBatch' }, { target: 'draining', guard: 'commitsDone' }, { target: 'waiting', guard: 'isSkippable', actions: 'commitSkippedCall', reenter: true }, { target: 'postExecuting', guard: and(['isCommittable', not('skipsPostExecute'), 'asksPostExecute']) }, { target: 'waiting', guard: 'isCommittable', actions: 'commitResult', reenter: true }],
             },
             postExecuting: {
               entry: 'askPostExecute',
@@ -149,7 +146,7 @@ export const stepMachine = createMachine({
               always: { target: 'waiting', guard: and(['hasSchedulerFailure', 'hasNoPostExecute']) },
             },
             draining: {
-              always: { target: 'finished', guard: 'noBodiesInFlight' },
+              always: { target: '#stepClosed', guard: and(['noBodiesInFlight', 'isDispatchFinished']), actions: 'finishToolBatch' },
             },
             finished: {
               type: 'final',

@@ -69,8 +69,9 @@ export const stepState = labelGuards(
           ...attemptState,
           onDone: [{ guard: 'hasToolCalls', target: 'toolBatch' }, { target: 'closed' }],
         },
-        toolBatch: { ...toolBatchState, onDone: { target: 'closed', actions: 'finishToolBatch' } },
-        closed: { type: 'final', entry: 'closeStep' },
+        // the batch leaves for `closed` itself once both its lanes are done
+        toolBatch: toolBatchState,
+        closed: { id: 'stepClosed', type: 'final', entry: 'closeStep' },
         unopened: { type: 'final' },
       },
     }),
