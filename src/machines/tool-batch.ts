@@ -407,6 +407,7 @@ function toolBatchConfig(exit: { target: string; actions: readonly 'finishToolBa
   return labelGuards(
     attached<ToolBatchImplementations>()(
       toolBatchSetup.createStateConfig({
+        id: 'toolBatch',
         type: 'parallel',
         on: {
           // TL-17: a refused append inside the batch is a scheduler failure: stop, drain, end the turn error
@@ -543,7 +544,6 @@ const standaloneBatchState = {
 
 /** The tool batch on its own: the calls of one step, planned in context (`toolBatch`). */
 export const toolBatchMachine = toolBatchSetup.createMachine({
-  id: 'toolBatch',
   context: ({ input }) => ({ ...initialContext(input), turn: 1, step: 1 }),
   ...standaloneBatchState,
   on: standaloneOn(standaloneBatchState.on),
