@@ -27,7 +27,7 @@ export const attemptMachine = createMachine({
     },
     streaming: {
       on: {
-        'model.settled': [{ target: 'done', guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), actions: 'keepInterruptedPrefix' }, { target: 'compacting', guard: and(['isAwaited', and(['isFailedFinish', 'canCompactOnOverflow'])]), actions: ['recordRequestFailure', 'beginOverflowCompaction'] }, { target: 'recovering', guard: and(['isAwaited', 'isFailedFinish']), actions: 'recordRequestFailure' }, { target: 'done', guard: 'isAwaited', actions: 'appendAnchor' }],
+        'model.settled': [{ target: 'done', guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), actions: 'keepInterruptedPrefix' }, { target: 'compacting', guard: and(['isAwaited', and(['isFailedFinish', 'canCompactOnOverflow'])]), actions: ['recordRequestFailure', 'beginOverflowCompaction'] }, { target: 'recovering', guard: and(['isAwaited', 'isFailedFinish']), actions: 'recordRequestFailure' }, { target: 'done', guard: and(['isAwaited', 'asksForTools']), actions: 'appendAnchor' }, { target: 'done', guard: 'isAwaited', actions: 'appendAnchor' }],
         'model.failed': { target: 'done', guard: 'isAwaited', actions: 'failAttempt' },
       },
     },

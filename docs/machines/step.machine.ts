@@ -20,25 +20,24 @@ export const stepMachine = createMachine({
   states: {
     attempt: {
       initial: 'building',
-      onDone: [{ target: 'toolBatch', guard: 'hasToolCalls' }, { target: 'closed' }],
       states: {
         building: {
           entry: 'buildRequest',
           on: {
-            'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
-            'request.prepared': [{ target: 'done', guard: and(['isAwaited', 'lacksRoute']), actions: 'failWithoutRoute' }, { target: 'streaming', guard: 'isAwaited', actions: 'dispatchRequest' }],
-            'hook.failed': { target: 'done', guard: 'isAwaited', actions: 'failAttempt' },
+            'agent.cancel': { target: '#stepClosed', actions: ['cancelActivity', 'abortAttempt'] },
+            'request.prepared': [{ target: '#stepClosed', guard: and(['isAwaited', 'lacksRoute']), actions: 'failWithoutRoute' }, { target: 'streaming', guard: 'isAwaited', actions: 'dispatchRequest' }],
+            'hook.failed': { target: '#stepClosed', guard: 'isAwaited', actions: 'failAttempt' },
           },
         },
         streaming: {
           on: {
-            'model.settled': [{ target: 'done', guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), actions: 'keepInterruptedPrefix' }, { target: 'compacting', guard: and(['isAwaited', and(['isFailedFinish', 'canCompactOnOverflow'])]), actions: ['recordRequestFailure', 'beginOverflowCompaction'] }, { target: 'recovering', guard: and(['isAwaited', 'isFailedFinish']), actions: 'recordRequestFailure' }, { target: 'done', guard: 'isAwaited', actions: 'appendAnchor' }],
-            'model.failed': { target: 'done', guard: 'isAwaited', actions: 'failAttempt' },
+            'model.settled': [{ target: '#stepClosed', guard: and(['isAwaited', or(['isCancelled', 'isCancelledStream'])]), actions: 'keepInterruptedPrefix' }, { target: 'compacting', guard: and(['isAwaited', and(['isFailedFinish', 'canCompactOnOverflow'])]), actions: ['recordRequestFailure', 'beginOverflowCompaction'] }, { target: 'recovering', guard: and(['isAwaited', 'isFailedFinish']), actions: 'recordRequestFailure' }, { target: '#toolBatch', guard: and(['isAwaited', 'asksForTools']), actions: 'appendAnchor' }, { target: '#stepClosed', guard: 'isAwaited', actions: 'appendAnchor' }],
+            'model.failed': { target: '#stepClosed', guard: 'isAwaited', actions: 'failAttempt' },
           },
         },
         compacting: {
           initial: 'measuring',
-          onDone: [{ target: 'done', guard: 'isCancelled', actions: 'abortAttempt' }, { target: 'building', guard: 'hasCompacted' }, { target: 'recovering' }],
+          onDone: [{ target: '#stepClosed', guard: 'isCancelled', actions: 'abortAttempt' }, { target: 'building', guard: 'hasCompacted' }, { target: 'recovering' }],
           states: {
             measuring: {
               entry: 'measureHistory',
@@ -68,20 +67,17 @@ export const stepMachine = createMachine({
         recovering: {
           entry: 'askRequestError',
           on: {
-            'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
-            'hook.done': [{ target: 'backoff', guard: and(['isAwaited', and(['isRetry', 'hasRetryDelay'])]), actions: 'announceRetry' }, { target: 'building', guard: and(['isAwaited', 'isRetry']) }, { target: 'done', guard: 'isAwaited', actions: 'giveUpRequest' }],
-            'hook.failed': { target: 'done', guard: 'isAwaited', actions: 'failAttempt' },
+            'agent.cancel': { target: '#stepClosed', actions: ['cancelActivity', 'abortAttempt'] },
+            'hook.done': [{ target: 'backoff', guard: and(['isAwaited', and(['isRetry', 'hasRetryDelay'])]), actions: 'announceRetry' }, { target: 'building', guard: and(['isAwaited', 'isRetry']) }, { target: '#stepClosed', guard: 'isAwaited', actions: 'giveUpRequest' }],
+            'hook.failed': { target: '#stepClosed', guard: 'isAwaited', actions: 'failAttempt' },
           },
-          always: { target: 'done', guard: not('asksRequestError'), actions: 'giveUpRequest' },
+          always: { target: '#stepClosed', guard: not('asksRequestError'), actions: 'giveUpRequest' },
         },
         backoff: {
           on: {
-            'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
+            'agent.cancel': { target: '#stepClosed', actions: ['cancelActivity', 'abortAttempt'] },
             'backoff.elapsed': { target: 'building', guard: 'isAwaited', actions: 'startRetry' },
           },
-        },
-        done: {
-          type: 'final',
         },
       },
     },
@@ -91,7 +87,6 @@ export const stepMachine = createMachine({
         'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
         'tool.settled': { actions: 'settleToolBody' },
       },
-      onDone: { target: 'closed', actions: 'finishToolBatch' },
       states: {
         dispatch: {
           initial: 'next',
@@ -129,16 +124,14 @@ export const stepMachine = createMachine({
               },
               always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
             },
-            finished: {
-              type: 'final',
-            },
+            finished: {},
           },
         },
         commit: {
           initial: 'waiting',
           states: {
             waiting: {
-              always: [{ target: 'finished', guard: and(['commitsDone', 'noBodiesInFlight']) }, { target: 'draining', guard: 'commitsDone' }, { target: 'waiting', guard: 'isSkippable', actions: 'commitSkippedCall', reenter: true }, { target: 'postExecuting', guard: and(['isCommittable', not('skipsPostExecute'), 'asksPostExecute']) }, { target: 'waiting', guard: 'isCommittable', actions: 'commitResult', reenter: true }],
+              always: [{ target: '#stepClosed', guard: and(['commitsDone', 'noBodiesInFlight', 'isDispatchFinished']), actions: 'finishToolBatch' }, { target: 'draining', guard: 'commitsDone' }, { target: 'waiting', guard: 'isSkippable', actions: 'commitSkippedCall', reenter: true }, { target: 'postExecuting', guard: and(['isCommittable', not('skipsPostExecute'), 'asksPostExecute']) }, { target: 'waiting', guard: 'isCommittable', actions: 'commitResult', reenter: true }],
             },
             postExecuting: {
               entry: 'askPostExecute',
@@ -149,7 +142,7 @@ export const stepMachine = createMachine({
               always: { target: 'waiting', guard: and(['hasSchedulerFailure', 'hasNoPostExecute']) },
             },
             draining: {
-              always: { target: 'finished', guard: 'noBodiesInFlight' },
+              always: { target: '#stepClosed', guard: and(['noBodiesInFlight', 'isDispatchFinished']), actions: 'finishToolBatch' },
             },
             finished: {
               type: 'final',

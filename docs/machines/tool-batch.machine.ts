@@ -63,7 +63,7 @@ export const toolBatchMachine = createMachine({
       initial: 'waiting',
       states: {
         waiting: {
-          always: [{ target: 'finished', guard: and(['commitsDone', 'noBodiesInFlight']) }, { target: 'draining', guard: 'commitsDone' }, { target: 'waiting', guard: 'isSkippable', actions: 'commitSkippedCall', reenter: true }, { target: 'postExecuting', guard: and(['isCommittable', not('skipsPostExecute'), 'asksPostExecute']) }, { target: 'waiting', guard: 'isCommittable', actions: 'commitResult', reenter: true }],
+          always: [{ target: 'finished', guard: and(['commitsDone', 'noBodiesInFlight', 'isDispatchFinished']) }, { target: 'draining', guard: 'commitsDone' }, { target: 'waiting', guard: 'isSkippable', actions: 'commitSkippedCall', reenter: true }, { target: 'postExecuting', guard: and(['isCommittable', not('skipsPostExecute'), 'asksPostExecute']) }, { target: 'waiting', guard: 'isCommittable', actions: 'commitResult', reenter: true }],
         },
         postExecuting: {
           entry: 'askPostExecute',
@@ -74,7 +74,7 @@ export const toolBatchMachine = createMachine({
           always: { target: 'waiting', guard: and(['hasSchedulerFailure', 'hasNoPostExecute']) },
         },
         draining: {
-          always: { target: 'finished', guard: 'noBodiesInFlight' },
+          always: { target: 'finished', guard: and(['noBodiesInFlight', 'isDispatchFinished']) },
         },
         finished: {
           type: 'final',

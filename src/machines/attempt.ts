@@ -133,6 +133,11 @@ export const attemptImplementations = named({
   },
   guards: {
     lacksRoute: guardOn(['request.prepared'], (_context, e) => !e.config.provider || !e.config.model),
+    /** ST-10: the anchor asks for tools (a max-tokens finish runs none). */
+    asksForTools: guardOn(
+      ['model.settled'],
+      (_context, e) => e.response.finish.kind !== 'max-tokens' && e.response.content.some((b) => b.type === 'tool-call'),
+    ),
     /** The stream was cut by the turn's cancellation (RQ-8). */
     isCancelledStream: guardOn(['model.settled'], (_context, e) => e.cancelled),
     /** Only a terminal error or aborted finish is a request failure (RQ-7). */
@@ -147,83 +152,96 @@ export const attemptImplementations = named({
 export type AttemptImplementations = typeof attemptImplementations & CompactionImplementations
 export const attemptSetup = compactionSetup.extend(attemptImplementations)
 
-export const attemptState = labelGuards(
-  attached<AttemptImplementations>()(
-    attemptSetup.createStateConfig({
-      initial: 'building',
-      states: {
-        building: {
-          entry: 'buildRequest',
-          on: {
-            // a cancel wins over the pending agent/request; its late answer is dropped by its id
-            'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
-            ...awaiting({
-              'request.prepared': [
-                { guard: 'lacksRoute', target: 'done', actions: 'failWithoutRoute' },
-                { target: 'streaming', actions: 'dispatchRequest' },
+/**
+ * The attempt's states, leaving for `exit`: `tools` when the anchor asks for tools, `closed` for every other end (inside
+ * a step, the step's own states, so no done event stands between; on its own, its final `done`).
+ */
+function attemptConfig(exit: { tools: string; closed: string }) {
+  const done = exit.closed // every end but an anchor that asks for tools
+  return labelGuards(
+    attached<AttemptImplementations>()(
+      attemptSetup.createStateConfig({
+        initial: 'building',
+        states: {
+          building: {
+            entry: 'buildRequest',
+            on: {
+              // a cancel wins over the pending agent/request; its late answer is dropped by its id
+              'agent.cancel': { target: done, actions: ['cancelActivity', 'abortAttempt'] },
+              ...awaiting({
+                'request.prepared': [
+                  { guard: 'lacksRoute', target: done, actions: 'failWithoutRoute' },
+                  { target: 'streaming', actions: 'dispatchRequest' },
+                ],
+                'hook.failed': { target: done, actions: 'failAttempt' },
+              }),
+            },
+          },
+          streaming: {
+            on: awaiting({
+              'model.settled': [
+                { guard: or(['isCancelled', 'isCancelledStream']), target: done, actions: 'keepInterruptedPrefix' },
+                // CP-6: a request refused for its size: compact, then a new attempt in the same step
+                { guard: and(['isFailedFinish', 'canCompactOnOverflow']), target: 'compacting', actions: ['recordRequestFailure', 'beginOverflowCompaction'] },
+                { guard: 'isFailedFinish', target: 'recovering', actions: 'recordRequestFailure' },
+                { guard: 'asksForTools', target: exit.tools, actions: 'appendAnchor' },
+                { target: done, actions: 'appendAnchor' },
               ],
-              'hook.failed': { target: 'done', actions: 'failAttempt' },
+              'model.failed': { target: done, actions: 'failAttempt' },
             }),
           },
-        },
-        streaming: {
-          on: awaiting({
-            'model.settled': [
-              { guard: or(['isCancelled', 'isCancelledStream']), target: 'done', actions: 'keepInterruptedPrefix' },
-              // CP-6: a request refused for its size: compact, then a new attempt in the same step
-              { guard: and(['isFailedFinish', 'canCompactOnOverflow']), target: 'compacting', actions: ['recordRequestFailure', 'beginOverflowCompaction'] },
-              { guard: 'isFailedFinish', target: 'recovering', actions: 'recordRequestFailure' },
-              { target: 'done', actions: 'appendAnchor' },
+          compacting: {
+            ...compactionState,
+            onDone: [
+              { guard: 'isCancelled', target: done, actions: 'abortAttempt' },
+              { guard: 'hasCompacted', target: 'building' },
+              // nothing to compact, or the summariser failed: request recovery decides as for any failure
+              { target: 'recovering' },
             ],
-            'model.failed': { target: 'done', actions: 'failAttempt' },
-          }),
-        },
-        compacting: {
-          ...compactionState,
-          onDone: [
-            { guard: 'isCancelled', target: 'done', actions: 'abortAttempt' },
-            { guard: 'hasCompacted', target: 'building' },
-            // nothing to compact, or the summariser failed: request recovery decides as for any failure
-            { target: 'recovering' },
-          ],
-        },
-        recovering: {
-          entry: 'askRequestError',
-          // RQ-9: nobody decides or watches: the failure is terminal at once
-          always: { guard: not('asksRequestError'), target: 'done', actions: 'giveUpRequest' },
-          on: {
-            // RQ-12 / CX-8: cancellation beats retry, and no interrupted prefix is written
-            'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
-            ...awaiting({
-              'hook.done': [
-                // RQ-14: a retry with a delay logs llm/retry and waits out its backoff first
-                { guard: and(['isRetry', 'hasRetryDelay']), target: 'backoff', actions: 'announceRetry' },
-                // RQ-10: a retry is a new attempt in the same step
-                { guard: 'isRetry', target: 'building' },
-                { target: 'done', actions: 'giveUpRequest' },
-              ],
-              'hook.failed': { target: 'done', actions: 'failAttempt' },
-            }),
+          },
+          recovering: {
+            entry: 'askRequestError',
+            // RQ-9: nobody decides or watches: the failure is terminal at once
+            always: { guard: not('asksRequestError'), target: done, actions: 'giveUpRequest' },
+            on: {
+              // RQ-12 / CX-8: cancellation beats retry, and no interrupted prefix is written
+              'agent.cancel': { target: done, actions: ['cancelActivity', 'abortAttempt'] },
+              ...awaiting({
+                'hook.done': [
+                  // RQ-14: a retry with a delay logs llm/retry and waits out its backoff first
+                  { guard: and(['isRetry', 'hasRetryDelay']), target: 'backoff', actions: 'announceRetry' },
+                  // RQ-10: a retry is a new attempt in the same step
+                  { guard: 'isRetry', target: 'building' },
+                  { target: done, actions: 'giveUpRequest' },
+                ],
+                'hook.failed': { target: done, actions: 'failAttempt' },
+              }),
+            },
+          },
+          backoff: {
+            on: {
+              // RQ-12: a cancel ends the backoff at once; no further attempt
+              'agent.cancel': { target: done, actions: ['cancelActivity', 'abortAttempt'] },
+              ...awaiting({ 'backoff.elapsed': { target: 'building', actions: 'startRetry' } }),
+            },
           },
         },
-        backoff: {
-          on: {
-            // RQ-12: a cancel ends the backoff at once; no further attempt
-            'agent.cancel': { target: 'done', actions: ['cancelActivity', 'abortAttempt'] },
-            ...awaiting({ 'backoff.elapsed': { target: 'building', actions: 'startRetry' } }),
-          },
-        },
-        done: { type: 'final' },
-      },
-    }),
-  ),
-)
+      }),
+    ),
+  )
+}
+
+/** The attempt inside a step: it ends in the step's tool batch or its close. */
+export const attemptState = attemptConfig({ tools: '#toolBatch', closed: '#stepClosed' })
+const standaloneConfig = attemptConfig({ tools: 'done', closed: 'done' })
+/** On its own the attempt ends in a final of its own. */
+const standaloneAttemptState = { ...standaloneConfig, states: { ...standaloneConfig.states, done: { type: 'final' as const } } }
 
 /** The attempt on its own: one request of an already open step (for graph walks and diagrams). */
 export const attemptMachine = attemptSetup.createMachine({
   id: 'attempt',
   context: ({ input }) => ({ ...initialContext(input), turn: 1, step: 1 }),
-  ...attemptState,
+  ...standaloneAttemptState,
   // no latch for a waking send at its root: a cancelled attempt finishes at once, so no send can find it cancelled
   on: { ...activityOn, 'inbox.send': inboxOn['inbox.send'] },
 })

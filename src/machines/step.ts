@@ -7,7 +7,7 @@ import { standaloneOn } from './activity.js'
 import { attached } from './attachment.js'
 import { attemptSetup, attemptState, type AttemptImplementations } from './attempt.js'
 import { initialContext, newToolBatch } from './context.js'
-import { action, actionOn, guard, guardOn, named, labelGuards } from './setup.js'
+import { action, actionOn, guardOn, named, labelGuards } from './setup.js'
 import { toolBatchState } from './tool-batch.js'
 
 export const stepImplementations = named({
@@ -42,8 +42,6 @@ export const stepImplementations = named({
     }),
   },
   guards: {
-    /** The anchor asked for tools (ST-10). */
-    hasToolCalls: guard((context) => context.stepOutcome === 'continue'),
     isStepStartFailure: guardOn(['append.failed'], (_context, e) => e.eventType === 'step/start'),
     /** The refused append came before this step's step/start in the same macrostep: the step never opened, and the turn deals with it. */
     skippedStepStart: guardOn(['append.failed'], (_context, e) => e.skipped.includes('step/start')),
@@ -65,12 +63,11 @@ export const stepState = labelGuards(
         ],
       },
       states: {
-        attempt: {
-          ...attemptState,
-          onDone: [{ guard: 'hasToolCalls', target: 'toolBatch' }, { target: 'closed' }],
-        },
-        toolBatch: { ...toolBatchState, onDone: { target: 'closed', actions: 'finishToolBatch' } },
-        closed: { type: 'final', entry: 'closeStep' },
+        // the attempt leaves for the tool batch or `closed` itself
+        attempt: attemptState,
+        // the batch leaves for `closed` itself once both its lanes are done
+        toolBatch: toolBatchState,
+        closed: { id: 'stepClosed', type: 'final', entry: 'closeStep' },
         unopened: { type: 'final' },
       },
     }),

@@ -4,13 +4,13 @@
 // calls share a rolling pool bounded by the cap. `commit` runs post-execute
 // and appends tool/result strictly in model order. Cancellation drains what
 // started and writes synthetic pairs for the rest (TL-14, TL-15).
-import { and, not, or } from 'xstate'
+import { and, not, or, stateIn } from 'xstate'
 import { activitySetup, asks, awaiting, standaloneOn } from './activity.js'
 import type { activityImplementations } from './activity.js'
 import { attached } from './attachment.js'
 import { UNKNOWN_OUTCOME, parseArguments } from '../session/vocabulary.js'
 import { initialContext, newToolBatch } from './context.js'
-import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './setup.js'
+import { action, actionOn, guard, guardOn, type Draft, named, labelGuards, type WrittenFor } from './setup.js'
 import { clearInbox, insertInbox, type inboxImplementations } from './inbox.js'
 import type { AgentContext, RequestedCall, PostExecuteAnswer, ToolBatchContext, ToolOutcome } from './types.js'
 
@@ -390,6 +390,8 @@ export const toolBatchImplementations = named({
       return context.activity.cancelCause !== null && b.failure === null && b.nextCommit < b.calls.length && !b.started[b.nextCommit]
     }),
     noBodiesInFlight: guard((context) => context.toolBatch.inFlight === 0),
+    /** The dispatch lane has started or given up on every call: once the commit lane is done too, the batch is. */
+    isDispatchFinished: stateIn('#dispatchFinished') as ReturnType<typeof stateIn> & WrittenFor<'*'>,
   },
 })
 
@@ -398,136 +400,151 @@ export const toolBatchSetup = activitySetup.extend(toolBatchImplementations)
 
 /**
  * Two regions over the same calls: `dispatch` starts them, `commit` writes their results in model order and, once
- * it is done, waits for every started body to settle (no step/end before, TL-15, TL-17). The batch is done when both are.
+ * it is done, waits for every started body to settle (no step/end before, TL-15, TL-17). The batch is done when both
+ * are: the commit lane then leaves it in one eventless transition, for `exit` (a final of its own when standalone).
  */
-export const toolBatchState = labelGuards(
-  attached<ToolBatchImplementations>()(
-    toolBatchSetup.createStateConfig({
-      type: 'parallel',
-      on: {
-        // TL-17: a refused append inside the batch is a scheduler failure: stop, drain, end the turn error
-        'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
-        'tool.settled': { actions: 'settleToolBody' },
-      },
-      states: {
-        dispatch: {
-          initial: 'next',
-          states: {
-            next: {
-              // wait for room as if the call were parallel-safe, and for settled results to commit first;
-              // the call's mode is read right before it would start (TL-5, TL-6)
-              always: [
-                { guard: or(['allCallsStarted', 'isHalted']), target: 'finished' },
-                { guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom']), 'needsClassification']), target: 'classifying' },
-                // TL-10: nobody decides or watches at pre-execute: the call is allowed, its body runs, the next may start
-                { guard: and([not('isCommitBusy'), 'mayStartNext', not('asksPreExecute')]), target: 'next', reenter: true, actions: 'startNextCall' },
-                { guard: and([not('isCommitBusy'), 'mayStartNext']), target: 'preExecuting', actions: 'startNextCall' },
-                { guard: and([not('isCommitBusy'), 'hasPoolRoom']), target: 'barrier', actions: 'closePool' },
-              ],
-            },
-            classifying: {
-              entry: 'classifyNextCall',
-              // TL-17: a classification that never started (an append before it was refused)
-              always: { guard: and(['hasSchedulerFailure', 'hasNoClassification']), target: 'finished' },
-              on: awaiting(
-                {
-                  'tool.classified': [
-                    { guard: 'isHalted', target: 'finished' },
-                    { target: 'next', actions: 'recordMode' },
-                  ],
-                },
-                'classifyId',
-              ),
-            },
-            barrier: {
-              always: [
-                { guard: 'isHalted', target: 'finished' },
-                { guard: and(['isDrained', not('asksPreExecute')]), target: 'next', actions: 'startNextCall' },
-                { guard: 'isDrained', target: 'preExecuting', actions: 'startNextCall' },
-              ],
-            },
-            preExecuting: {
-              // TL-17: the pre-execute never started (an append before it was refused); its call ended without a body
-              always: { guard: and(['hasSchedulerFailure', 'hasNoPreExecute']), target: 'next' },
-              on: awaiting(
-                {
-                  'hook.done': [
-                    { guard: 'hasSchedulerFailure', target: 'next', actions: 'skipBodyAfterFailure' },
-                    { guard: 'isCancelled', target: 'next', actions: 'skipBodyAfterCancel' },
-                    { guard: 'isDenied', target: 'next', actions: 'denyCall' },
-                    { guard: and(['isAsk', 'hasApprover']), target: 'awaitingApproval', actions: 'requestApproval' },
-                    { guard: 'isAsk', target: 'next', actions: 'denyUnanswerable' },
-                    { target: 'next', actions: 'startBody' },
-                  ],
-                  'hook.failed': { target: 'next', actions: 'failPreExecute' },
-                },
-                'preId',
-              ),
-            },
-            // TL-18: the call waits for agent.approve / agent.deny; a resumed instance starts here after a restart
-            awaitingApproval: {
-              always: { guard: 'hasSchedulerFailure', target: 'next', actions: 'abandonApprovalAfterFailure' },
-              on: {
-                'approval.answered': [
-                  { guard: and(['isAwaitedApproval', 'isApproved']), target: 'next', actions: ['approveCall', 'startBody'] },
-                  { guard: 'isAwaitedApproval', target: 'recordingDenial', actions: 'recordDenial' },
-                ],
-                'agent.cancel': [
-                  // a disposal parks the question: the log keeps it pending and a later process answers it
-                  { guard: 'isDisposalCancel', actions: 'parkApproval' },
-                  // any other cancel ends the wait like any other: the signal aborts, the call is closed as not started
-                  { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
+function toolBatchConfig(exit: { target: string; actions: readonly 'finishToolBatch'[]; standalone: boolean }) {
+  return labelGuards(
+    attached<ToolBatchImplementations>()(
+      toolBatchSetup.createStateConfig({
+        id: 'toolBatch',
+        type: 'parallel',
+        on: {
+          // TL-17: a refused append inside the batch is a scheduler failure: stop, drain, end the turn error
+          'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
+          'tool.settled': { actions: 'settleToolBody' },
+        },
+        states: {
+          dispatch: {
+            initial: 'next',
+            states: {
+              next: {
+                // wait for room as if the call were parallel-safe, and for settled results to commit first;
+                // the call's mode is read right before it would start (TL-5, TL-6)
+                always: [
+                  { guard: or(['allCallsStarted', 'isHalted']), target: 'finished' },
+                  { guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom']), 'needsClassification']), target: 'classifying' },
+                  // TL-10: nobody decides or watches at pre-execute: the call is allowed, its body runs, the next may start
+                  { guard: and([not('isCommitBusy'), 'mayStartNext', not('asksPreExecute')]), target: 'next', reenter: true, actions: 'startNextCall' },
+                  { guard: and([not('isCommitBusy'), 'mayStartNext']), target: 'preExecuting', actions: 'startNextCall' },
+                  { guard: and([not('isCommitBusy'), 'hasPoolRoom']), target: 'barrier', actions: 'closePool' },
                 ],
               },
-            },
-            // TL-18: the denial is logged; it becomes the result once the append is confirmed (a refusal: TL-17)
-            recordingDenial: {
-              always: { guard: 'hasSchedulerFailure', target: 'next', actions: 'abandonApprovalAfterFailure' },
-              on: awaiting({ 'appends.confirmed': { target: 'next', actions: 'denyApprovalCall' } }),
-            },
-            finished: { type: 'final' },
-          },
-        },
-        commit: {
-          initial: 'waiting',
-          states: {
-            waiting: {
-              always: [
-                // every result is in (TL-17: after a scheduler failure nothing more is committed), and no body runs
-                { guard: and(['commitsDone', 'noBodiesInFlight']), target: 'finished' },
-                { guard: 'commitsDone', target: 'draining' },
-                { guard: 'isSkippable', target: 'waiting', reenter: true, actions: 'commitSkippedCall' },
-                // TL-10: post-execute runs when anyone decides or watches there (never after a throwing pre-execute)
-                { guard: and(['isCommittable', not('skipsPostExecute'), 'asksPostExecute']), target: 'postExecuting' },
-                { guard: 'isCommittable', target: 'waiting', reenter: true, actions: 'commitResult' },
-              ],
-            },
-            postExecuting: {
-              entry: 'askPostExecute',
-              // TL-17: the post-execute never started (an append before it was refused): nothing more commits
-              always: { guard: and(['hasSchedulerFailure', 'hasNoPostExecute']), target: 'waiting' },
-              on: awaiting(
-                {
-                  'hook.done': { target: 'waiting', actions: ['applyPostExecute', 'commitResult'] },
-                  'hook.failed': { target: 'waiting', actions: ['failPostExecute', 'commitResult'] },
+              classifying: {
+                entry: 'classifyNextCall',
+                // TL-17: a classification that never started (an append before it was refused)
+                always: { guard: and(['hasSchedulerFailure', 'hasNoClassification']), target: 'finished' },
+                on: awaiting(
+                  {
+                    'tool.classified': [
+                      { guard: 'isHalted', target: 'finished' },
+                      { target: 'next', actions: 'recordMode' },
+                    ],
+                  },
+                  'classifyId',
+                ),
+              },
+              barrier: {
+                always: [
+                  { guard: 'isHalted', target: 'finished' },
+                  { guard: and(['isDrained', not('asksPreExecute')]), target: 'next', actions: 'startNextCall' },
+                  { guard: 'isDrained', target: 'preExecuting', actions: 'startNextCall' },
+                ],
+              },
+              preExecuting: {
+                // TL-17: the pre-execute never started (an append before it was refused); its call ended without a body
+                always: { guard: and(['hasSchedulerFailure', 'hasNoPreExecute']), target: 'next' },
+                on: awaiting(
+                  {
+                    'hook.done': [
+                      { guard: 'hasSchedulerFailure', target: 'next', actions: 'skipBodyAfterFailure' },
+                      { guard: 'isCancelled', target: 'next', actions: 'skipBodyAfterCancel' },
+                      { guard: 'isDenied', target: 'next', actions: 'denyCall' },
+                      { guard: and(['isAsk', 'hasApprover']), target: 'awaitingApproval', actions: 'requestApproval' },
+                      { guard: 'isAsk', target: 'next', actions: 'denyUnanswerable' },
+                      { target: 'next', actions: 'startBody' },
+                    ],
+                    'hook.failed': { target: 'next', actions: 'failPreExecute' },
+                  },
+                  'preId',
+                ),
+              },
+              // TL-18: the call waits for agent.approve / agent.deny; a resumed instance starts here after a restart
+              awaitingApproval: {
+                always: { guard: 'hasSchedulerFailure', target: 'next', actions: 'abandonApprovalAfterFailure' },
+                on: {
+                  'approval.answered': [
+                    { guard: and(['isAwaitedApproval', 'isApproved']), target: 'next', actions: ['approveCall', 'startBody'] },
+                    { guard: 'isAwaitedApproval', target: 'recordingDenial', actions: 'recordDenial' },
+                  ],
+                  'agent.cancel': [
+                    // a disposal parks the question: the log keeps it pending and a later process answers it
+                    { guard: 'isDisposalCancel', actions: 'parkApproval' },
+                    // any other cancel ends the wait like any other: the signal aborts, the call is closed as not started
+                    { target: 'next', actions: ['cancelActivity', 'abandonApprovalOnCancel'] },
+                  ],
                 },
-                'postId',
-              ),
+              },
+              // TL-18: the denial is logged; it becomes the result once the append is confirmed (a refusal: TL-17)
+              recordingDenial: {
+                always: { guard: 'hasSchedulerFailure', target: 'next', actions: 'abandonApprovalAfterFailure' },
+                on: awaiting({ 'appends.confirmed': { target: 'next', actions: 'denyApprovalCall' } }),
+              },
+              finished: exit.standalone ? { id: 'dispatchFinished', type: 'final' } : { id: 'dispatchFinished' },
             },
-            // no turn/end before every started call has settled (TL-15, TL-17); a call in its pre-execute counts as running
-            draining: { always: { guard: 'noBodiesInFlight', target: 'finished' } },
-            finished: { type: 'final' },
+          },
+          commit: {
+            initial: 'waiting',
+            states: {
+              waiting: {
+                always: [
+                  // every result is in (TL-17: after a scheduler failure nothing more is committed), and no body runs
+                  { guard: and(['commitsDone', 'noBodiesInFlight', 'isDispatchFinished']), target: exit.target, actions: exit.actions },
+                  { guard: 'commitsDone', target: 'draining' },
+                  { guard: 'isSkippable', target: 'waiting', reenter: true, actions: 'commitSkippedCall' },
+                  // TL-10: post-execute runs when anyone decides or watches there (never after a throwing pre-execute)
+                  { guard: and(['isCommittable', not('skipsPostExecute'), 'asksPostExecute']), target: 'postExecuting' },
+                  { guard: 'isCommittable', target: 'waiting', reenter: true, actions: 'commitResult' },
+                ],
+              },
+              postExecuting: {
+                entry: 'askPostExecute',
+                // TL-17: the post-execute never started (an append before it was refused): nothing more commits
+                always: { guard: and(['hasSchedulerFailure', 'hasNoPostExecute']), target: 'waiting' },
+                on: awaiting(
+                  {
+                    'hook.done': { target: 'waiting', actions: ['applyPostExecute', 'commitResult'] },
+                    'hook.failed': { target: 'waiting', actions: ['failPostExecute', 'commitResult'] },
+                  },
+                  'postId',
+                ),
+              },
+              // no turn/end before every started call has settled (TL-15, TL-17); a call in its pre-execute counts as running
+              draining: { always: { guard: and(['noBodiesInFlight', 'isDispatchFinished']), target: exit.target, actions: exit.actions } },
+              finished: { type: 'final' },
+            },
           },
         },
-      },
-    }),
-  ),
-)
+      }),
+    ),
+  )
+}
+
+/** The batch inside a step: done, it closes the step with the step's outcome. */
+export const toolBatchState = toolBatchConfig({ target: '#stepClosed', actions: ['finishToolBatch'], standalone: false })
+const standaloneConfig = toolBatchConfig({ target: 'finished', actions: [], standalone: true })
+/** On its own the batch ends in a final of each lane, so the machine is done when both are. */
+const standaloneBatchState = {
+  ...standaloneConfig,
+  states: {
+    ...standaloneConfig.states,
+    commit: { ...standaloneConfig.states.commit, states: { ...standaloneConfig.states.commit.states, finished: { type: 'final' as const } } },
+  },
+}
 
 /** The tool batch on its own: the calls of one step, planned in context (`toolBatch`). */
 export const toolBatchMachine = toolBatchSetup.createMachine({
-  id: 'toolBatch',
   context: ({ input }) => ({ ...initialContext(input), turn: 1, step: 1 }),
-  ...toolBatchState,
-  on: standaloneOn(toolBatchState.on),
+  ...standaloneBatchState,
+  on: standaloneOn(standaloneBatchState.on),
 })
