@@ -1,0 +1,291 @@
+// Long sessions (`npm run bench:growth`, and part of `npm run bench`): one
+// session at 1k, 10k, 100k and 1M events, built from the growth agent's own
+// steady state (bench/growth-log.ts), measured with no store, a memory store
+// and SQLite: per-turn CPU time, kept heap, reopen time, and memory per idle
+// stored session. Targets (issue #29): a turn at 1M at most 1.3x a turn at
+// 1k; reopening 1M under 100 ms; an idle stored session under 64 KiB at any
+// length. Reported, never asserted by the tests.
+//   BENCH_QUICK=1                 shorter sessions (1k-30k) and fewer repetitions
+//   BENCH_GROWTH_LENGTHS=a,b,...  the session lengths, in events
+//   BENCH_GROWTH_SHAPE=plain      no compaction (the history grows with the log)
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { pathToFileURL } from 'node:url'
+import type { Agent, SessionEvent } from '../src/index.js'
+import type { SessionStore } from '../src/stores/index.js'
+import { writeBlock } from './readme-block.js'
+
+const QUICK = process.env.BENCH_QUICK === '1'
+const LENGTHS = process.env.BENCH_GROWTH_LENGTHS?.split(',').map(Number) ?? (QUICK ? [1_000, 3_000, 10_000, 30_000] : [1_000, 10_000, 100_000, 1_000_000])
+const IDLE_LENGTHS = QUICK ? [1_000, 10_000] : [1_000, 100_000]
+/** Turns per timed batch, unmeasured turns before it. */
+const BATCH = 20
+const WARM = 3
+const repsAt = (length: number) => (QUICK ? 3 : length >= 1_000_000 ? 3 : 7)
+/** A session seeded once per repetition while this many events in all would be written; above it, reopened. */
+const FRESH_COPY_EVENTS = 2_000_000
+
+export type GrowthStoreKind = 'none' | 'memory' | 'sqlite'
+
+export interface GrowthRow {
+  readonly events: number
+  readonly store: GrowthStoreKind
+  /** Median over repetitions of a batch's process CPU time (process.cpuUsage, all threads) per turn, µs. */
+  readonly turnCpuUs: number
+  /** Median heap kept by the open agent after its turns (after global.gc()), bytes. */
+  readonly keptHeapBytes: number
+  /** Median time to make the agent from the stored log: createAgent({ store, sessionId }), or createAgent({ session: createSession({ seed }) }) with no store. */
+  readonly openWallMs: number
+  readonly openCpuMs: number
+  readonly reps: number
+  /** Every repetition: [turn CPU µs, kept heap bytes, open wall ms, open CPU ms]. */
+  readonly samples: readonly (readonly [number, number, number, number])[]
+}
+
+export interface IdleRow {
+  readonly events: number
+  readonly sessions: number
+  /** Heap delta per idle stored agent (SQLite), bytes. */
+  readonly bytesPerSession: number
+}
+
+export interface GrowthResults {
+  readonly generatedAt: string
+  readonly quick: boolean
+  readonly shape: { readonly compaction: boolean; readonly contextWindow: number | null; readonly periodTurns: number; readonly periodEvents: number }
+  readonly batchTurns: number
+  readonly rows: readonly GrowthRow[]
+  readonly idle: readonly IdleRow[]
+  /** Turn CPU at the longest length ÷ at the shortest, per store. */
+  readonly turnRatio: Readonly<Record<GrowthStoreKind, number>>
+  readonly load: string
+}
+
+const gc = (globalThis as { gc?: () => void }).gc
+/** Heap in use after a timer tick (a disposed agent's last references go with it) and two full collections. */
+const heap = async () => {
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  gc?.()
+  gc?.()
+  return process.memoryUsage().heapUsed
+}
+const median = (xs: readonly number[]) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
+}
+const cpuMicros = () => {
+  const u = process.cpuUsage()
+  return u.user + u.system
+}
+
+/** Runs the growth measure and returns its numbers (prints a table as it goes). */
+export async function growthBench(): Promise<GrowthResults> {
+  const { lib, stores } = await import('./peers/agentchart-lib.js')
+  const { recordTemplate, buildLog, turnsIn, growthAgentOptions, promptText, GROWTH_CONTEXT_WINDOW } = await import('./growth-log.js')
+  if (!gc) console.log('growth: run with --expose-gc, or kept heap is not measured')
+  const shape = { compaction: process.env.BENCH_GROWTH_SHAPE !== 'plain' }
+  const template = await recordTemplate(shape)
+  console.log(
+    `long sessions: one session at ${LENGTHS.map((n) => n.toLocaleString('en')).join(', ')} events; one-step text turns, ` +
+      (shape.compaction
+        ? `compaction every ${template.periodTurns} turns (${template.period.length} events, context window ${GROWTH_CONTEXT_WINDOW} tokens)`
+        : 'no compaction') +
+      `; batches of ${BATCH} turns; load ${loadAverage()}`,
+  )
+  const dir = mkdtempSync(join(tmpdir(), 'agentchart-growth-'))
+  const opened: SessionStore[] = []
+  const sqlite = (name: string) => {
+    const store = stores.sqliteStore({ path: join(dir, `${name}.db`) })
+    opened.push(store)
+    return store
+  }
+  /** Writes a built log into the store under `id` (a valid log, committed as the agent would). */
+  const seed = async (store: SessionStore, id: string, events: readonly SessionEvent[]) => {
+    const handle = await store.open(id)
+    for (let i = 0; i < events.length; i += 10_000) await handle.append(events.slice(i, i + 10_000))
+    await handle.release()
+  }
+  const turnsRun = new Map<string, number>()
+  /** One batch of turns on an opened agent; CPU µs per turn. */
+  const timedTurns = async (agent: Agent, key: string) => {
+    let turn = turnsRun.get(key)!
+    const run = async () => {
+      agent.followup(lib.userMessage(promptText(++turn)))
+      await agent.whenIdle()
+    }
+    for (let i = 0; i < WARM; i++) await run()
+    const c0 = cpuMicros()
+    for (let i = 0; i < BATCH; i++) await run()
+    const perTurn = (cpuMicros() - c0) / BATCH
+    turnsRun.set(key, turn)
+    return perTurn
+  }
+
+  const rows: GrowthRow[] = []
+  const idle: IdleRow[] = []
+  console.log('\n| events | store | turn CPU µs | kept heap MiB | bytes/event | open ms (wall) | open ms (CPU) |')
+  console.log('|---:|---|---:|---:|---:|---:|---:|')
+  try {
+    for (const length of LENGTHS) {
+      const reps = repsAt(length)
+      const fresh = length * reps <= FRESH_COPY_EVENTS
+      const memory = stores.memoryStore()
+      const file = sqlite(`growth-${length}`)
+      const builtTurns = turnsIn(buildLog(template, length))
+      for (const [kind, store] of [
+        ['none', undefined],
+        ['memory', memory],
+        ['sqlite', file],
+      ] as const) {
+        const samples: [number, number, number, number][] = []
+        for (let rep = 0; rep < reps; rep++) {
+          const id = fresh ? `s-${rep}` : 's-0'
+          const key = `${kind}-${length}-${id}`
+          if (store !== undefined && !turnsRun.has(key)) await seed(store, id, buildLog(template, length))
+          if (!turnsRun.has(key)) turnsRun.set(key, builtTurns)
+          const before = await heap()
+          let agent: Agent
+          let wall: number
+          let cpu: number
+          if (store === undefined) {
+            let events: SessionEvent[] | undefined = buildLog(template, length)
+            const w0 = performance.now()
+            const c0 = cpuMicros()
+            agent = lib.createAgent({ ...growthAgentOptions(shape), session: lib.createSession({ seed: events }) })
+            wall = performance.now() - w0
+            cpu = (cpuMicros() - c0) / 1000
+            events = undefined
+          } else {
+            const w0 = performance.now()
+            const c0 = cpuMicros()
+            agent = await lib.createAgent({ ...growthAgentOptions(shape), store, sessionId: id })
+            wall = performance.now() - w0
+            cpu = (cpuMicros() - c0) / 1000
+          }
+          const turnUs = await timedTurns(agent, key)
+          const kept = (await heap()) - before
+          await agent.dispose()
+          samples.push([turnUs, kept, wall, cpu])
+        }
+        const row: GrowthRow = {
+          events: length,
+          store: kind,
+          turnCpuUs: median(samples.map((s) => s[0])),
+          keptHeapBytes: median(samples.map((s) => s[1])),
+          openWallMs: median(samples.map((s) => s[2])),
+          openCpuMs: median(samples.map((s) => s[3])),
+          reps,
+          samples,
+        }
+        rows.push(row)
+        console.log(rowLine(row))
+      }
+      await memory.close()
+    }
+
+    // memory per idle stored session: many agents opened on SQLite and left idle
+    for (const length of IDLE_LENGTHS) {
+      const count = length <= 10_000 ? 50 : 8
+      const store = sqlite(`idle-${length}`)
+      const events = buildLog(template, length)
+      for (let i = 0; i < count; i++) await seed(store, `idle-${i}`, events)
+      const before = await heap()
+      const agents: Agent[] = []
+      for (let i = 0; i < count; i++) agents.push(await lib.createAgent({ ...growthAgentOptions(shape), store, sessionId: `idle-${i}` }))
+      const bytes = ((await heap()) - before) / count
+      for (const agent of agents) await agent.dispose()
+      idle.push({ events: length, sessions: count, bytesPerSession: bytes })
+    }
+  } finally {
+    for (const store of opened) await store.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+  console.log('\n| events | idle stored sessions (SQLite) | KiB per session |')
+  console.log('|---:|---:|---:|')
+  for (const row of idle) console.log(`| ${row.events.toLocaleString('en')} | ${row.sessions} | ${(row.bytesPerSession / 1024).toFixed(1)} |`)
+  const ratio = (kind: GrowthStoreKind) => {
+    const of = rows.filter((r) => r.store === kind)
+    return of[of.length - 1].turnCpuUs / of[0].turnCpuUs
+  }
+  return {
+    generatedAt: new Date().toISOString(),
+    quick: QUICK,
+    shape: {
+      compaction: shape.compaction,
+      contextWindow: shape.compaction ? GROWTH_CONTEXT_WINDOW : null,
+      periodTurns: template.periodTurns,
+      periodEvents: template.period.length,
+    },
+    batchTurns: BATCH,
+    rows,
+    idle,
+    turnRatio: { none: ratio('none'), memory: ratio('memory'), sqlite: ratio('sqlite') },
+    load: loadAverage(),
+  }
+}
+
+function loadAverage(): string {
+  try {
+    return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
+  } catch {
+    return 'unknown'
+  }
+}
+
+function rowLine(r: GrowthRow): string {
+  return (
+    `| ${r.events.toLocaleString('en')} | ${r.store} | ${r.turnCpuUs.toFixed(0)} | ${(r.keptHeapBytes / 2 ** 20).toFixed(1)} | ` +
+    `${(r.keptHeapBytes / r.events).toFixed(0)} | ${r.openWallMs.toFixed(1)} | ${r.openCpuMs.toFixed(1)} |`
+  )
+}
+
+/** The `growth` block of bench/README.md. */
+export function growthSection(g: GrowthResults): string {
+  const first = g.rows[0].events
+  const last = g.rows[g.rows.length - 1].events
+  const sqliteOpen = g.rows.filter((r) => r.store === 'sqlite').at(-1)
+  const worstIdle = Math.max(...g.idle.map((r) => r.bytesPerSession))
+  const verdict = (ok: boolean) => (g.quick ? 'not judged: BENCH_QUICK' : ok ? 'met' : 'NOT met')
+  const lines = [
+    `Run of ${g.generatedAt.slice(0, 16).replace('T', ' ')} UTC${g.quick ? ' (BENCH_QUICK: a look, not a result)' : ''}, load average ${g.load}. ` +
+      `One session of one-step text turns, ${g.shape.compaction ? `compacted every ${g.shape.periodTurns} turns (${g.shape.periodEvents} events; context window ${g.shape.contextWindow} tokens)` : 'never compacted'}; ` +
+      `turn CPU is process CPU time (all threads, GC included) per turn over a batch of ${g.batchTurns}, median of the repetitions; ` +
+      'kept heap is what the open agent holds after its turns (after `global.gc()`); open is making the agent from the log.',
+    '',
+    '| events | store | turn CPU µs | kept heap MiB | bytes/event | open ms (wall) | open ms (CPU) |',
+    '|---:|---|---:|---:|---:|---:|---:|',
+    ...g.rows.map(rowLine),
+    '',
+    '| events | idle stored sessions (SQLite) | KiB per session |',
+    '|---:|---:|---:|',
+    ...g.idle.map((r) => `| ${r.events.toLocaleString('en')} | ${r.sessions} | ${(r.bytesPerSession / 1024).toFixed(1)} |`),
+    '',
+    'Against the targets of issue #29:',
+    '',
+    ...(['none', 'memory', 'sqlite'] as const).map(
+      (k) =>
+        `- turn at ${last.toLocaleString('en')} ÷ turn at ${first.toLocaleString('en')} events, ${k === 'none' ? 'no store' : k}: ${g.turnRatio[k].toFixed(2)}x (target ≤ 1.3x, ${verdict(g.turnRatio[k] <= 1.3)})`,
+    ),
+    `- reopening ${last.toLocaleString('en')} events on SQLite: ${sqliteOpen?.openWallMs.toFixed(0)} ms (target < 100 ms at 1,000,000, ${verdict((sqliteOpen?.openWallMs ?? Infinity) < 100)})`,
+    `- memory per idle stored session: at most ${(worstIdle / 1024).toFixed(1)} KiB (target < 64 KiB at any length, ${verdict(worstIdle < 64 * 1024)})`,
+  ]
+  return lines.join('\n')
+}
+
+// alone: build (unless BENCH_SOURCE=src), measure, and update bench/results.json's `longSessions` and the README block
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  if (process.env.BENCH_SOURCE !== 'src') {
+    console.log('building the package (npm run build) ...')
+    if (spawnSync('npm', ['run', 'build'], { stdio: ['ignore', 'ignore', 'inherit'] }).status !== 0) throw new Error('npm run build failed')
+    process.env.BENCH_SOURCE = 'dist'
+  }
+  const results = await growthBench()
+  const file = new URL('./results.json', import.meta.url)
+  const stored = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>
+  writeFileSync(file, `${JSON.stringify({ ...stored, longSessions: results }, null, 2)}\n`)
+  writeBlock('growth', growthSection(results))
+  console.log('\nwrote longSessions in bench/results.json and the growth block of bench/README.md')
+}
