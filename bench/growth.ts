@@ -124,6 +124,34 @@ export async function growthBench(): Promise<GrowthResults> {
     return perTurn
   }
 
+  /**
+   * One repetition: makes the agent from the log (timed), runs a batch of turns, weighs what it keeps, disposes
+   * it. Its own function, so nothing of this agent stays reachable from the caller's frame into the next one.
+   */
+  const measureOpen = async (store: SessionStore | undefined, id: string, key: string, length: number): Promise<[number, number, number, number]> => {
+    const before = await heap()
+    let agent: Agent
+    let w0: number
+    let c0: number
+    if (store === undefined) {
+      // without a store, resuming is replaying the log as a seed
+      const seed = buildLog(template, length)
+      w0 = performance.now()
+      c0 = cpuMicros()
+      agent = lib.createAgent({ ...growthAgentOptions(shape), session: lib.createSession({ seed }) })
+    } else {
+      w0 = performance.now()
+      c0 = cpuMicros()
+      agent = await lib.createAgent({ ...growthAgentOptions(shape), store, sessionId: id })
+    }
+    const wall = performance.now() - w0
+    const cpu = (cpuMicros() - c0) / 1000
+    const turnUs = await timedTurns(agent, key)
+    const kept = (await heap()) - before
+    await agent.dispose()
+    return [turnUs, kept, wall, cpu]
+  }
+
   const rows: GrowthRow[] = []
   const idle: IdleRow[] = []
   console.log('\n| events | store | turn CPU µs | kept heap MiB | bytes/event | open ms (wall) | open ms (CPU) |')
@@ -146,29 +174,7 @@ export async function growthBench(): Promise<GrowthResults> {
           const key = `${kind}-${length}-${id}`
           if (store !== undefined && !turnsRun.has(key)) await seed(store, id, buildLog(template, length))
           if (!turnsRun.has(key)) turnsRun.set(key, builtTurns)
-          const before = await heap()
-          let agent: Agent
-          let wall: number
-          let cpu: number
-          if (store === undefined) {
-            let events: SessionEvent[] | undefined = buildLog(template, length)
-            const w0 = performance.now()
-            const c0 = cpuMicros()
-            agent = lib.createAgent({ ...growthAgentOptions(shape), session: lib.createSession({ seed: events }) })
-            wall = performance.now() - w0
-            cpu = (cpuMicros() - c0) / 1000
-            events = undefined
-          } else {
-            const w0 = performance.now()
-            const c0 = cpuMicros()
-            agent = await lib.createAgent({ ...growthAgentOptions(shape), store, sessionId: id })
-            wall = performance.now() - w0
-            cpu = (cpuMicros() - c0) / 1000
-          }
-          const turnUs = await timedTurns(agent, key)
-          const kept = (await heap()) - before
-          await agent.dispose()
-          samples.push([turnUs, kept, wall, cpu])
+          samples.push(await measureOpen(store, id, key, length))
         }
         const row: GrowthRow = {
           events: length,
