@@ -7,7 +7,8 @@
 // length. Reported, never asserted by the tests.
 //   BENCH_QUICK=1                 shorter sessions (1k-30k) and fewer repetitions
 //   BENCH_GROWTH_LENGTHS=a,b,...  the session lengths, in events
-//   BENCH_GROWTH_SHAPE=plain      no compaction (the history grows with the log)
+//   BENCH_GROWTH_SHAPE=compacted|plain  only that session shape (default both: compacted on every store,
+//                                 never compacted with no store, where the history grows with the log)
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -16,13 +17,14 @@ import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
 import type { Agent, SessionEvent } from '../src/index.js'
 import type { SessionStore } from '../src/stores/index.js'
+import type { GrowthShape, GrowthTemplate } from './growth-log.js'
 import { writeBlock } from './readme-block.js'
 
 const QUICK = process.env.BENCH_QUICK === '1'
 const LENGTHS = process.env.BENCH_GROWTH_LENGTHS?.split(',').map(Number) ?? (QUICK ? [1_000, 3_000, 10_000, 30_000] : [1_000, 10_000, 100_000, 1_000_000])
 const IDLE_LENGTHS = QUICK ? [1_000, 10_000] : [1_000, 100_000]
 /** Turns per timed batch, unmeasured turns before it. */
-const BATCH = 20
+const BATCH = 50
 const WARM = 3
 const repsAt = (length: number) => (QUICK ? 3 : length >= 1_000_000 ? 3 : 7)
 /** A session seeded once per repetition while this many events in all would be written; above it, reopened. */
@@ -30,10 +32,16 @@ const FRESH_COPY_EVENTS = 2_000_000
 
 export type GrowthStoreKind = 'none' | 'memory' | 'sqlite'
 
+/** Which session a row measures: compacted (the history stays bounded) or never compacted (it grows with the log). */
+export type GrowthShapeName = 'compacted' | 'plain'
+
 export interface GrowthRow {
+  readonly shape: GrowthShapeName
   readonly events: number
   readonly store: GrowthStoreKind
-  /** Median over repetitions of a batch's process CPU time (process.cpuUsage, all threads) per turn, µs. */
+  /** Median over repetitions of a batch's main-thread CPU time per turn (bench/peers/clock.ts), µs. */
+  readonly turnUs: number
+  /** The same batches in process CPU time (process.cpuUsage: all threads, so GC helper threads too), µs. */
   readonly turnCpuUs: number
   /** Median heap kept by the open agent after its turns (after global.gc()), bytes. */
   readonly keptHeapBytes: number
@@ -41,8 +49,8 @@ export interface GrowthRow {
   readonly openWallMs: number
   readonly openCpuMs: number
   readonly reps: number
-  /** Every repetition: [turn CPU µs, kept heap bytes, open wall ms, open CPU ms]. */
-  readonly samples: readonly (readonly [number, number, number, number])[]
+  /** Every repetition: [turn µs main thread, turn µs process CPU, kept heap bytes, open wall ms, open CPU ms]. */
+  readonly samples: readonly (readonly number[])[]
 }
 
 export interface IdleRow {
@@ -55,12 +63,12 @@ export interface IdleRow {
 export interface GrowthResults {
   readonly generatedAt: string
   readonly quick: boolean
-  readonly shape: { readonly compaction: boolean; readonly contextWindow: number | null; readonly periodTurns: number; readonly periodEvents: number }
+  readonly clock: string
+  /** The compacted shape's steady state. */
+  readonly compaction: { readonly contextWindow: number; readonly periodTurns: number; readonly periodEvents: number }
   readonly batchTurns: number
   readonly rows: readonly GrowthRow[]
   readonly idle: readonly IdleRow[]
-  /** Turn CPU at the longest length ÷ at the shortest, per store. */
-  readonly turnRatio: Readonly<Record<GrowthStoreKind, number>>
   readonly load: string
 }
 
@@ -84,16 +92,22 @@ const cpuMicros = () => {
 /** Runs the growth measure and returns its numbers (prints a table as it goes). */
 export async function growthBench(): Promise<GrowthResults> {
   const { lib, stores } = await import('./peers/agentchart-lib.js')
+  const { cpuUs, CPU_CLOCK } = await import('./peers/clock.js')
   const { recordTemplate, buildLog, turnsIn, growthAgentOptions, promptText, GROWTH_CONTEXT_WINDOW } = await import('./growth-log.js')
   if (!gc) console.log('growth: run with --expose-gc, or kept heap is not measured')
-  const shape = { compaction: process.env.BENCH_GROWTH_SHAPE !== 'plain' }
-  const template = await recordTemplate(shape)
+  const only = process.env.BENCH_GROWTH_SHAPE
+  const shapes: { name: GrowthShapeName; shape: GrowthShape; kinds: readonly GrowthStoreKind[] }[] = [
+    { name: 'compacted', shape: { compaction: true }, kinds: ['none', 'memory', 'sqlite'] },
+    { name: 'plain', shape: { compaction: false }, kinds: ['none'] },
+  ]
+  const measured = shapes.filter((s) => only === undefined || only === s.name)
+  const templates = new Map<GrowthShapeName, GrowthTemplate>()
+  for (const { name, shape } of measured) templates.set(name, await recordTemplate(shape))
+  const compacted = templates.get('compacted') ?? (await recordTemplate({ compaction: true }))
   console.log(
     `long sessions: one session at ${LENGTHS.map((n) => n.toLocaleString('en')).join(', ')} events; one-step text turns, ` +
-      (shape.compaction
-        ? `compaction every ${template.periodTurns} turns (${template.period.length} events, context window ${GROWTH_CONTEXT_WINDOW} tokens)`
-        : 'no compaction') +
-      `; batches of ${BATCH} turns; load ${loadAverage()}`,
+      `compacted every ${compacted.periodTurns} turns (${compacted.period.length} events, context window ${GROWTH_CONTEXT_WINDOW} tokens) ` +
+      `with every store, never compacted with no store; batches of ${BATCH} turns; load ${loadAverage()}`,
   )
   const dir = mkdtempSync(join(tmpdir(), 'agentchart-growth-'))
   const opened: SessionStore[] = []
@@ -109,17 +123,18 @@ export async function growthBench(): Promise<GrowthResults> {
     await handle.release()
   }
   const turnsRun = new Map<string, number>()
-  /** One batch of turns on an opened agent; CPU µs per turn. */
-  const timedTurns = async (agent: Agent, key: string) => {
+  /** One batch of turns on an opened agent: main-thread and process CPU µs per turn. */
+  const timedTurns = async (agent: Agent, key: string): Promise<[number, number]> => {
     let turn = turnsRun.get(key)!
     const run = async () => {
       agent.followup(lib.userMessage(promptText(++turn)))
       await agent.whenIdle()
     }
     for (let i = 0; i < WARM; i++) await run()
+    const m0 = cpuUs()
     const c0 = cpuMicros()
     for (let i = 0; i < BATCH; i++) await run()
-    const perTurn = (cpuMicros() - c0) / BATCH
+    const perTurn: [number, number] = [(cpuUs() - m0) / BATCH, (cpuMicros() - c0) / BATCH]
     turnsRun.set(key, turn)
     return perTurn
   }
@@ -128,7 +143,7 @@ export async function growthBench(): Promise<GrowthResults> {
    * One repetition: makes the agent from the log (timed), runs a batch of turns, weighs what it keeps, disposes
    * it. Its own function, so nothing of this agent stays reachable from the caller's frame into the next one.
    */
-  const measureOpen = async (store: SessionStore | undefined, id: string, key: string, length: number): Promise<[number, number, number, number]> => {
+  const measureOpen = async (shape: GrowthShape, template: GrowthTemplate, store: SessionStore | undefined, id: string, key: string, length: number) => {
     const before = await heap()
     let agent: Agent
     let w0: number
@@ -146,61 +161,62 @@ export async function growthBench(): Promise<GrowthResults> {
     }
     const wall = performance.now() - w0
     const cpu = (cpuMicros() - c0) / 1000
-    const turnUs = await timedTurns(agent, key)
+    const [mainUs, processUs] = await timedTurns(agent, key)
     const kept = (await heap()) - before
     await agent.dispose()
-    return [turnUs, kept, wall, cpu]
+    return [mainUs, processUs, kept, wall, cpu]
   }
 
   const rows: GrowthRow[] = []
   const idle: IdleRow[] = []
-  console.log('\n| events | store | turn CPU µs | kept heap MiB | bytes/event | open ms (wall) | open ms (CPU) |')
-  console.log('|---:|---|---:|---:|---:|---:|---:|')
+  console.log(`\n${TABLE_HEAD}`)
   try {
-    for (const length of LENGTHS) {
-      const reps = repsAt(length)
-      const fresh = length * reps <= FRESH_COPY_EVENTS
-      const memory = stores.memoryStore()
-      const file = sqlite(`growth-${length}`)
-      const builtTurns = turnsIn(buildLog(template, length))
-      for (const [kind, store] of [
-        ['none', undefined],
-        ['memory', memory],
-        ['sqlite', file],
-      ] as const) {
-        const samples: [number, number, number, number][] = []
-        for (let rep = 0; rep < reps; rep++) {
-          const id = fresh ? `s-${rep}` : 's-0'
-          const key = `${kind}-${length}-${id}`
-          if (store !== undefined && !turnsRun.has(key)) await seed(store, id, buildLog(template, length))
-          if (!turnsRun.has(key)) turnsRun.set(key, builtTurns)
-          samples.push(await measureOpen(store, id, key, length))
+    for (const { name, shape, kinds } of measured) {
+      const template = templates.get(name)!
+      for (const length of LENGTHS) {
+        const reps = repsAt(length)
+        const fresh = length * reps <= FRESH_COPY_EVENTS
+        const memory = stores.memoryStore()
+        const builtTurns = turnsIn(buildLog(template, length))
+        for (const kind of kinds) {
+          const store = kind === 'none' ? undefined : kind === 'memory' ? memory : sqlite(`growth-${name}-${length}`)
+          const samples: number[][] = []
+          for (let rep = 0; rep < reps; rep++) {
+            const id = fresh ? `s-${rep}` : 's-0'
+            const key = `${name}-${kind}-${length}-${id}`
+            if (store !== undefined && !turnsRun.has(key)) await seed(store, id, buildLog(template, length))
+            if (!turnsRun.has(key)) turnsRun.set(key, builtTurns)
+            samples.push(await measureOpen(shape, template, store, id, key, length))
+          }
+          const at = (i: number) => median(samples.map((s) => s[i]))
+          const row: GrowthRow = {
+            shape: name,
+            events: length,
+            store: kind,
+            turnUs: at(0),
+            turnCpuUs: at(1),
+            keptHeapBytes: at(2),
+            openWallMs: at(3),
+            openCpuMs: at(4),
+            reps,
+            samples,
+          }
+          rows.push(row)
+          console.log(rowLine(row))
         }
-        const row: GrowthRow = {
-          events: length,
-          store: kind,
-          turnCpuUs: median(samples.map((s) => s[0])),
-          keptHeapBytes: median(samples.map((s) => s[1])),
-          openWallMs: median(samples.map((s) => s[2])),
-          openCpuMs: median(samples.map((s) => s[3])),
-          reps,
-          samples,
-        }
-        rows.push(row)
-        console.log(rowLine(row))
+        await memory.close()
       }
-      await memory.close()
     }
 
     // memory per idle stored session: many agents opened on SQLite and left idle
     for (const length of IDLE_LENGTHS) {
       const count = length <= 10_000 ? 50 : 8
       const store = sqlite(`idle-${length}`)
-      const events = buildLog(template, length)
+      const events = buildLog(compacted, length)
       for (let i = 0; i < count; i++) await seed(store, `idle-${i}`, events)
       const before = await heap()
       const agents: Agent[] = []
-      for (let i = 0; i < count; i++) agents.push(await lib.createAgent({ ...growthAgentOptions(shape), store, sessionId: `idle-${i}` }))
+      for (let i = 0; i < count; i++) agents.push(await lib.createAgent({ ...growthAgentOptions({ compaction: true }), store, sessionId: `idle-${i}` }))
       const bytes = ((await heap()) - before) / count
       for (const agent of agents) await agent.dispose()
       idle.push({ events: length, sessions: count, bytesPerSession: bytes })
@@ -209,26 +225,16 @@ export async function growthBench(): Promise<GrowthResults> {
     for (const store of opened) await store.close()
     rmSync(dir, { recursive: true, force: true })
   }
-  console.log('\n| events | idle stored sessions (SQLite) | KiB per session |')
-  console.log('|---:|---:|---:|')
-  for (const row of idle) console.log(`| ${row.events.toLocaleString('en')} | ${row.sessions} | ${(row.bytesPerSession / 1024).toFixed(1)} |`)
-  const ratio = (kind: GrowthStoreKind) => {
-    const of = rows.filter((r) => r.store === kind)
-    return of[of.length - 1].turnCpuUs / of[0].turnCpuUs
-  }
+  console.log(`\n${IDLE_HEAD}`)
+  for (const row of idle) console.log(idleLine(row))
   return {
     generatedAt: new Date().toISOString(),
     quick: QUICK,
-    shape: {
-      compaction: shape.compaction,
-      contextWindow: shape.compaction ? GROWTH_CONTEXT_WINDOW : null,
-      periodTurns: template.periodTurns,
-      periodEvents: template.period.length,
-    },
+    clock: CPU_CLOCK,
+    compaction: { contextWindow: GROWTH_CONTEXT_WINDOW, periodTurns: compacted.periodTurns, periodEvents: compacted.period.length },
     batchTurns: BATCH,
     rows,
     idle,
-    turnRatio: { none: ratio('none'), memory: ratio('memory'), sqlite: ratio('sqlite') },
     load: loadAverage(),
   }
 }
@@ -241,44 +247,63 @@ function loadAverage(): string {
   }
 }
 
+const TABLE_HEAD = [
+  '| session | events | store | turn µs (main thread) | turn µs (process CPU) | kept heap MiB | bytes/event | open ms (wall) | open ms (CPU) |',
+  '|---|---:|---|---:|---:|---:|---:|---:|---:|',
+].join('\n')
+const IDLE_HEAD = ['| events | idle stored sessions (SQLite) | KiB per session |', '|---:|---:|---:|'].join('\n')
+
 function rowLine(r: GrowthRow): string {
   return (
-    `| ${r.events.toLocaleString('en')} | ${r.store} | ${r.turnCpuUs.toFixed(0)} | ${(r.keptHeapBytes / 2 ** 20).toFixed(1)} | ` +
-    `${(r.keptHeapBytes / r.events).toFixed(0)} | ${r.openWallMs.toFixed(1)} | ${r.openCpuMs.toFixed(1)} |`
+    `| ${r.shape} | ${r.events.toLocaleString('en')} | ${r.store} | ${r.turnUs.toFixed(0)} | ${r.turnCpuUs.toFixed(0)} | ` +
+    `${(r.keptHeapBytes / 2 ** 20).toFixed(1)} | ${(r.keptHeapBytes / r.events).toFixed(0)} | ${r.openWallMs.toFixed(1)} | ${r.openCpuMs.toFixed(1)} |`
   )
 }
 
+const idleLine = (r: IdleRow) => `| ${r.events.toLocaleString('en')} | ${r.sessions} | ${(r.bytesPerSession / 1024).toFixed(1)} |`
+
 /** The `growth` block of bench/README.md. */
 export function growthSection(g: GrowthResults): string {
-  const first = g.rows[0].events
-  const last = g.rows[g.rows.length - 1].events
-  const sqliteOpen = g.rows.filter((r) => r.store === 'sqlite').at(-1)
-  const worstIdle = Math.max(...g.idle.map((r) => r.bytesPerSession))
   const verdict = (ok: boolean) => (g.quick ? 'not judged: BENCH_QUICK' : ok ? 'met' : 'NOT met')
-  const lines = [
-    `Run of ${g.generatedAt.slice(0, 16).replace('T', ' ')} UTC${g.quick ? ' (BENCH_QUICK: a look, not a result)' : ''}, load average ${g.load}. ` +
-      `One session of one-step text turns, ${g.shape.compaction ? `compacted every ${g.shape.periodTurns} turns (${g.shape.periodEvents} events; context window ${g.shape.contextWindow} tokens)` : 'never compacted'}; ` +
-      `turn CPU is process CPU time (all threads, GC included) per turn over a batch of ${g.batchTurns}, median of the repetitions; ` +
-      'kept heap is what the open agent holds after its turns (after `global.gc()`); open is making the agent from the log.',
+  const targets: string[] = []
+  for (const shape of ['compacted', 'plain'] as const) {
+    for (const store of ['none', 'memory', 'sqlite'] as const) {
+      const of = g.rows.filter((r) => r.shape === shape && r.store === store)
+      if (of.length < 2) continue
+      const [first, last] = [of[0], of[of.length - 1]]
+      const ratio = last.turnUs / first.turnUs
+      targets.push(
+        `- ${shape} session, ${store === 'none' ? 'no store' : store}: a turn at ${last.events.toLocaleString('en')} events ÷ at ${first.events.toLocaleString('en')}: ` +
+          `${ratio.toFixed(2)}x main thread, ${(last.turnCpuUs / first.turnCpuUs).toFixed(2)}x process CPU (target ≤ 1.3x, ${verdict(ratio <= 1.3)})`,
+      )
+    }
+  }
+  const open = g.rows.filter((r) => r.shape === 'compacted' && r.store === 'sqlite').at(-1)
+  if (open)
+    targets.push(
+      `- reopening ${open.events.toLocaleString('en')} events on SQLite: ${open.openWallMs.toFixed(0)} ms (target < 100 ms at 1,000,000, ${verdict(open.openWallMs < 100)})`,
+    )
+  if (g.idle.length > 0) {
+    const worst = Math.max(...g.idle.map((r) => r.bytesPerSession))
+    targets.push(`- memory per idle stored session: at most ${(worst / 1024).toFixed(1)} KiB (target < 64 KiB at any length, ${verdict(worst < 64 * 1024)})`)
+  }
+  return [
+    `Run of ${g.generatedAt.slice(0, 16).replace('T', ' ')} UTC${g.quick ? ' (BENCH_QUICK: a look, not a result)' : ''}, load average ${g.load} at the end. ` +
+      `One session of one-step text turns, *compacted* every ${g.compaction.periodTurns} turns (${g.compaction.periodEvents} events; ` +
+      `context window ${g.compaction.contextWindow} tokens) or *plain* (never compacted). Turn: CPU time per turn over a batch of ${g.batchTurns}, ` +
+      'median of the repetitions, on the main thread and for the whole process (GC helper threads included); kept heap: what the open ' +
+      'agent holds after its turns (after `global.gc()`); open: making the agent from the log.',
     '',
-    '| events | store | turn CPU µs | kept heap MiB | bytes/event | open ms (wall) | open ms (CPU) |',
-    '|---:|---|---:|---:|---:|---:|---:|',
+    TABLE_HEAD,
     ...g.rows.map(rowLine),
     '',
-    '| events | idle stored sessions (SQLite) | KiB per session |',
-    '|---:|---:|---:|',
-    ...g.idle.map((r) => `| ${r.events.toLocaleString('en')} | ${r.sessions} | ${(r.bytesPerSession / 1024).toFixed(1)} |`),
+    IDLE_HEAD,
+    ...g.idle.map(idleLine),
     '',
     'Against the targets of issue #29:',
     '',
-    ...(['none', 'memory', 'sqlite'] as const).map(
-      (k) =>
-        `- turn at ${last.toLocaleString('en')} ÷ turn at ${first.toLocaleString('en')} events, ${k === 'none' ? 'no store' : k}: ${g.turnRatio[k].toFixed(2)}x (target ≤ 1.3x, ${verdict(g.turnRatio[k] <= 1.3)})`,
-    ),
-    `- reopening ${last.toLocaleString('en')} events on SQLite: ${sqliteOpen?.openWallMs.toFixed(0)} ms (target < 100 ms at 1,000,000, ${verdict((sqliteOpen?.openWallMs ?? Infinity) < 100)})`,
-    `- memory per idle stored session: at most ${(worstIdle / 1024).toFixed(1)} KiB (target < 64 KiB at any length, ${verdict(worstIdle < 64 * 1024)})`,
-  ]
-  return lines.join('\n')
+    ...targets,
+  ].join('\n')
 }
 
 // alone: build (unless BENCH_SOURCE=src), measure, and update bench/results.json's `longSessions` and the README block
