@@ -140,6 +140,19 @@ export async function growthBench(): Promise<GrowthResults> {
   }
 
   /**
+   * Opens a seeded session once and runs one turn, unmeasured: a session that lived has what its agent stores at
+   * its safe points (a store's checkpoint, say), which a log written straight into the store lacks.
+   */
+  const prime = async (shape: GrowthShape, store: SessionStore, id: string, key: string) => {
+    const agent = await lib.createAgent({ ...growthAgentOptions(shape), store, sessionId: id })
+    const turn = turnsRun.get(key)! + 1
+    agent.followup(lib.userMessage(promptText(turn)))
+    await agent.whenIdle()
+    await agent.dispose()
+    turnsRun.set(key, turn)
+  }
+
+  /**
    * One repetition: makes the agent from the log (timed), runs a batch of turns, weighs what it keeps, disposes
    * it. Its own function, so nothing of this agent stays reachable from the caller's frame into the next one.
    */
@@ -184,8 +197,13 @@ export async function growthBench(): Promise<GrowthResults> {
           for (let rep = 0; rep < reps; rep++) {
             const id = fresh ? `s-${rep}` : 's-0'
             const key = `${name}-${kind}-${length}-${id}`
-            if (store !== undefined && !turnsRun.has(key)) await seed(store, id, buildLog(template, length))
-            if (!turnsRun.has(key)) turnsRun.set(key, builtTurns)
+            if (!turnsRun.has(key)) {
+              turnsRun.set(key, builtTurns)
+              if (store !== undefined) {
+                await seed(store, id, buildLog(template, length))
+                await prime(shape, store, id, key)
+              }
+            }
             samples.push(await measureOpen(shape, template, store, id, key, length))
           }
           const at = (i: number) => median(samples.map((s) => s[i]))
@@ -213,7 +231,11 @@ export async function growthBench(): Promise<GrowthResults> {
       const count = length <= 10_000 ? 50 : 8
       const store = sqlite(`idle-${length}`)
       const events = buildLog(compacted, length)
-      for (let i = 0; i < count; i++) await seed(store, `idle-${i}`, events)
+      for (let i = 0; i < count; i++) {
+        await seed(store, `idle-${i}`, events)
+        turnsRun.set(`idle-${length}-${i}`, turnsIn(events))
+        await prime({ compaction: true }, store, `idle-${i}`, `idle-${length}-${i}`)
+      }
       const before = await heap()
       const agents: Agent[] = []
       for (let i = 0; i < count; i++) agents.push(await lib.createAgent({ ...growthAgentOptions({ compaction: true }), store, sessionId: `idle-${i}` }))
