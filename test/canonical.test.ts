@@ -2,7 +2,7 @@
 // give exactly the string the replacer form gives, for the plain JSON it takes and for everything it hands back.
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { canonical } from '../src/canonical.js'
+import { canonical } from '../src/values/canonical.js'
 import { propertyRuns } from './helpers.js'
 
 /** The reference, written out here: JSON.stringify with every object rebuilt with its keys sorted. */

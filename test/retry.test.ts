@@ -2,7 +2,7 @@
 // many times, and after how long (full jitter, capped; Retry-After honoured).
 import { describe, expect, it } from 'vitest'
 import { ConfigError } from '../src/index.js'
-import { DEFAULT_RETRYABLE_CODES, retryPolicy, type RetryPolicyOptions } from '../src/retry.js'
+import { DEFAULT_RETRYABLE_CODES, retryPolicy, type RetryPolicyOptions } from '../src/request/retry.js'
 
 const fail = (code: string, providerRetryAfterMs?: number) => ({ message: code, code, ...(providerRetryAfterMs ? { providerRetryAfterMs } : {}) })
 const giveUp = Symbol('next')

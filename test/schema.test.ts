@@ -6,7 +6,7 @@ import { z } from 'zod'
 import * as zm from 'zod/mini'
 import { z as z3 } from 'zod/v3'
 import { ConfigError, defineTool, toolSchemas } from '../src/index.js'
-import { toCheckedSchema } from '../src/schema.js'
+import { toCheckedSchema } from '../src/request/schema.js'
 import { textResponse, toolCallResponse } from '../src/testing/index.js'
 import { scriptedAgent } from './helpers.js'
 

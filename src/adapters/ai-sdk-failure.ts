@@ -2,7 +2,7 @@
 // LlmError with a provider-neutral code. The SDK's error classes are read by
 // their names and fields (APICallError: statusCode, responseHeaders,
 // isRetryable), never imported, so `ai` stays out of the dependencies.
-import { isInstance, peek } from '../foreign.js'
+import { isInstance, peek } from '../values/foreign.js'
 import { abortedFailure, isNetworkError, LlmError, retryAfterMs, toLlmFailure } from './failure.js'
 
 const CONTEXT_TEXT = /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long|reduce the length/i

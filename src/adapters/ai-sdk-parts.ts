@@ -3,7 +3,7 @@
 // block gets an index in first-seen order; the provider metadata its parts
 // carry is merged per block and logged in the finish's replayState, aligned
 // with the assembled content, so the next request can hand it back.
-import { isRecordLike, peek } from '../foreign.js'
+import { isRecordLike, peek } from '../values/foreign.js'
 import type { ContentBlock, FinishReason, StreamChunk, TokenUsage } from '../session/schemas.js'
 import { uniqueCallId } from './assemble.js'
 import { llmFailure, LlmError, type LlmFailureInit } from './failure.js'

@@ -3,7 +3,7 @@
 // call settings, and each block's logged provider metadata handed back as the
 // part's providerOptions so that a provider can replay its own output
 // (reasoning signatures, item ids).
-import { isRecordLike } from '../foreign.js'
+import { isRecordLike } from '../values/foreign.js'
 import type { AssistantMessage, ContentBlock, ImageBlock, ResponseFormat, ToolChoice, ToolResultBlock } from '../session/schemas.js'
 import { LlmError } from './failure.js'
 import type { ModelRequest } from './types.js'

@@ -2,8 +2,8 @@
 // ai 6, LanguageModelV4 of ai 7) as a ModelAdapter. The model object is
 // duck-typed: nothing here imports `ai` or `@ai-sdk/*`.
 import { ConfigError } from '../errors.js'
-import { isInstance, peek } from '../foreign.js'
-import type { RequestOptions } from '../request.js'
+import { isInstance, peek } from '../values/foreign.js'
+import type { RequestOptions } from '../request/options.js'
 import type { StreamChunk } from '../session/schemas.js'
 import { toAiSdkError, abortError } from './ai-sdk-failure.js'
 import { PartNormalizer } from './ai-sdk-parts.js'

@@ -1,6 +1,6 @@
 // Stream assembly (BEHAVIOURS 1.4): turns normalized StreamChunks into the
 // content of one assistant message, and keeps adapter failures inside the stream.
-import { describeThrown, isRecordLike, peek } from '../foreign.js'
+import { describeThrown, isRecordLike, peek } from '../values/foreign.js'
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
 import {
   StreamChunkSchema,

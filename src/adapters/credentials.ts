@@ -1,7 +1,7 @@
 // The exact credentials an adapter sent, cut out of everything it reports.
 // Patterns (failure.ts) catch the shapes keys usually have; a provider that
 // echoes a key of any other shape is caught only by knowing the key itself.
-import { isInstance } from '../foreign.js'
+import { isInstance } from '../values/foreign.js'
 import { LlmError, redactSecrets } from './failure.js'
 
 const REDACTED = '[redacted]'

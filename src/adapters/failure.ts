@@ -1,6 +1,6 @@
 // Model failures as plain facts: whatever an adapter throws is turned into a
 // frozen, serializable LlmFailure (BEHAVIOURS 1.5, TU-13).
-import { isInstance, peek } from '../foreign.js'
+import { isInstance, peek } from '../values/foreign.js'
 import { LlmFailureSchema, type LlmFailure } from '../session/schemas.js'
 
 /** The facts an LlmError or a failure finish is built from; bad optional facts are dropped. */

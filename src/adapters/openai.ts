@@ -15,7 +15,7 @@ import type {
 } from 'openai/resources/chat/completions'
 import type { CompletionUsage } from 'openai/resources/completions'
 import { ConfigError } from '../errors.js'
-import type { RequestOptions } from '../request.js'
+import type { RequestOptions } from '../request/options.js'
 import type {
   AssistantMessage,
   ContentBlock,

@@ -1,5 +1,5 @@
 // The model boundary: adapters normalize a provider's stream into StreamChunks.
-import type { RequestOptions } from '../request.js'
+import type { RequestOptions } from '../request/options.js'
 import type { LlmCallConfig, Message, StreamChunk, ToolSchema } from '../session/schemas.js'
 
 /** One frozen model request, rebuilt entirely from the session log (SS-13). */

@@ -3,7 +3,7 @@
 // implementations: local agents (this process drives the session) and a
 // session client (another process does; the log and a mailbox connect them).
 import { Observable } from 'rxjs'
-import { Agent } from '../agent.js'
+import { Agent } from '../agent/agent.js'
 import { ConfigError } from '../errors.js'
 import type { InboxTarget, SessionEvent, UserMessage } from '../session/schemas.js'
 import { ChatError } from './errors.js'

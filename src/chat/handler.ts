@@ -4,12 +4,13 @@
 // message that steers the same turn, and a reload that re-attaches all show
 // the same events; Stop is a route that ends the server's turn.
 import type { Subscription } from 'rxjs'
-import type { Agent } from '../agent.js'
+import type { Agent } from '../agent/agent.js'
 import { AgentchartError, ConfigError } from '../errors.js'
-import { userMessage } from '../messages.js'
+import { userMessage } from '../request/messages.js'
 import { pendingApprovals } from '../session/approvals.js'
 import { openTurnOf } from '../session/repair.js'
 import type { ContentBlock, InboxTarget, SessionEvent, UserMessage } from '../session/schemas.js'
+import { isRecordLike } from '../values/foreign.js'
 import { agentBackend, clientBackend, type ChatBackend, type ChatSessionClient } from './backend.js'
 import { ChatError } from './errors.js'
 import { chatMessages } from './history.js'
@@ -71,8 +72,6 @@ function errorResponse(error: unknown): Response {
   return json({ error: { code: 'CHAT_INTERNAL', message: 'the chat endpoint failed' } }, 500)
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
-
 async function readBody(request: Request): Promise<ChatRequestBody> {
   let body: unknown
   try {
@@ -80,12 +79,12 @@ async function readBody(request: Request): Promise<ChatRequestBody> {
   } catch (cause) {
     throw new ChatError('CHAT_BAD_REQUEST', 'the request body must be JSON ({ id, messages })', { cause })
   }
-  if (!isRecord(body)) throw new ChatError('CHAT_BAD_REQUEST', 'the request body must be a JSON object ({ id, messages })')
+  if (!isRecordLike(body)) throw new ChatError('CHAT_BAD_REQUEST', 'the request body must be a JSON object ({ id, messages })')
   if (typeof body.id !== 'string' || body.id === '') throw new ChatError('CHAT_BAD_REQUEST', 'body.id must be the chat id (a non-empty string)', { path: 'id' })
   if (!Array.isArray(body.messages) || body.messages.length === 0)
     throw new ChatError('CHAT_NO_MESSAGE', 'body.messages must be a non-empty array of UI messages', { path: 'messages' })
   const last = body.messages.at(-1) as unknown
-  if (!isRecord(last) || typeof last.id !== 'string' || last.id === '' || (last.role !== 'user' && last.role !== 'assistant') || !Array.isArray(last.parts))
+  if (!isRecordLike(last) || typeof last.id !== 'string' || last.id === '' || (last.role !== 'user' && last.role !== 'assistant') || !Array.isArray(last.parts))
     throw new ChatError('CHAT_BAD_REQUEST', 'the last message must be a UI message { id, role: "user" | "assistant", parts: [] }', {
       path: `messages[${body.messages.length - 1}]`,
     })
@@ -268,7 +267,7 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
     const answers = parts.flatMap((part) => {
       const approval = part.approval
       if (!(typeof part.type === 'string' && part.type.startsWith('tool-')) && part.type !== 'dynamic-tool') return []
-      if (part.state !== 'approval-responded' || !isRecord(approval) || typeof approval.id !== 'string') return []
+      if (part.state !== 'approval-responded' || !isRecordLike(approval) || typeof approval.id !== 'string') return []
       return [{ callId: approval.id, approved: approval.approved === true, reason: typeof approval.reason === 'string' ? approval.reason : undefined }]
     })
     if (answers.length === 0)

@@ -2,8 +2,8 @@
 // agentchart (and OpenAI-style chat APIs take no image in a tool message),
 // so images travel as a user message after the step's results (TL-12), and
 // what the model cannot read (audio, binary resources) is kept whole in `meta`.
-import { isRecordLike } from '../foreign.js'
-import { userMessage } from '../messages.js'
+import { isRecordLike } from '../values/foreign.js'
+import { userMessage } from '../request/messages.js'
 import type { ContentBlock } from '../session/schemas.js'
 import type { ToolResultValue } from '../tools/define.js'
 

@@ -3,9 +3,9 @@
 // source: passed to createAgent as it is, it is read again before each step,
 // so a `notifications/tools/list_changed` takes effect at the next step.
 import type { Tool } from '@modelcontextprotocol/sdk/types.js'
-import { canonical } from '../canonical.js'
+import { canonical } from '../values/canonical.js'
 import { ConfigError } from '../errors.js'
-import { describeValue, isArrayLike, isRecordLike } from '../foreign.js'
+import { describeValue, isArrayLike, isRecordLike } from '../values/foreign.js'
 import type { HookLogger } from '../runtime/hooks.js'
 import { toFrozenJson } from '../session/lossless.js'
 import { defineTool, type ExecutionMode, type ToolDefinition } from '../tools/define.js'

@@ -2,7 +2,7 @@
 // from createAgent's `systemPrompt` and `tools` (each a value or a function of
 // the step) and the `system-prompt/assemble` listeners, and checked here once
 // per step, before agent/pre-step.
-import { describeValue, fieldsOf, isArrayLike, isRecordLike } from '../foreign.js'
+import { describeValue, fieldsOf, isArrayLike, isRecordLike } from '../values/foreign.js'
 import type { ToolSchema, UserMessage } from '../session/schemas.js'
 import { checkToolList, toolSchemas, type ToolDefinition } from '../tools/define.js'
 import type { ToolSource } from '../tools/source.js'

@@ -4,7 +4,7 @@
 // whose message names the hook and the field; the runtime answers the machine
 // with hook.failed, so the call ends as an error result (tools) or the turn
 // ends `error` (agent hooks). Machine guards and actions then read only plain data.
-import { describeThrown, describeValue, fieldsOf, isArrayLike, isRecordLike } from '../foreign.js'
+import { describeThrown, describeValue, fieldsOf, isArrayLike, isRecordLike } from '../values/foreign.js'
 import type { HookName, PostExecuteAnswer } from '../machines/types.js'
 import { checkedMessage, contextsOf } from '../tools/define.js'
 
@@ -24,7 +24,7 @@ export function hookDecision(name: HookName, value: unknown, payload: Record<str
     case 'tools/post-execute':
       return postExecute(value, typeof payload.name === 'string' ? payload.name : '')
     default:
-      return undefined // agent/turn-stopping answers nothing; agent/request has its own path (request.ts)
+      return undefined // agent/turn-stopping answers nothing; agent/request has its own path (request/options.ts)
   }
 }
 

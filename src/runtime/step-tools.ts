@@ -5,7 +5,7 @@
 import type { Facts } from '../machines/types.js'
 import { deepFreeze } from '../session/lossless.js'
 import type { ToolSchema } from '../session/schemas.js'
-import { isRecordLike } from '../foreign.js'
+import { isRecordLike } from '../values/foreign.js'
 import { toolSchemas, type ToolDefinition } from '../tools/define.js'
 import { isToolSource, type ToolRead, type ToolSource } from '../tools/source.js'
 import type { HookLogger } from './hooks.js'

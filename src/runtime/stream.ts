@@ -4,7 +4,7 @@
 import { StreamAssembler, admitChunk, normalizeStream, type AssembledResponse } from '../adapters/assemble.js'
 import type { ModelAdapter, ModelRequest } from '../adapters/types.js'
 import type { StreamChunk } from '../session/schemas.js'
-import { describeValue } from '../foreign.js'
+import { describeValue } from '../values/foreign.js'
 import { SCHEMA_CHECKED, type CheckedIntent, type Session } from '../session/session.js'
 
 /** The intent of a chunk event whose chunk admitChunk parsed with its schema (SCHEMA_CHECKED). */

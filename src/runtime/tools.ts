@@ -6,7 +6,7 @@ import { toLlmFailure } from '../adapters/failure.js'
 import type { PlannedCall, ToolOutcome } from '../machines/types.js'
 import { errorOutcome } from '../machines/tool-batch.js'
 import { deepFreeze } from '../session/lossless.js'
-import type { CheckResult } from '../schema.js'
+import type { CheckResult } from '../request/schema.js'
 import { checkArguments, describeInvalidArgs, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
 
 /** The outcome of calling `tool` (undefined: the model named a tool the agent does not have) with the call's arguments. */

@@ -3,7 +3,7 @@
 // `session/end-seed{fork}` marker naming the parent, the boundary and the
 // seed's length, so a resumed fork ignores the inbox splices it inherited (IN-14).
 import { ConfigError, ForkError } from '../errors.js'
-import { describeValue } from '../foreign.js'
+import { describeValue } from '../values/foreign.js'
 import { openTurnOf } from './repair.js'
 import type { SessionEvent } from './schemas.js'
 import { createSession, isSessionLike, type Session } from './session.js'

@@ -226,7 +226,7 @@ class Checker {
   ) {}
 
   run(): SessionInvariantViolation[] {
-    this.#firstEndSeed = this.events.findIndex((e) => isRecord(e) && e.type === 'session/end-seed')
+    this.#firstEndSeed = this.events.findIndex((e) => isObject(e) && e.type === 'session/end-seed')
     this.events.forEach((raw, index) => {
       try {
         const event = this.#parse(raw, index)
@@ -706,7 +706,8 @@ class Checker {
   }
 }
 
-function isRecord(x: unknown): x is Record<string, unknown> {
+/** Any non-null object, arrays included (deep equality compares both kinds). */
+function isObject(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null
 }
 
@@ -729,7 +730,7 @@ function firstIssue(error: { issues: readonly { path: readonly PropertyKey[]; me
 
 function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true
-  if (!isRecord(a) || !isRecord(b) || Array.isArray(a) !== Array.isArray(b)) return false
+  if (!isObject(a) || !isObject(b) || Array.isArray(a) !== Array.isArray(b)) return false
   const keys = Object.keys(a)
   if (keys.length !== Object.keys(b).length) return false
   return keys.every((key) => Object.hasOwn(b, key) && deepEqual(a[key], b[key]))

@@ -4,7 +4,7 @@
 import { Observable, Subscriber, type Observer, type Operator, type Subscription } from 'rxjs'
 import { ConfigError, SeedRefusedError, SessionAppendError } from '../errors.js'
 import { validatedSeedViolations } from './invariants.js'
-import { describeValue, isArrayLike, isRecordLike } from '../foreign.js'
+import { describeValue, isArrayLike, isRecordLike } from '../values/foreign.js'
 import { formatPath, toFrozenJson } from './lossless.js'
 import {
   EventDataSchemas,
@@ -78,7 +78,6 @@ export type CheckedIntent = AppendIntent & { readonly [SCHEMA_CHECKED]?: true }
 const SURFACE = new Set<string>(SURFACE_TYPES)
 
 const isKnownType = (type: string): type is SessionEventType => Object.hasOwn(EventDataSchemas, type)
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 // ---- surface -----------------------------------------------------------------
 
@@ -330,7 +329,7 @@ export class Session {
     if (this.#halted !== null) throw this.#halted
     if (this.#publishing) throw new SessionAppendError('cannot append while session/event observers are running')
     if (type === 'session/end-seed') throw new SessionAppendError('session/end-seed is written only by the session constructor')
-    if (intent !== undefined && !isRecord(intent)) throw new SessionAppendError(`${String(type)}: intent must be an object`)
+    if (intent !== undefined && !isRecordLike(intent)) throw new SessionAppendError(`${String(type)}: intent must be an object`)
     if (intent !== undefined) {
       for (const key of Object.keys(intent)) {
         if (!INTENT_KEYS.has(key)) throw new SessionAppendError(`${String(type)}: unknown intent key ${JSON.stringify(key)}`, { path: key })
@@ -567,7 +566,7 @@ export class Session {
     seed.forEach((raw: unknown, i) => {
       const at = `seed[${i}]`
       const copy = toFrozenJson(raw, at)
-      if (!isRecord(copy)) throw new SessionAppendError(`${at}: a seed event must be an object`, { path: at })
+      if (!isRecordLike(copy)) throw new SessionAppendError(`${at}: a seed event must be an object`, { path: at })
       for (const key of Object.keys(copy)) {
         if (!ENVELOPE_KEYS.has(key)) throw new SessionAppendError(`${at}: unknown envelope key ${JSON.stringify(key)}`, { path: formatPath(at, [key]) })
       }

@@ -3,9 +3,9 @@
 // session's driver applies; run(), watch() and status() read committed logs.
 import { Observable } from 'rxjs'
 import { ConfigError, StoreError } from '../errors.js'
-import { toInboxMessage } from '../messages.js'
-import { OutputSchemas } from '../request.js'
-import { LogIndex, zeroUsage, type RunResult } from '../results.js'
+import { toInboxMessage } from '../request/messages.js'
+import { OutputSchemas } from '../request/options.js'
+import { LogIndex, zeroUsage, type RunResult } from '../agent/results.js'
 import { AgentCancelCauseSchema, type AgentCancelCause, type InboxTarget, type SessionEvent, type UserMessage } from '../session/schemas.js'
 import { createSession } from '../session/session.js'
 import { checkSessionId } from './lease.js'

@@ -2,7 +2,7 @@
 // any process, kept as rows beside its log. The driver holding the lease
 // applies each row through the agent's own API and consumes it in the same
 // commit as the events that record it, so a row enters the log exactly once.
-import type { Agent } from '../agent.js'
+import type { Agent } from '../agent/agent.js'
 import { AgentchartError, AgentStateError, StoreError } from '../errors.js'
 import type { AgentCancelCause, InboxTarget, UserMessage } from '../session/schemas.js'
 import type { SessionHandle, SessionInfo, SessionStore } from './types.js'

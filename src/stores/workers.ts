@@ -3,7 +3,9 @@
 // through the store's queue; it opens each one (the lease still guarantees
 // one driver), applies its mail until the session rests idle for idleMs,
 // then disposes it and gives the lease back.
-import { createAgent, type Agent, type StoredAgentOptions } from '../agent.js'
+import type { Agent } from '../agent/agent.js'
+import { createAgent } from '../agent/create.js'
+import type { StoredAgentOptions } from '../agent/options.js'
 import { ConfigError, SessionInUseError } from '../errors.js'
 import { defaultHolder } from './lease.js'
 import { mailboxOf, SessionMailbox, wakes, type MailboxBackend } from './mailbox.js'

@@ -1,7 +1,7 @@
 // agentchart/telemetry: OpenTelemetry spans of a stored session log, the same tree a live agent writes with
 // createAgent({ telemetry: { tracer } }) (docs/telemetry.md).
 import { ConfigError } from '../errors.js'
-import { describeValue, isArrayLike } from '../foreign.js'
+import { describeValue, isArrayLike } from '../values/foreign.js'
 import { forkLineageOf } from '../session/fork.js'
 import { createSession } from '../session/session.js'
 import type { SessionEvent } from '../session/schemas.js'

@@ -3,7 +3,7 @@
 // Tracer of the API fits, the Tracer the application passes does the work, and a project without the API still
 // type-checks agentchart's declarations.
 import { ConfigError } from '../errors.js'
-import { describeValue, isRecordLike } from '../foreign.js'
+import { describeValue, isRecordLike } from '../values/foreign.js'
 import type { SpanAttributes, SpanOp } from './derive.js'
 
 /** A time as the API's HrTime: [seconds, nanoseconds] since the epoch. */

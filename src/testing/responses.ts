@@ -2,7 +2,7 @@
 // block-end, optional usage, then finish (BEHAVIOURS 1.4).
 import { uniqueCallId } from '../adapters/assemble.js'
 import { ConfigError } from '../errors.js'
-import { describeValue, isArrayLike, isRecordLike } from '../foreign.js'
+import { describeValue, isArrayLike, isRecordLike } from '../values/foreign.js'
 import { llmFailure, type LlmFailureInit } from '../adapters/failure.js'
 import type { FinishReason, StreamChunk, TokenUsage } from '../session/schemas.js'
 
@@ -21,7 +21,7 @@ export interface ScriptedToolCall {
 /** The script entry that waits until the request is aborted. */
 export const hang = 'hang' as const
 
-/** A text argument of a helper, checked: a mistake here used to surface later as a malformed chunk or a TypeError. */
+/** A text argument of a helper, checked here so a mistake fails at the call that made it, not later as a malformed chunk or a TypeError. */
 function checkedText(helper: string, name: string, value: unknown): string {
   if (typeof value !== 'string') throw new ConfigError(`${helper}: ${name} must be a string, got ${describeValue(value)}`, { path: name })
   return value

@@ -2,11 +2,11 @@
 // validate function) is both the argument check and the JSON Schema the model
 // sees; bodies return a string or a richer result.
 import { ConfigError } from '../errors.js'
-import { describeThrown, describeValue, fieldsOf, isArrayLike, isRecordLike, peek } from '../foreign.js'
-import { describeIssues, toCheckedSchema, type CheckedSchema, type CheckResult, type InferSchema, type SchemaInput } from '../schema.js'
+import { describeThrown, describeValue, fieldsOf, isArrayLike, isRecordLike, peek } from '../values/foreign.js'
+import { describeIssues, toCheckedSchema, type CheckedSchema, type CheckResult, type InferSchema, type SchemaInput } from '../request/schema.js'
 import { formatPath, toFrozenJson } from '../session/lossless.js'
 import { UserMessageSchema, type ToolSchema, type UserMessage } from '../session/schemas.js'
-import { userMessage } from '../messages.js'
+import { userMessage } from '../request/messages.js'
 import { redactSecrets } from '../adapters/failure.js'
 import type { ToolOutcome } from '../machines/types.js'
 import type { SessionStore } from '../stores/types.js'

@@ -5,10 +5,10 @@
 // page that connects late or reconnects gets the same history as one that
 // watched from the start; it never copies the log.
 import type { AnyActorRef, AnyStateMachine, InspectionEvent, Subscription } from 'xstate'
-import type { Agent } from '../agent.js'
+import type { Agent } from '../agent/agent.js'
 import type { SessionEvent } from '../session/schemas.js'
 import type { Session } from '../session/session.js'
-import { watchSubagents } from '../tools/subagent.js'
+import { watchSubagents } from '../subagents/agent-tool.js'
 import { actorState, chartOf } from './chart.js'
 import type { ActorState, ArrivalNote, CancelNote, ChartMachine, Configuration, SessionLink, TransitionMark, WireEvent } from './page/protocol.js'
 

@@ -1,7 +1,7 @@
 // Run by reproductions.test.ts (#8.13) as `node --expose-gc --import tsx`: creates agents, drops them, collects,
 // and prints how many session ids the live-agent registry held before, while they were held, and after.
 import { createAgent } from '../../src/index.js'
-import { liveAgentCount } from '../../src/agent.js'
+import { liveAgentCount } from '../../src/agent/registry.js'
 import { scriptedModel } from '../../src/testing/index.js'
 
 const gc = globalThis.gc

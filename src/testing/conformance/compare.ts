@@ -5,6 +5,7 @@
 import { checkSessionInvariants } from '../invariants.js'
 import { checkLifecycleInvariants } from '../model/lifecycle-invariants.js'
 import type { ExpectedEvent, Scenario } from './format.js'
+import { isRecordLike } from '../../values/foreign.js'
 
 /** One event as a driver hands it back: the envelope the implementation logged. */
 export interface LoggedEvent {
@@ -33,7 +34,6 @@ export interface Divergence {
 const BOUNDARY_RULES = new Set(['balanced', 'turn-enclosure', 'event-enclosure', 'turn-closes-once', 'compaction-record'])
 
 const escape = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1')
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 const describeValue = (v: unknown) => (v === undefined ? 'nothing' : JSON.stringify(v))
 
 /** The first difference between two JSON values, skipping the pointers in `free`; null when equal. */
@@ -51,8 +51,8 @@ function firstDifference(expected: unknown, actual: unknown, path: string, free:
     }
     return null
   }
-  if (isObject(expected)) {
-    if (!isObject(actual)) return { path, reason: `expected an object, got ${describeValue(actual)}` }
+  if (isRecordLike(expected)) {
+    if (!isRecordLike(actual)) return { path, reason: `expected an object, got ${describeValue(actual)}` }
     for (const key of Object.keys(expected)) {
       const at = `${path}/${escape(key)}`
       if (!Object.hasOwn(actual, key)) return { path: at, reason: `missing, expected ${describeValue(expected[key])}` }

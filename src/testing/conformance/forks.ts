@@ -4,7 +4,7 @@
 // the same pure harness as the walk. An instance over a fork (or over a
 // restarted log) is a new harness seeded as createAgent would seed the
 // agent, and the expected log is the last session's whole log.
-import { canonical } from '../../canonical.js'
+import { canonical } from '../../values/canonical.js'
 import { agentMachine } from '../../machines/index.js'
 import { applySplice } from '../../machines/inbox.js'
 import type { InboxLists } from '../../machines/types.js'

@@ -15,7 +15,9 @@
 // waits are promise jobs), then performs the next input. An accepted fork or a
 // restart (format 5) swaps the agent the inputs go to for one over the fork or
 // over the stored log; the expected log is that last session's.
-import { createAgent, type Agent, type AgentOptions } from '../../agent.js'
+import type { Agent } from '../../agent/agent.js'
+import { createAgent } from '../../agent/create.js'
+import type { AgentOptions } from '../../agent/options.js'
 import type { ModelAdapter, ModelRequest } from '../../adapters/types.js'
 import { ForkError } from '../../errors.js'
 import { createSession, type Session } from '../../session/session.js'

@@ -6,7 +6,7 @@
 import { isDeepStrictEqual } from 'node:util'
 import { getAdjacencyMap } from '@xstate/graph'
 import type { AnyStateMachine } from 'xstate'
-import { canonical } from '../../canonical.js'
+import { canonical } from '../../values/canonical.js'
 import { approvalWaitOf } from '../../session/approvals.js'
 import { repairClosers } from '../../session/repair.js'
 import type { SessionEvent } from '../../session/schemas.js'

@@ -4,7 +4,7 @@
 // scenario input answers it. As an ActorLogic it can be walked by @xstate/graph.
 import { createActor, type ActorLogic, type AnyStateMachine, type InspectionEvent, type Snapshot } from 'xstate'
 import { z } from 'zod/v4'
-import { canonical } from '../../canonical.js'
+import { canonical } from '../../values/canonical.js'
 import { StreamAssembler } from '../../adapters/assemble.js'
 import { applySplice } from '../../machines/inbox.js'
 import type { AgentContext, AgentEvent, AppendEffect, Effect, Facts, InboxLists, PlannedCall } from '../../machines/types.js'
@@ -14,7 +14,7 @@ import { errorResponse, maxTokensResponse, textResponse, toolCallResponse } from
 import type { ScenarioInput } from '../conformance/format.js'
 import type { WalkInput } from './scenario.js'
 import { SCRIPTED, cancelCause, scenarioMessage, scriptInput } from './script.js'
-import { estimateMessageTokens, planCompaction, type CompactionPolicy, type SurfaceNodeView } from '../../session/compaction.js'
+import { estimateMessageTokens, planCompaction, type CompactionPolicy, type SurfaceNodeView } from '../../compaction/plan.js'
 import { SUMMARY_SOURCE, summaryText } from '../../session/schemas.js'
 import type { CompactionPlan, Message } from '../../session/schemas.js'
 

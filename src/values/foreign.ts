@@ -23,7 +23,7 @@ export function isInstance<T>(value: unknown, type: abstract new (...args: never
   }
 }
 
-/** A plain-object check that survives revoked proxies (Array.isArray throws on them). */
+/** A record: a non-null object that is not an array; the one such check in src/, and it answers false for a revoked proxy (Array.isArray throws on one). */
 export function isRecordLike(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object') return false
   try {

@@ -1,11 +1,12 @@
 // Request options as users write them (a zod schema as the response format,
 // provider options merged per provider) turned into the LlmCallConfig the log
 // records, plus the validators of the output schemas seen on the way.
-import { ConfigError } from './errors.js'
-import { canonical } from './canonical.js'
+import { ConfigError } from '../errors.js'
+import { canonical } from '../values/canonical.js'
+import { isRecordLike } from '../values/foreign.js'
 import { isJsonSchemaInput, isZodV4Schema, toCheckedSchema, type CheckedSchema, type SchemaInput } from './schema.js'
-import { toFrozenJson } from './session/lossless.js'
-import { LlmCallConfigSchema, type LlmCallConfig, type ProviderOptions, type ResponseFormat } from './session/schemas.js'
+import { toFrozenJson } from '../session/lossless.js'
+import { LlmCallConfigSchema, type LlmCallConfig, type ProviderOptions, type ResponseFormat } from '../session/schemas.js'
 
 /** A response format as written: the logged form, a schema, or `{ type: 'json', schema }` with a schema object. */
 export type ResponseFormatInput = ResponseFormat | SchemaInput | { type: 'json'; schema: SchemaInput; name?: string; description?: string; strict?: boolean }
@@ -36,8 +37,6 @@ export class OutputSchemas {
   }
 }
 
-const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x)
-
 /** A schema object inside a response format becomes its JSON Schema; its check is remembered. */
 function normalizeResponseFormat(value: unknown, schemas: OutputSchemas, where: string): unknown {
   const register = (input: unknown, path: string) => {
@@ -46,7 +45,7 @@ function normalizeResponseFormat(value: unknown, schemas: OutputSchemas, where: 
     return checked.jsonSchema
   }
   if (isZodV4Schema(value) || isJsonSchemaInput(value)) return { type: 'json', schema: register(value, where) }
-  if (isRecord(value) && value.type === 'json' && (isZodV4Schema(value.schema) || isJsonSchemaInput(value.schema))) {
+  if (isRecordLike(value) && value.type === 'json' && (isZodV4Schema(value.schema) || isJsonSchemaInput(value.schema))) {
     return { ...value, schema: register(value.schema, `${where}.schema`) }
   }
   return value
@@ -70,7 +69,7 @@ function checkConfig(where: string, value: unknown, partialRoute: boolean): void
  * `partialRoute` lets provider/model be missing (the machine's route check reports that, RQ-3).
  */
 export function toLoggedConfig(value: unknown, schemas: OutputSchemas, where: string, partialRoute = false): LlmCallConfig {
-  if (!isRecord(value)) throw new ConfigError(`${where} must be an object`, { path: where })
+  if (!isRecordLike(value)) throw new ConfigError(`${where} must be an object`, { path: where })
   const candidate =
     'responseFormat' in value ? { ...value, responseFormat: normalizeResponseFormat(value.responseFormat, schemas, `${where}.responseFormat`) } : value
   checkConfig(where, candidate, partialRoute)
@@ -102,7 +101,7 @@ export function seedConfig(
     ['model.defaultConfig', adapterDefaults],
     ['request', options],
   ] as const) {
-    if (layer !== undefined && !isRecord(layer)) throw new ConfigError(`${name} must be an object`, { path: name })
+    if (layer !== undefined && !isRecordLike(layer)) throw new ConfigError(`${name} must be an object`, { path: name })
     if (layer !== undefined && ('provider' in layer || 'model' in layer)) {
       throw new ConfigError(`${name} cannot set provider or model (they come from the model adapter)`, { path: name })
     }

@@ -3,8 +3,8 @@
 // plain JSON Schema with an optional validate function. Both become one
 // CheckedSchema: the JSON Schema a provider sees plus a check of values.
 import { z } from 'zod/v4'
-import { ConfigError } from './errors.js'
-import { formatPath, toFrozenJson } from './session/lossless.js'
+import { ConfigError } from '../errors.js'
+import { formatPath, toFrozenJson } from '../session/lossless.js'
 
 /** The Standard Schema interface zod v4 implements (`~standard`), as far as we read it. */
 interface StandardProps {

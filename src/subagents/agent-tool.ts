@@ -3,19 +3,30 @@
 // rule): the parent's cancel cancels it with cause `parent`, the call disposes it when it ends, a failed or
 // cancelled child gives the call an error result and the parent's turn goes on. The two logs name each other:
 // the child's prompt says which session and call made it, the call's result `meta.subagent` names the child.
-import { createAgent, inspectorOf, telemetryOf, type Agent, type AgentOptions, type StoredAgentOptions } from '../agent.js'
+import type { Agent } from '../agent/agent.js'
+import { createAgent } from '../agent/create.js'
+import type { AgentOptions, StoredAgentOptions } from '../agent/options.js'
+import { inspectorOf, telemetryOf } from '../agent/registry.js'
 import { AgentchartError, ConfigError, SessionInUseError } from '../errors.js'
 import { DEFAULT_LEASE_MS } from '../stores/lease.js'
-import { describeValue } from '../foreign.js'
-import { userMessage } from '../messages.js'
-import type { RunResult, UsageTotals } from '../results.js'
+import { describeValue } from '../values/foreign.js'
+import { userMessage } from '../request/messages.js'
+import type { RunResult, UsageTotals } from '../agent/results.js'
 import type { UserMessage } from '../session/schemas.js'
-import type { InferSchema, SchemaInput } from '../schema.js'
-import { LogIndex } from '../results.js'
-import { OutputSchemas } from '../request.js'
+import type { InferSchema, SchemaInput } from '../request/schema.js'
+import { LogIndex } from '../agent/results.js'
+import { OutputSchemas } from '../request/options.js'
 import { createSession } from '../session/session.js'
 import type { ModelAdapter } from '../adapters/types.js'
-import { defineTool, setCallRecovery, type ExecutionMode, type InterruptedCall, type ToolContext, type ToolDefinition, type ToolResultValue } from './define.js'
+import {
+  defineTool,
+  setCallRecovery,
+  type ExecutionMode,
+  type InterruptedCall,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolResultValue,
+} from '../tools/define.js'
 
 /** The plugin name a child's prompt carries in its source, with the parent's session and call. */
 export const SUBAGENT_SOURCE = 'agentchart/subagent'

@@ -1,9 +1,9 @@
 // Building and checking the messages users hand to the inbox.
 import { randomUUID } from 'node:crypto'
-import { InboxError } from './errors.js'
-import { describeValue, isArrayLike } from './foreign.js'
-import { deepFreeze, toFrozenJson } from './session/lossless.js'
-import { UserMessageSchema, type ContentBlock, type UserMessage } from './session/schemas.js'
+import { InboxError } from '../errors.js'
+import { describeValue, isArrayLike } from '../values/foreign.js'
+import { deepFreeze, toFrozenJson } from '../session/lossless.js'
+import { UserMessageSchema, type ContentBlock, type UserMessage } from '../session/schemas.js'
 
 export type UserSource = UserMessage['source']
 

@@ -2,11 +2,11 @@
 // options)`. Checked at the call (a bad one throws before anything is queued),
 // handed to the machine with the prompt, and followed through the log so an
 // aborted signal reaches only the turn it was given for.
-import { ConfigError } from './errors.js'
-import { describeValue, isRecordLike } from './foreign.js'
-import type { InboxLists, TurnOptions } from './machines/types.js'
-import { toLoggedConfig, type OutputSchemas, type RequestOptions } from './request.js'
-import { AgentCancelCauseSchema, type AgentCancelCause, type SessionEvent } from './session/schemas.js'
+import { ConfigError } from '../errors.js'
+import { describeValue, isRecordLike } from '../values/foreign.js'
+import type { InboxLists, TurnOptions } from '../machines/types.js'
+import { toLoggedConfig, type OutputSchemas, type RequestOptions } from '../request/options.js'
+import { AgentCancelCauseSchema, type AgentCancelCause, type SessionEvent } from '../session/schemas.js'
 
 /** What one turn may change: its requests' options, its step limit, and a signal that cancels it. */
 export interface RunOptions {

@@ -1,8 +1,8 @@
 // The retry policy (RQ-14): which failed requests are tried again, and after
 // how long. It only decides; the attempt machine logs `llm/retry`, waits in
 // its cancellable backoff state, logs `llm/retry-started` and tries again.
-import { ConfigError } from './errors.js'
-import type { LlmFailure } from './session/schemas.js'
+import { ConfigError } from '../errors.js'
+import type { LlmFailure } from '../session/schemas.js'
 
 /** The codes worth another try by default: transient on the provider's side. */
 export const DEFAULT_RETRYABLE_CODES: readonly string[] = Object.freeze(['EMPTY_RESPONSE', 'RATE_LIMIT', 'SERVER', 'TIMEOUT', 'TRANSPORT'])

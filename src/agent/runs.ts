@@ -1,10 +1,10 @@
 // agent.run(input): follow one queued prompt through the log until the turn
 // that claimed it ends, or until it is discarded or left parked, so every run
 // settles.
-import type { InboxLists } from './machines/types.js'
-import type { OutputSchemas } from './request.js'
+import type { InboxLists } from '../machines/types.js'
+import type { OutputSchemas } from '../request/options.js'
 import { zeroUsage, type LogIndex, type RunResult, type UnrunResult } from './results.js'
-import type { SessionEvent, SessionEventOf } from './session/schemas.js'
+import type { SessionEvent, SessionEventOf } from '../session/schemas.js'
 
 interface PendingRun {
   readonly id: string

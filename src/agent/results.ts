@@ -1,10 +1,10 @@
 // Turn results and token totals, read from the session log (the source of
 // truth): what `agent.run()` resolves with and what `agent.usage` reports.
 // Both are derived lazily, so the per-chunk hot path pays nothing for them.
-import type { OutputSchemas } from './request.js'
-import { describeIssues } from './schema.js'
-import type { AssistantMessage, ContentBlock, SessionEvent, SessionEventOf, TokenUsage, TurnEndReason } from './session/schemas.js'
-import type { Session } from './session/session.js'
+import type { OutputSchemas } from '../request/options.js'
+import { describeIssues } from '../request/schema.js'
+import type { AssistantMessage, ContentBlock, SessionEvent, SessionEventOf, TokenUsage, TurnEndReason } from '../session/schemas.js'
+import type { Session } from '../session/session.js'
 
 /** Token counts summed over attempts; the parts are disjoint, `totalTokens` is their sum. */
 export interface UsageTotals {

@@ -1,0 +1,121 @@
+// Opening an agent over a store: the lease, the validated seed, crash recovery, the first commit and the mailbox reader.
+import { AgentchartError, ConfigError, StoredLogError } from '../errors.js'
+import { OutputSchemas, seedConfig } from '../request/options.js'
+import type { HookLogger } from '../runtime/hooks.js'
+import { createSession, type Session } from '../session/session.js'
+import { checkSessionId, DEFAULT_LEASE_MS } from '../stores/lease.js'
+import { mailboxIn, SessionMailbox, type HeldMail, type MailboxBackend } from '../stores/mailbox.js'
+import type { SessionHandle } from '../stores/types.js'
+import { SessionWriter } from '../stores/writer.js'
+import { Agent, announceLater } from './agent.js'
+import { recoverCalls, type RecoveredResult } from './durable.js'
+import { replayInbox } from './inbox.js'
+import { checkOptions, type StoredAgentOptions } from './options.js'
+import { mailReaders } from './registry.js'
+
+/**
+ * Opens (or creates) the session in the store under a lease, rebuilds it as a seed (validated, structure
+ * checked, then repaired by the new instance: RS-1..RS-7), and commits the end-seed and repair closers
+ * before the agent is handed out. Damaged stored data is refused by seq and left as it was.
+ */
+export async function openStoredAgent(options: StoredAgentOptions): Promise<Agent> {
+  const { model, maxTokens } = checkOptions(options)
+  // the request options too are refused before the store is touched (RQ-3)
+  seedConfig({ provider: model.provider, model: model.model }, model.defaultConfig, options.request, maxTokens, new OutputSchemas())
+  const { store } = options
+  if (typeof store.open !== 'function') throw new ConfigError('options.store must be a SessionStore', { path: 'store' })
+  if ((options as { session?: unknown }).session !== undefined) throw new ConfigError('give either a session or a store, not both', { path: 'session' })
+  if (options.sessionId !== undefined && options.id !== undefined && options.sessionId !== options.id) {
+    throw new ConfigError(`options.id ${options.id} differs from options.sessionId ${options.sessionId}`, { path: 'id' })
+  }
+  const sessionId = checkSessionId(options.sessionId ?? options.id ?? crypto.randomUUID())
+  let session: Session | undefined
+  const handle: SessionHandle = await store.open(sessionId, {
+    ...(options.lease?.holder !== undefined ? { holder: options.lease.holder } : {}),
+    ...(options.lease?.leaseMs !== undefined ? { leaseMs: options.lease.leaseMs } : {}),
+    // runs before the store writes anything: a refusal leaves the stored data as it was
+    check: (events) => {
+      session = seedSession(sessionId, events)
+    },
+  })
+  const logger = options.logger ?? { error: (message: string, error: unknown) => console.error(`[agentchart] ${message}:`, error) }
+  let recovered: Map<string, RecoveredResult>
+  try {
+    recovered = await recoverCalls(session!.events, options.tools, store, sessionId, logger)
+  } catch (error) {
+    await handle.release().catch(() => {})
+    throw error
+  }
+  let agent: Agent | undefined
+  let writer: SessionWriter
+  try {
+    writer = new SessionWriter(handle, session!, handle.events.length, {
+      ...options.commits,
+      leaseMs: options.lease?.leaseMs ?? DEFAULT_LEASE_MS,
+      logger,
+      onFault: (error) => logger.error(`agentchart: the store failed; session ${sessionId} accepts no more appends (reopen it to repair and continue)`, error),
+    })
+    const { store: _store, sessionId: _id, lease: _lease, commits: _commits, mailbox: _mailbox, ...agentOptions } = options
+    agent = new Agent({ ...agentOptions, session: session! }, { store, writer, recovered })
+  } catch (error) {
+    await handle.release().catch(() => {})
+    throw error
+  }
+  try {
+    // the end-seed marker and any repair closers are durable before anyone drives the agent
+    await writer.flush()
+  } catch (error) {
+    await agent.dispose().catch(() => {})
+    throw error
+  }
+  if (options.mailbox !== false) {
+    const backend = mailboxIn(store)
+    const stop = backend === undefined ? undefined : readMail(agent, backend, handle, logger)
+    if (stop !== undefined) mailReaders.set(agent, stop)
+  }
+  announceLater(agent)
+  return agent
+}
+
+/** Applies the session's mail now and whenever the store signals more; returns what stops it. */
+function readMail(agent: Agent, backend: MailboxBackend, handle: SessionHandle, logger: HookLogger): (() => Promise<void>) | undefined {
+  let held: HeldMail
+  try {
+    held = backend.held(handle)
+  } catch {
+    // a handle the mailbox's store did not open (a wrapping store): this agent cannot consume rows with its commits
+    return undefined
+  }
+  const mailbox = new SessionMailbox(agent, backend, held)
+  mailbox.onError = (error) => logger.error(`agentchart: delivering mail to session ${agent.sessionId} failed`, error)
+  // a reading agent keeps no process alive by itself: dispose() or the end of the program stops it
+  const unsubscribe = backend.subscribe(
+    (signal) => {
+      if (signal.kind === 'mail' && (signal.sessionId === agent.sessionId || signal.sessionId === '*')) void mailbox.drain()
+    },
+    { keepAlive: false },
+  )
+  void backend.ready().then(
+    () => mailbox.drain(),
+    (error: unknown) => mailbox.onError(error),
+  )
+  return async () => {
+    unsubscribe()
+    await mailbox.stop()
+  }
+}
+
+/** The stored events as a validated seed; any refusal becomes a StoredLogError naming the session and seq. */
+function seedSession(sessionId: string, events: readonly unknown[]): Session {
+  try {
+    const session = createSession({ id: sessionId, seed: events })
+    replayInbox(session) // IN-14: splices that do not replay are damage too
+    return session
+  } catch (error) {
+    if (!(error instanceof AgentchartError)) throw error
+    const at = /^(?:seed|events)\[(\d+)\]/.exec(error.path ?? error.message)
+    const seq = at ? Number(at[1]) : -1
+    const detail = error.message.replace(/^seed\[\d+\]:?\s*/, '')
+    throw new StoredLogError(sessionId, seq, detail, { cause: error, ...(error.path !== undefined ? { path: error.path } : {}) })
+  }
+}
