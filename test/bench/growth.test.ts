@@ -75,30 +75,35 @@ describe.each(shapes)('growth logs, %s', (_name, shape, length) => {
     expect(normalised(built)).toEqual(normalised(live))
   })
 
-  it('resume to the requests a live agent makes, on a memory store and on SQLite', async () => {
+  it('resume to the requests a live agent makes, on a memory store and on SQLite, opened from the log and again after a turn', async () => {
     const template = await recordTemplate(shape)
     const built = buildLog(template, length)
     const turns = turnsIn(built)
     const live = recording()
     const liveAgent = createAgent(growthAgentOptions(shape, live.model))
-    for (let t = 1; t <= turns + 3; t++) {
+    for (let t = 1; t <= turns + 4; t++) {
       liveAgent.followup(userMessage(promptText(t)))
       await liveAgent.whenIdle()
     }
     await liveAgent.dispose()
-    const expected = normalised(live.requests.slice(turns))
-    expect(expected).toHaveLength(3)
+    expect(live.requests).toHaveLength(turns + 4)
 
     for (const store of [memoryStore(), sqliteStore({ path: join(dir, `${shape.compaction ? 'c' : 'p'}.db`) })]) {
       await seedStore(store, 'built', built)
-      const resumed = recording()
-      const agent = await createAgent({ ...growthAgentOptions(shape, resumed.model), store, sessionId: 'built' })
-      for (let t = turns + 1; t <= turns + 3; t++) {
-        agent.followup(userMessage(promptText(t)))
-        await agent.whenIdle()
+      // the first open reads a log written straight into the store; the second one what its agent stored at a turn end
+      for (const [from, to] of [
+        [turns + 1, turns + 1],
+        [turns + 2, turns + 4],
+      ]) {
+        const resumed = recording()
+        const agent = await createAgent({ ...growthAgentOptions(shape, resumed.model), store, sessionId: 'built' })
+        for (let t = from; t <= to; t++) {
+          agent.followup(userMessage(promptText(t)))
+          await agent.whenIdle()
+        }
+        await agent.dispose()
+        expect(normalised(resumed.requests), `${store.kind}, turns ${from}-${to}`).toEqual(normalised(live.requests.slice(from - 1, to)))
       }
-      await agent.dispose()
-      expect(normalised(resumed.requests), store.kind).toEqual(expected)
       await store.close()
     }
   })
