@@ -27,7 +27,7 @@ export const toolBatchMachine = createMachine({
         classifying: {
           entry: 'classifyNextCall',
           on: {
-            'tool.classified': [{ target: 'finished', guard: and(['isClassification', 'isHalted']) }, { target: 'next', guard: 'isClassification', actions: 'recordMode' }],
+            'tool.classified': [{ target: 'finished', guard: and(['isAwaited', 'isHalted']) }, { target: 'next', guard: 'isAwaited', actions: 'recordMode' }],
           },
           always: { target: 'finished', guard: and(['hasSchedulerFailure', 'hasNoClassification']) },
         },
@@ -36,8 +36,8 @@ export const toolBatchMachine = createMachine({
         },
         preExecuting: {
           on: {
-            'hook.done': [{ target: 'next', guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), actions: 'skipBodyAfterFailure' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isCancelled']), actions: 'skipBodyAfterCancel' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isDenied']), actions: 'denyCall' }, { target: 'awaitingApproval', guard: and(['isPreExecuteAnswer', 'isAsk', 'hasApprover']), actions: 'requestApproval' }, { target: 'next', guard: and(['isPreExecuteAnswer', 'isAsk']), actions: 'denyUnanswerable' }, { target: 'next', guard: 'isPreExecuteAnswer', actions: 'startBody' }],
-            'hook.failed': { target: 'next', guard: 'isPreExecuteAnswer', actions: 'failPreExecute' },
+            'hook.done': [{ target: 'next', guard: and(['isAwaited', 'hasSchedulerFailure']), actions: 'skipBodyAfterFailure' }, { target: 'next', guard: and(['isAwaited', 'isCancelled']), actions: 'skipBodyAfterCancel' }, { target: 'next', guard: and(['isAwaited', 'isDenied']), actions: 'denyCall' }, { target: 'awaitingApproval', guard: and(['isAwaited', and(['isAsk', 'hasApprover'])]), actions: 'requestApproval' }, { target: 'next', guard: and(['isAwaited', 'isAsk']), actions: 'denyUnanswerable' }, { target: 'next', guard: 'isAwaited', actions: 'startBody' }],
+            'hook.failed': { target: 'next', guard: 'isAwaited', actions: 'failPreExecute' },
           },
           always: { target: 'next', guard: and(['hasSchedulerFailure', 'hasNoPreExecute']) },
         },
@@ -68,8 +68,8 @@ export const toolBatchMachine = createMachine({
         postExecuting: {
           entry: 'askPostExecute',
           on: {
-            'hook.done': { target: 'waiting', guard: 'isPostExecuteAnswer', actions: ['applyPostExecute', 'commitResult'] },
-            'hook.failed': { target: 'waiting', guard: 'isPostExecuteAnswer', actions: ['failPostExecute', 'commitResult'] },
+            'hook.done': { target: 'waiting', guard: 'isAwaited', actions: ['applyPostExecute', 'commitResult'] },
+            'hook.failed': { target: 'waiting', guard: 'isAwaited', actions: ['failPostExecute', 'commitResult'] },
           },
           always: { target: 'waiting', guard: and(['hasSchedulerFailure', 'hasNoPostExecute']) },
         },

@@ -1,7 +1,7 @@
 // Stream assembly (BEHAVIOURS 1.4): turns normalized StreamChunks into the
 // content of one assistant message, and keeps adapter failures inside the stream.
 import { describeThrown, isRecordLike, peek } from '../values/foreign.js'
-import { deepFreeze, toFrozenJson } from '../session/lossless.js'
+import { freezeParsed, toFrozenJson } from '../session/lossless.js'
 import {
   StreamChunkSchema,
   type ContentBlock,
@@ -198,7 +198,9 @@ function blockOf(slot: Slot): ContentBlock | undefined {
 }
 
 /** What the adapter boundary made of one yielded chunk: the chunk as checked plain data, or why it was refused. */
-export type AdmittedChunk = { readonly ok: true; readonly chunk: StreamChunk } | { readonly ok: false; readonly failure: LlmFailure }
+export type AdmittedChunk =
+  /** `lossless`: the frozen parse is lossless JSON as it is, so the log may keep it without a copy. */
+  { readonly ok: true; readonly chunk: StreamChunk; readonly lossless: boolean } | { readonly ok: false; readonly failure: LlmFailure }
 
 /**
  * Checks one chunk an adapter yielded against the schema the log uses (StreamChunkSchema), in full.
@@ -211,8 +213,11 @@ export type AdmittedChunk = { readonly ok: true; readonly chunk: StreamChunk } |
 export function admitChunk(raw: unknown): AdmittedChunk {
   try {
     const parsed = StreamChunkSchema.safeParse(peek(raw, 'type') === 'finish' ? finishWithFacts(raw) : raw)
-    // zod's output is a fresh object whose every leaf the schema typed (replayState was copied above): frozen, it is lossless
-    if (parsed.success) return { ok: true, chunk: deepFreeze(parsed.data) }
+    // zod's output is a fresh object whose every leaf the schema typed (replayState was copied above)
+    if (parsed.success) {
+      const lossless = freezeParsed(parsed.data)
+      return { ok: true, chunk: parsed.data, lossless }
+    }
     const issue = parsed.error.issues[0]
     const at = formatIssuePath(issue.path)
     return { ok: false, failure: malformedChunk(`${at ? `${at}: ` : ''}${issue.message}`) }

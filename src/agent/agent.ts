@@ -15,7 +15,7 @@ import { describeValue } from '../values/foreign.js'
 import { approvalWaitOf, pendingApprovalsWithin, type PendingApproval } from '../session/approvals.js'
 import { forkSession, type ForkOptions } from '../session/fork.js'
 import { repairClosers, openTurnOf } from '../session/repair.js'
-import { createSession, type Session } from '../session/session.js'
+import { createSession, logSnapshot, type Session } from '../session/session.js'
 import type { SessionStore } from '../stores/types.js'
 import { toolSchemas, type ToolDefinition } from '../tools/define.js'
 import { isToolSource } from '../tools/source.js'
@@ -256,7 +256,7 @@ export class Agent {
       this.#signals = new TurnSignals({
         lists: () => this.#runtime.lists,
         remove: (messageId) => this.inbox.remove(messageId),
-        runningTurn: () => (this.status === 'running' ? (openTurnOf(this.session.events)?.turn ?? null) : null),
+        runningTurn: () => (this.status === 'running' ? (openTurnOf(logSnapshot(this.session))?.turn ?? null) : null),
         cancel: (cause) => this.cancel(cause, { keepInbox: true }),
       })
     }
@@ -297,7 +297,7 @@ export class Agent {
    * store only committed questions are listed, so each one listed is still there after a crash.
    */
   get pendingApprovals(): readonly PendingApproval[] {
-    return pendingApprovalsWithin(this.session.events, this.committedLength)
+    return pendingApprovalsWithin(logSnapshot(this.session), this.committedLength)
   }
 
   /** Run the waiting call `callId` (its body runs once; no second pre-execute). Refuses unknown or answered ids. */
@@ -316,8 +316,13 @@ export class Agent {
     // a disposal parks the wait: the question is answered by the agent that reopens the session
     if (this.#disposed) throw new AgentStateError('AGENT_DISPOSED', 'this agent is being disposed; answer from an agent that reopens the session')
     if (typeof callId !== 'string') throw new ConfigError('callId must be a string', { path: 'callId' })
-    // a fact of the log the machine cannot know: whether this call's question was ever asked
-    const logged = this.session.events.some((e) => e.type === 'tool/approval-request' && e.data.callId === callId)
+    // a fact of the log the machine cannot know: whether this call's question was ever asked (a pending one is near the end)
+    const { session } = this
+    let logged = false
+    for (let seq = session.length - 1; seq >= 0 && !logged; seq--) {
+      const e = session.at(seq)!
+      logged = e.type === 'tool/approval-request' && e.data.callId === callId
+    }
     this.#runtime.dispatch({ type: 'approval.answered', callId, approved, logged, ...(reason !== undefined ? { reason } : {}) })
   }
 
@@ -358,9 +363,8 @@ export class Agent {
     this.#runtime.dispatch({ type: 'compaction.start' })
     // the agent's whenIdle: over a store, the summary and its record are committed before compact() reports them
     await this.whenIdle()
-    const events = this.session.events
-    for (let seq = from; seq < events.length; seq++) {
-      const event = events[seq]
+    for (let seq = from; seq < this.session.length; seq++) {
+      const event = this.session.at(seq)!
       if (event.type === 'compaction/completed' && event.data.reason === 'manual') return { compacted: true, record: event.data }
       if (event.type === 'compaction/failed' && event.data.reason === 'manual') return { compacted: false, record: event.data }
     }

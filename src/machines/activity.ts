@@ -34,21 +34,24 @@ export const activityImplementations = named({
   actions: {
     /** CX-1..CX-3, CX-14: the first cause aborts the signal; without keepInbox the inbox (and latch) is cleared either way. */
     cancelActivity: actionOn(['agent.cancel'], (d, e) => {
-      if (d.get('cancelCause') === null) {
-        d.set({ cancelCause: e.cause })
+      if (d.get('activity').cancelCause === null) {
+        d.setActivity({ cancelCause: e.cause })
         d.emit({ type: 'fx.abort', cause: e.cause })
       }
-      if (e.cause.kind === 'disposed') d.set({ disposing: true })
+      if (e.cause.kind === 'disposed') d.setActivity({ disposing: true })
       if (!e.keepInbox) clearInbox(d)
     }),
     /** What the runtime reports of listeners, observers and tools replaces what the machine knew. */
     learnFacts: actionOn(['facts.changed'], (d, e) => d.set({ facts: { ...d.get('facts'), ...e.facts } })),
   },
   guards: {
-    /** The answer the machine waits for; anything older is a late answer to drop. */
-    isAwaited: guardOn(ANSWERS, (context, e) => (e.type === 'append.failed' ? e.unstarted.includes(context.ids.waiting) : e.id === context.ids.waiting)),
+    /** The answer the machine (or a tool batch lane, by `params`) waits for; anything older is a late answer to drop. */
+    isAwaited: guardOn(ANSWERS, (context, e, params: { lane: WaitLane } | undefined) => {
+      if (params) return 'id' in e && e.id === context.toolBatch[params.lane]
+      return e.type === 'append.failed' ? e.unstarted.includes(context.ids.waiting) : e.id === context.ids.waiting
+    }),
     /** The live activity has been cancelled. */
-    isCancelled: guard((context) => context.cancelCause !== null),
+    isCancelled: guard((context) => context.activity.cancelCause !== null),
     /** Someone may act synchronously on what the machine does: a boundary waits one round trip so it is heard first. */
     isObserved: guard((context) => context.facts.observed),
   },
@@ -58,12 +61,17 @@ export const activitySetup = inboxSetup.extend(activityImplementations)
 
 type Transition = { guard?: unknown }
 
+/** The tool batch's lanes wait apart from the machine's one awaited answer: each keeps the id it waits for here. */
+export type WaitLane = 'preId' | 'postId' | 'classifyId'
+
 /**
- * The transitions of a state that waits for one answer: every answer event's transitions also check `isAwaited`,
- * so a late answer to an effect the machine stopped waiting for is dropped. Other events pass as written.
+ * The transitions of a state that waits for one answer (the machine's, or its lane's in a tool batch): every answer
+ * event's transitions also check `isAwaited`, so a late answer to an effect the machine stopped waiting for is dropped.
+ * Other events pass as written.
  */
-export function awaiting<const T extends Record<string, unknown>>(on: T): T {
-  const wrap = (t: Transition): Transition => ({ ...t, guard: t.guard === undefined ? 'isAwaited' : and(['isAwaited', t.guard as never]) })
+export function awaiting<const T extends Record<string, unknown>>(on: T, lane?: WaitLane): T {
+  const awaited = lane ? { type: 'isAwaited' as const, params: { lane } } : 'isAwaited'
+  const wrap = (t: Transition): Transition => ({ ...t, guard: t.guard === undefined ? awaited : and([awaited as never, t.guard as never]) })
   const out: Record<string, unknown> = {}
   for (const [event, transitions] of Object.entries(on)) {
     if (!ANSWER_TYPES.has(event)) out[event] = transitions

@@ -25,7 +25,7 @@ export const agentImplementations = named({
     reportRepairFailure: actionOn(['append.failed'], (d, e) => d.notify('agent/error', { turn: d.get('turn'), step: 0, failure: e.failure })),
     /** PH-2: a fresh signal and status running; when watched, confirmed before turn/start so a cancel from that listener opens no turn (TU-3). */
     announceRunning: action((d) => {
-      d.set({ cancelCause: null, wakeLatched: false })
+      d.setActivity({ cancelCause: null, wakeLatched: false })
       d.emit({ type: 'fx.signal' })
       d.notify('agent/status', { status: 'running' })
       if (d.get('facts').observed) d.confirm()
@@ -35,16 +35,16 @@ export const agentImplementations = named({
     announceIdle: action((d) => d.notify('agent/status', { status: 'idle' })),
     /** PH-4: the next turn gets a fresh signal and a cleared wake latch. */
     renewSignal: action((d) => {
-      d.set({ wakeLatched: false })
+      d.setActivity({ wakeLatched: false })
       d.emit({ type: 'fx.signal' })
     }),
-    clearCancelCause: action((d) => d.set({ cancelCause: null })),
+    clearCancelCause: action((d) => d.setActivity({ cancelCause: null })),
     /** A turn's own options (agent.run) end with it: the next turn starts from the seed config without them. */
     dropTurnOptions: action((d) => dropTurnOptions(d)),
-    dropWakeLatch: action((d) => d.set({ wakeLatched: false })),
+    dropWakeLatch: action((d) => d.setActivity({ wakeLatched: false })),
     /** CX-4: nothing to abort; without keepInbox parked items are discarded (disposal marks the agent). */
     cancelWhileIdle: actionOn(['agent.cancel'], (d, e) => {
-      if (e.cause.kind === 'disposed') d.set({ disposing: true })
+      if (e.cause.kind === 'disposed') d.setActivity({ disposing: true })
       if (!e.keepInbox) clearInbox(d)
     }),
     /** A refused summary of agent.compact() goes to agent/error; no turn is involved. */
@@ -75,7 +75,7 @@ export const agentImplementations = named({
     ),
     /** MT-1: the job the API registered starts now, with its own signal. */
     startJob: action((d) => {
-      d.set({ cancelCause: null })
+      d.setActivity({ cancelCause: null })
       d.emit({ type: 'fx.job', id: d.await() })
     }),
   },
@@ -89,15 +89,15 @@ export const agentImplementations = named({
       const b = context.toolBatch
       return b.parked && b.approval !== null && b.nextCommit >= b.nextStart && b.inFlight === 1 && b.postId === 0
     }),
-    isWakeLatched: guard((context) => context.wakeLatched),
+    isWakeLatched: guard((context) => context.activity.wakeLatched),
     /** CX-13 / MT-3: a latched wake replays at convergence if work is still pending (never while disposing). */
-    hasLatchedWork: guard((context) => context.wakeLatched && !context.disposing && hasPending(context)),
+    hasLatchedWork: guard((context) => context.activity.wakeLatched && !context.activity.disposing && hasPending(context)),
     /** PH-4, Decision 5 (and 9 for max-steps): after a completed, max-tokens or max-steps turn, pending work opens the next turn at once. */
     continuesToNextTurn: guard(
       (context) =>
         (context.endReason?.kind === 'completed' || context.endReason?.kind === 'max-tokens' || context.endReason?.kind === 'max-steps') &&
-        context.cancelCause === null &&
-        !context.disposing &&
+        context.activity.cancelCause === null &&
+        !context.activity.disposing &&
         hasPending(context),
     ),
   },

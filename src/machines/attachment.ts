@@ -1,5 +1,5 @@
 // A compile-time check that every named implementation a state config refers
-// to is attached to an event it was written for (draft.ts records that as a
+// to is attached to an event it was written for (setup.ts records that as a
 // phantom type). Entry, exit, eventless and done transitions may carry only
 // implementations that read no event. A misattached name fails to compile
 // with a message that names it, e.g. `misattached: action acceptDecision on hook.failed`.

@@ -12,7 +12,7 @@ import { attached } from './attachment.js'
 import { initialContext, newToolBatch } from './context.js'
 import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './setup.js'
 import { compactionSetup, compactionState, type CompactionImplementations } from './compaction.js'
-import type { PlannedCall, TurnFailure } from './types.js'
+import type { RequestedCall, TurnFailure } from './types.js'
 
 /** CX-7: the non-empty text and reasoning blocks of a cancelled stream, or null when none shows non-whitespace text. */
 export function visiblePrefix(content: readonly ContentBlock[]): (TextBlock | ReasoningBlock)[] | null {
@@ -70,7 +70,7 @@ export const attemptImplementations = named({
       const message = { id: messageId(d), role: 'assistant' as const, content: response.content, source: modelSource(d, response.replayState) }
       const data = { turn: d.get('turn'), step: d.get('step'), message, ...(response.usage ? { usage: response.usage } : {}) }
       d.append('assistant/message', data, { surfaceOp: 'append', sourceEventSeqs: e.chunkSeqs })
-      const calls: PlannedCall[] = maxTokens
+      const calls: RequestedCall[] = maxTokens
         ? []
         : response.content
             .filter((b): b is Extract<ContentBlock, { type: 'tool-call' }> => b.type === 'tool-call')

@@ -23,7 +23,7 @@ export const compactionImplementations = named({
     /** CP-4: agent.compact() from idle. */
     beginManualCompaction: action((d) => {
       begin(d, 'manual')
-      d.set({ cancelCause: null })
+      d.setActivity({ cancelCause: null })
       d.emit({ type: 'fx.signal' })
     }),
     /** CP-6: a request refused for its size is met with one compaction per step. */

@@ -1,7 +1,7 @@
 // The context a machine starts from, and the empty book-keeping of a tool
 // batch that the attempt (which plans the calls) and the batch (which runs
 // them) both build.
-import type { AgentContext, AgentInput, Facts, HookName, PlannedCall, ToolBatchContext, TurnOptionsContext } from './types.js'
+import type { AgentContext, AgentInput, Facts, HookName, RequestedCall, ToolBatchContext, TurnOptionsContext } from './types.js'
 
 /** Every extension point the machines wait on. */
 export const HOOK_NAMES: readonly HookName[] = Object.freeze([
@@ -56,14 +56,12 @@ export function initialContext(input: AgentInput): AgentContext {
     },
     nextTurn: input.nextTurn ?? [],
     nextStep: input.nextStep ?? [],
-    wakeLatched: false,
-    cancelCause: null,
-    disposing: false,
+    activity: { wakeLatched: false, cancelCause: null, disposing: false },
     turn: input.lastTurn ?? 0,
     step: 0,
     maxTokensSeen: false,
     lastStep: 'none',
-    proposal: { batch: [], entering: input.entering ?? [], asked: false },
+    proposal: { claimed: [], entering: input.entering ?? [], asked: false },
     endReason: null,
     failure: null,
     stepOutcome: null,
@@ -75,7 +73,7 @@ export function initialContext(input: AgentInput): AgentContext {
 }
 
 /** A fresh batch for the calls of one anchor. */
-export function newToolBatch(calls: readonly PlannedCall[], cap: number): ToolBatchContext {
+export function newToolBatch(calls: readonly RequestedCall[], cap: number): ToolBatchContext {
   return {
     calls,
     nextStart: 0,

@@ -102,27 +102,27 @@ export function hasPending(lists: InboxLists): boolean {
 const listKey = (target: InboxTarget) => (target === 'next-turn' ? 'nextTurn' : 'nextStep')
 
 /** What an API request may change beside the lists, as it was before the request (restored if its splice is refused). */
-const undoOf = (d: Draft): CallerUndo => ({ wakeLatched: d.get('wakeLatched') })
+const undoOf = (d: Draft): CallerUndo => ({ wakeLatched: d.get('activity').wakeLatched })
 
-/** Splice the next-step list (and at a turn boundary the first prompt) into the proposal batch (IN-9). */
+/** Splice the next-step list (and at a turn boundary the first prompt) into the proposal's claim (IN-9). */
 export function claimInbox(d: Draft, turnBoundary: boolean): void {
-  const batch: UserMessage[] = []
+  const claimed: UserMessage[] = []
   const nextStep = d.get('nextStep')
   if (nextStep.length > 0) {
     d.append('agent/inbox/spliced', { target: 'next-step', start: 0, removedCount: nextStep.length, inserted: [] })
-    batch.push(...nextStep)
+    claimed.push(...nextStep)
     d.set({ nextStep: [] })
   }
   const nextTurn = d.get('nextTurn')
   if (turnBoundary && nextTurn.length > 0) {
     d.append('agent/inbox/spliced', { target: 'next-turn', start: 0, removedCount: 1, inserted: [] })
-    batch.push(nextTurn[0])
+    claimed.push(nextTurn[0])
     d.set({ nextTurn: nextTurn.slice(1) })
     takeTurnOptions(d, nextTurn[0].id)
   }
   const turn = d.get('turn')
-  for (const message of batch) d.notify('agent/inbox/claimed', { message, turn })
-  d.set({ proposal: { batch, entering: [], asked: false } })
+  for (const message of claimed) d.notify('agent/inbox/claimed', { message, turn })
+  d.set({ proposal: { claimed, entering: [], asked: false } })
 }
 
 /** Insert messages at the end of a list as one splice, then announce them (TL-12 tool contexts). */
@@ -155,7 +155,7 @@ export function clearInbox(d: Draft): void {
   const caller = undoOf(d)
   discardList(d, 'next-step', caller)
   discardList(d, 'next-turn', caller)
-  d.set({ wakeLatched: false })
+  d.setActivity({ wakeLatched: false })
 }
 
 // ---- named implementations -------------------------------------------------------
@@ -170,7 +170,7 @@ export const inboxImplementations = named({
     }),
     /** IN-1: insert at the end of the target; once the activity is cancelled a waking send waits in next-turn (CX-12, MT-5). */
     insertSent: actionOn(['inbox.send'], (d, e) => {
-      const target: InboxTarget = e.wakeup && d.get('cancelCause') !== null ? 'next-turn' : e.target
+      const target: InboxTarget = e.wakeup && d.get('activity').cancelCause !== null ? 'next-turn' : e.target
       const key = listKey(target)
       const list = d.get(key)
       // next-step holds steers and injects alike: the log keeps which one this was
@@ -181,7 +181,7 @@ export const inboxImplementations = named({
       d.notify('agent/inbox/inserted', { message: e.message })
     }),
     /** A waking send the current activity cannot deliver is replayed when it converges (CX-12, MT-3). */
-    latchWake: actionOn(['inbox.send'], (d) => d.set({ wakeLatched: true })),
+    latchWake: actionOn(['inbox.send'], (d) => d.setActivity({ wakeLatched: true })),
     /** IN-5: remove one pending message as a canceled splice. */
     removePending: actionOn(['inbox.remove'], (d, e) => {
       const found = findPending(d.context, e.id)
@@ -226,13 +226,13 @@ export const inboxImplementations = named({
     /** A refused append: the lists become what the log projects, and a refused API request's latch change is undone (IN-7). */
     restoreInbox: actionOn(['append.failed'], (d, e) => {
       d.set({ nextTurn: e.lists.nextTurn, nextStep: e.lists.nextStep })
-      if (e.caller) d.set({ wakeLatched: e.caller.wakeLatched })
+      if (e.caller) d.setActivity({ wakeLatched: e.caller.wakeLatched })
     }),
   },
   guards: {
     isDuplicate: guardOn(REQUESTS, (context, e) => duplicatedBy(context, e) !== null),
     /** A send that wakes, unless the agent is being disposed (CX-15). */
-    isWakingSend: guardOn(['inbox.send'], (context, e) => e.wakeup && !context.disposing),
+    isWakingSend: guardOn(['inbox.send'], (context, e) => e.wakeup && !context.activity.disposing),
     /** The refused append was the activity's own: an API caller's refused request only restores the inbox (it bubbles up here). */
     isActivityFailure: guardOn(['append.failed'], (_context, e) => e.caller === undefined),
   },

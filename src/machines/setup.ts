@@ -8,12 +8,13 @@
 import { assertEvent, setup } from 'xstate'
 import type { EventData, SessionEventType, SurfaceOp } from '../session/schemas.js'
 import type {
+  ActivityContext,
   AgentContext,
   AgentEvent,
   AgentInput,
   CallerUndo,
   Effect,
-  EffectBatch,
+  ActionEffects,
   HookName,
   NotificationName,
   RequestContext,
@@ -25,7 +26,7 @@ export const baseSetup = setup({
   types: {
     context: {} as AgentContext,
     events: {} as AgentEvent,
-    emitted: {} as EffectBatch,
+    emitted: {} as ActionEffects,
     input: {} as AgentInput,
   },
 })
@@ -50,6 +51,10 @@ export class Draft {
   /** Update part of the request side. */
   setRequest(patch: Partial<RequestContext>): void {
     this.set({ request: { ...this.get('request'), ...patch } })
+  }
+  /** Update the activity's flags. */
+  setActivity(patch: Partial<ActivityContext>): void {
+    this.set({ activity: { ...this.get('activity'), ...patch } })
   }
   /** Update part of the tool batch. */
   setToolBatch(patch: Partial<ToolBatchContext>): void {
@@ -110,7 +115,8 @@ function draftAction(accepted: readonly EventType[] | null, run: (d: Draft, even
     if (accepted !== null && !accepted.includes(event.type)) assertEvent(event, accepted)
     const d = new Draft(context)
     run(d, event)
-    if (d.patch !== null) enqueue.assign(d.patch)
+    const patch = d.patch
+    if (patch !== null) enqueue.assign(() => patch)
     if (d.effects.length > 0) enqueue.emit({ type: 'effects', action: label.name, effects: d.effects })
   })
   return Object.assign(impl, { label })
@@ -145,12 +151,12 @@ export function guard(test: (context: AgentContext) => boolean) {
   return impl as typeof impl & WrittenFor<'*'>
 }
 
-/** A guard written for these events (it reads them). */
-export function guardOn<const T extends EventType>(types: readonly T[], test: (context: AgentContext, event: EventOf<T>) => boolean) {
+/** A guard written for these events (it reads them); `params` are the config's (`{ type, params }`), if any. */
+export function guardOn<const T extends EventType, P = undefined>(types: readonly T[], test: (context: AgentContext, event: EventOf<T>, params: P) => boolean) {
   const accepted: readonly EventType[] = [...types]
-  const impl = ({ context, event }: GuardArgs) => {
+  const impl = ({ context, event }: GuardArgs, params: P) => {
     if (!accepted.includes(event.type)) assertEvent(event, accepted)
-    return test(context, event as EventOf<T>)
+    return test(context, event as EventOf<T>, params)
   }
   return impl as typeof impl & WrittenFor<T>
 }
@@ -162,7 +168,9 @@ const isOperator = (g: unknown): g is Operator => typeof g === 'function' && Arr
 function guardLabel(g: unknown): string {
   if (typeof g === 'string') return g
   if (isOperator(g)) return `${g.name.split('(')[0]}(${g.guards.map(guardLabel).join(', ')})`
-  return typeof g === 'object' && g !== null && 'type' in g ? String(g.type) : 'guard'
+  if (typeof g !== 'object' || g === null || !('type' in g)) return 'guard'
+  const params = (g as { params?: Record<string, unknown> }).params
+  return params ? `${String(g.type)}(${Object.values(params).join(', ')})` : String(g.type)
 }
 
 /**

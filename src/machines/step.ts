@@ -20,7 +20,7 @@ export const stepImplementations = named({
       d.setRequest({ attempt: 0, failure: null })
       d.append('step/start', { turn, step })
       for (const message of d.get('proposal').entering) d.append('user/message', message, { surfaceOp: 'append' })
-      d.set({ proposal: { batch: [], entering: [], asked: false } })
+      d.set({ proposal: { claimed: [], entering: [], asked: false } })
     }),
     /** step/end; the turn reads what kind of step it was, and max-tokens stays for the turn (TU-12). */
     closeStep: action((d) => {

@@ -12,7 +12,7 @@ import { UNKNOWN_OUTCOME, parseArguments } from '../session/vocabulary.js'
 import { initialContext, newToolBatch } from './context.js'
 import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './setup.js'
 import { clearInbox, insertInbox, type inboxImplementations } from './inbox.js'
-import type { AgentContext, PlannedCall, PostExecuteAnswer, ToolBatchContext, ToolOutcome } from './types.js'
+import type { AgentContext, RequestedCall, PostExecuteAnswer, ToolBatchContext, ToolOutcome } from './types.js'
 
 export const ABORTED_BEFORE_DISPATCH: ToolOutcome = {
   isError: true,
@@ -49,7 +49,7 @@ function settle(d: Draft, i: number, outcome: ToolOutcome, skipPost = false): vo
   d.setToolBatch({ outcomes: setAt(b.outcomes, i, outcome), skipPost: setAt(b.skipPost, i, skipPost) })
 }
 
-const executionOf = (d: Draft, call: PlannedCall) => ({
+const executionOf = (d: Draft, call: RequestedCall) => ({
   turn: d.get('turn'),
   step: d.get('step'),
   callId: call.callId,
@@ -57,7 +57,7 @@ const executionOf = (d: Draft, call: PlannedCall) => ({
   arguments: call.args,
 })
 
-function logCall(d: Draft, call: PlannedCall): void {
+function logCall(d: Draft, call: RequestedCall): void {
   d.append(
     'tool/call',
     { turn: d.get('turn'), step: d.get('step'), callId: call.callId, name: call.name, arguments: call.arguments },
@@ -65,7 +65,7 @@ function logCall(d: Draft, call: PlannedCall): void {
   )
 }
 
-function logResult(d: Draft, call: PlannedCall, outcome: ToolOutcome): void {
+function logResult(d: Draft, call: RequestedCall, outcome: ToolOutcome): void {
   const message = {
     id: `${d.get('instance').id}-r${d.id()}`,
     role: 'user' as const,
@@ -128,7 +128,7 @@ function modeOfNext(context: AgentContext, b: ToolBatchContext): 'parallel' | 'e
   return mode === undefined ? 'exclusive' : mode === 'per-call' ? null : mode
 }
 
-const halted = (context: { cancelCause: unknown; toolBatch: ToolBatchContext }) => context.cancelCause !== null || context.toolBatch.failure !== null
+const halted = (context: AgentContext) => context.activity.cancelCause !== null || context.toolBatch.failure !== null
 const drained = (b: ToolBatchContext) => b.nextCommit >= b.nextStart && b.inFlight === 0
 const poolRoom = (b: ToolBatchContext) => b.pool && b.inFlight < b.cap
 const committable = (b: ToolBatchContext) => b.nextCommit < b.calls.length && b.outcomes[b.nextCommit] !== null
@@ -145,7 +145,7 @@ export const toolBatchImplementations = named({
     restoreApprovalWait: action((d) => {
       const instance = d.get('instance')
       const wait = instance.resume!
-      const calls: PlannedCall[] = wait.calls.map((c) => ({ ...c, args: parseArguments(c.arguments) }))
+      const calls: RequestedCall[] = wait.calls.map((c) => ({ ...c, args: parseArguments(c.arguments) }))
       const waiting = calls.findIndex((c) => c.callId === wait.waiting)
       const committed = new Set(wait.committed)
       const owed = calls.findIndex((c, i) => i < waiting && !committed.has(c.callId))
@@ -255,7 +255,7 @@ export const toolBatchImplementations = named({
      * calls that started before it finish and commit, and the log stops inside the wait for a later process to answer.
      */
     parkApproval: actionOn(['agent.cancel'], (d, e) => {
-      d.set({ disposing: true })
+      d.setActivity({ disposing: true })
       d.setToolBatch({ parked: true })
       if (!e.keepInbox) clearInbox(d)
     }),
@@ -314,7 +314,7 @@ export const toolBatchImplementations = named({
       const i = b.bodyIds.indexOf(e.id)
       if (i < 0 || b.outcomes[i] !== null) return
       const outcome =
-        d.get('cancelCause') !== null && !e.outcome.isError
+        d.get('activity').cancelCause !== null && !e.outcome.isError
           ? { ...ABORTED_WHILE_RUNNING, ...(e.outcome.additionalContexts ? { additionalContexts: e.outcome.additionalContexts } : {}) }
           : e.outcome
       settle(d, i, outcome)
@@ -339,14 +339,11 @@ export const toolBatchImplementations = named({
     finishToolBatch: action((d) => {
       const b = batchOf(d)
       if (b.failure) d.set({ stepOutcome: 'error', failure: b.failure, endReason: { kind: 'error', error: b.failure.failure } })
-      else if (d.get('cancelCause') !== null) d.set({ stepOutcome: 'aborted' })
+      else if (d.get('activity').cancelCause !== null) d.set({ stepOutcome: 'aborted' })
       else d.set({ stepOutcome: b.concluded ? 'completed' : 'continue' })
     }),
   },
   guards: {
-    isPreExecuteAnswer: guardOn(['hook.done', 'hook.failed'], (context, e) => e.id === context.toolBatch.preId),
-    isPostExecuteAnswer: guardOn(['hook.done', 'hook.failed'], (context, e) => e.id === context.toolBatch.postId),
-    isClassification: guardOn(['tool.classified'], (context, e) => e.id === context.toolBatch.classifyId),
     /**
      * TL-2, TL-5: the next call is classified by the runtime right before it starts: its mode depends on its
      * arguments, or someone watches (the classification is then a decision point a synchronous cancel can reach).
@@ -369,7 +366,7 @@ export const toolBatchImplementations = named({
     isAwaitedApproval: guardOn(['approval.answered'], (context, e) => context.toolBatch.approval === e.callId),
     isApproved: guardOn(['approval.answered'], (_context, e) => e.approved),
     /** TL-18: the cancel is a disposal's and no other cancel came first: the question outlives this instance. */
-    isDisposalCancel: guardOn(['agent.cancel'], (context, e) => e.cause.kind === 'disposed' && context.cancelCause === null),
+    isDisposalCancel: guardOn(['agent.cancel'], (context, e) => e.cause.kind === 'disposed' && context.activity.cancelCause === null),
     /** No new call starts once the turn is cancelled or the scheduler failed (TL-14, TL-17). */
     isHalted: guard(halted),
     hasSchedulerFailure: guard((context) => context.toolBatch.failure !== null),
@@ -390,7 +387,7 @@ export const toolBatchImplementations = named({
     /** The next call in model order never started and never will (TL-14). */
     isSkippable: guard((context) => {
       const b = context.toolBatch
-      return context.cancelCause !== null && b.failure === null && b.nextCommit < b.calls.length && !b.started[b.nextCommit]
+      return context.activity.cancelCause !== null && b.failure === null && b.nextCommit < b.calls.length && !b.started[b.nextCommit]
     }),
     noBodiesInFlight: guard((context) => context.toolBatch.inFlight === 0),
   },
@@ -432,12 +429,15 @@ export const toolBatchState = labelGuards(
               entry: 'classifyNextCall',
               // TL-17: a classification that never started (an append before it was refused)
               always: { guard: and(['hasSchedulerFailure', 'hasNoClassification']), target: 'finished' },
-              on: {
-                'tool.classified': [
-                  { guard: and(['isClassification', 'isHalted']), target: 'finished' },
-                  { guard: 'isClassification', target: 'next', actions: 'recordMode' },
-                ],
-              },
+              on: awaiting(
+                {
+                  'tool.classified': [
+                    { guard: 'isHalted', target: 'finished' },
+                    { target: 'next', actions: 'recordMode' },
+                  ],
+                },
+                'classifyId',
+              ),
             },
             barrier: {
               always: [
@@ -449,17 +449,20 @@ export const toolBatchState = labelGuards(
             preExecuting: {
               // TL-17: the pre-execute never started (an append before it was refused); its call ended without a body
               always: { guard: and(['hasSchedulerFailure', 'hasNoPreExecute']), target: 'next' },
-              on: {
-                'hook.done': [
-                  { guard: and(['isPreExecuteAnswer', 'hasSchedulerFailure']), target: 'next', actions: 'skipBodyAfterFailure' },
-                  { guard: and(['isPreExecuteAnswer', 'isCancelled']), target: 'next', actions: 'skipBodyAfterCancel' },
-                  { guard: and(['isPreExecuteAnswer', 'isDenied']), target: 'next', actions: 'denyCall' },
-                  { guard: and(['isPreExecuteAnswer', 'isAsk', 'hasApprover']), target: 'awaitingApproval', actions: 'requestApproval' },
-                  { guard: and(['isPreExecuteAnswer', 'isAsk']), target: 'next', actions: 'denyUnanswerable' },
-                  { guard: 'isPreExecuteAnswer', target: 'next', actions: 'startBody' },
-                ],
-                'hook.failed': { guard: 'isPreExecuteAnswer', target: 'next', actions: 'failPreExecute' },
-              },
+              on: awaiting(
+                {
+                  'hook.done': [
+                    { guard: 'hasSchedulerFailure', target: 'next', actions: 'skipBodyAfterFailure' },
+                    { guard: 'isCancelled', target: 'next', actions: 'skipBodyAfterCancel' },
+                    { guard: 'isDenied', target: 'next', actions: 'denyCall' },
+                    { guard: and(['isAsk', 'hasApprover']), target: 'awaitingApproval', actions: 'requestApproval' },
+                    { guard: 'isAsk', target: 'next', actions: 'denyUnanswerable' },
+                    { target: 'next', actions: 'startBody' },
+                  ],
+                  'hook.failed': { target: 'next', actions: 'failPreExecute' },
+                },
+                'preId',
+              ),
             },
             // TL-18: the call waits for agent.approve / agent.deny; a resumed instance starts here after a restart
             awaitingApproval: {
@@ -503,10 +506,13 @@ export const toolBatchState = labelGuards(
               entry: 'askPostExecute',
               // TL-17: the post-execute never started (an append before it was refused): nothing more commits
               always: { guard: and(['hasSchedulerFailure', 'hasNoPostExecute']), target: 'waiting' },
-              on: {
-                'hook.done': { guard: 'isPostExecuteAnswer', target: 'waiting', actions: ['applyPostExecute', 'commitResult'] },
-                'hook.failed': { guard: 'isPostExecuteAnswer', target: 'waiting', actions: ['failPostExecute', 'commitResult'] },
-              },
+              on: awaiting(
+                {
+                  'hook.done': { target: 'waiting', actions: ['applyPostExecute', 'commitResult'] },
+                  'hook.failed': { target: 'waiting', actions: ['failPostExecute', 'commitResult'] },
+                },
+                'postId',
+              ),
             },
             // no turn/end before every started call has settled (TL-15, TL-17); a call in its pre-execute counts as running
             draining: { always: { guard: 'noBodiesInFlight', target: 'finished' } },

@@ -15,16 +15,16 @@ import { claimInbox } from './inbox.js'
 import { stepLimitOf } from './turn-options.js'
 import { stepSetup, stepState, type StepImplementations } from './step.js'
 
-/** What agent/pre-step decided about a claimed batch (the runtime hands over checked data). */
+/** What agent/pre-step decided about the claimed messages (the runtime hands over checked data). */
 type PreStepAnswer = { kind: 'reject' } | { kind: 'enter'; messages: readonly UserMessage[] }
 
-/** ST-2: ask agent/pre-step about the claimed batch when anyone listens or watches; with nobody to decide, it is entered as claimed. */
+/** ST-2: ask agent/pre-step about the claimed messages when anyone listens or watches; with nobody to decide, it is entered as claimed. */
 function askPreStep(d: Draft): void {
-  const batch = d.get('proposal').batch
-  if (!asks(d.context, 'agent/pre-step')) return d.set({ proposal: { batch, entering: batch, asked: false } })
-  d.set({ proposal: { batch, entering: [], asked: true } })
-  const payload = { messages: batch, turn: d.get('turn'), step: d.get('step') + 1 }
-  d.hook('agent/pre-step', payload, { fallback: { kind: 'enter', messages: batch }, abandonOnCancel: true })
+  const claimed = d.get('proposal').claimed
+  if (!asks(d.context, 'agent/pre-step')) return d.set({ proposal: { claimed, entering: claimed, asked: false } })
+  d.set({ proposal: { claimed, entering: [], asked: true } })
+  const payload = { messages: claimed, turn: d.get('turn'), step: d.get('step') + 1 }
+  d.hook('agent/pre-step', payload, { fallback: { kind: 'enter', messages: claimed }, abandonOnCancel: true })
 }
 
 /** The reason a turn ends with when nothing went wrong: max-tokens is sticky (TU-12). */
@@ -47,27 +47,27 @@ export const turnImplementations = named({
     claimProposal: action((d) => claimInbox(d, d.get('step') === 0)),
     /**
      * IN-9, then HK-12 (prompt assembly, when anyone assembles), then ST-2: the claim runs at once; the system
-     * prompt and tools are assembled for the claimed batch before agent/pre-step decides about it.
+     * prompt and tools are assembled for the claimed messages before agent/pre-step decides about it.
      */
     propose: action((d) => {
       claimInbox(d, d.get('step') === 0)
-      const batch = d.get('proposal').batch
+      const claimed = d.get('proposal').claimed
       if (!d.get('facts').listened.includes('system-prompt/assemble')) return askPreStep(d)
-      d.set({ proposal: { batch, entering: [], asked: true, assembling: true } })
-      d.hook('system-prompt/assemble', { messages: batch, turn: d.get('turn'), step: d.get('step') + 1 }, { abandonOnCancel: true })
+      d.set({ proposal: { claimed, entering: [], asked: true, assembling: true } })
+      d.hook('system-prompt/assemble', { messages: claimed, turn: d.get('turn'), step: d.get('step') + 1 }, { abandonOnCancel: true })
     }),
     /** HK-12: the step's prompt is assembled; agent/pre-step comes next, as for any proposal. */
     proposeAssembled: actionOn(['hook.done'], (d) => askPreStep(d)),
     /** ST-3: the enter decision is authoritative (a decision that is not `enter` enters nothing). */
     enterProposal: actionOn(['hook.done'], (d, e) => {
       const decision = e.value as PreStepAnswer
-      d.set({ proposal: { batch: d.get('proposal').batch, entering: decision.kind === 'enter' ? decision.messages : [], asked: false } })
+      d.set({ proposal: { claimed: d.get('proposal').claimed, entering: decision.kind === 'enter' ? decision.messages : [], asked: false } })
     }),
     /** TU-10: agent/turn-stopping, entered only when anyone listens or watches there. */
     askTurnStopping: action((d) => d.hook('agent/turn-stopping', { turn: d.get('turn') }, { abandonOnCancel: true })),
     endBlocked: action((d) => d.set({ endReason: { kind: 'blocked' } })),
     endWithStandingReason: action((d) => d.set({ endReason: standingReason(d) })),
-    endAborted: action((d) => d.set({ endReason: { kind: 'aborted', reason: d.get('cancelCause') ?? { kind: 'user' } } })),
+    endAborted: action((d) => d.set({ endReason: { kind: 'aborted', reason: d.get('activity').cancelCause ?? { kind: 'user' } } })),
     /** TU-16 (Decision 9): the turn ran its last allowed step; it ends max-steps, naming the limit, instead of proposing another. */
     endMaxSteps: action((d) => d.set({ endReason: { kind: 'max-steps', limit: stepLimitOf(d.context) ?? d.get('step') } })),
     /** HK-4: a throwing pre-step ends the turn before its step opens (Decision 7: agent/error names that step). */
@@ -84,7 +84,7 @@ export const turnImplementations = named({
      */
     failTurn: actionOn(['append.failed'], (d, e) => {
       if (e.skipped.includes('step/start')) d.set({ step: d.get('step') - 1 })
-      if (d.get('cancelCause') !== null) return
+      if (d.get('activity').cancelCause !== null) return
       d.set({ failure: { failure: e.failure, step: d.get('step') }, endReason: { kind: 'error', error: e.failure } })
     }),
     /** ST-4: the refused append came before this turn's step/end in the same macrostep, so step/end was skipped: write it. */
@@ -118,8 +118,8 @@ export const turnImplementations = named({
     /** The proposal waits for agent/pre-step's answer (someone decides there, or watches, when it was made). */
     asksPreStep: guard((context) => context.proposal.asked),
     asksTurnStopping: guard((context) => asks(context, 'agent/turn-stopping')),
-    /** TU-7, TU-8: the claim took nothing (the batch entered as claimed is empty). */
-    hasEmptyClaim: guard((context) => context.proposal.batch.length === 0),
+    /** TU-7, TU-8: the claim took nothing (nothing was claimed to enter). */
+    hasEmptyClaim: guard((context) => context.proposal.claimed.length === 0),
     /** TU-7, TU-8: the decision entered nothing. */
     isEmptyEntry: guardOn(['hook.done'], (_context, e) => {
       const decision = e.value as PreStepAnswer
@@ -180,7 +180,7 @@ export const turnState = labelGuards(
         },
         proposing: {
           entry: 'propose',
-          // ST-2: nobody decides or watches: the claimed batch is entered as it is, at once
+          // ST-2: nobody decides or watches: the claimed messages are entered as they are, at once
           always: [
             // TU-7 (zero steps) and TU-8 (after a terminal step): close with the standing outcome
             { guard: and([not('asksPreStep'), 'hasEmptyClaim', not('followsToolStep')]), target: 'closing', actions: 'endWithStandingReason' },
@@ -200,7 +200,7 @@ export const turnState = labelGuards(
                 { guard: 'isAutoCompaction', target: 'compacting', actions: ['enterProposal', 'beginAutoCompaction'] },
                 { target: 'step', actions: ['enterProposal', 'openStep'] },
               ],
-              // HK-4, HK-12: a throwing pre-step or prompt assembly: no step, the claimed batch is lost
+              // HK-4, HK-12: a throwing pre-step or prompt assembly: no step, the claimed messages are lost
               'hook.failed': { target: 'closing', actions: 'failProposal' },
             }),
           },

@@ -32,7 +32,7 @@ export interface TurnFailure {
 }
 
 /** A tool call the anchor asked for, with its parsed arguments (TL-1). */
-export interface PlannedCall {
+export interface RequestedCall {
   callId: string
   name: string
   /** The raw text the model sent, as logged in `tool/call`. */
@@ -148,6 +148,15 @@ export interface RequestContext {
   recoveryAsked: boolean
 }
 
+/** The live activity's flags. */
+export interface ActivityContext {
+  /** A waking send arrived that the current activity cannot deliver; replayed at convergence (CX-12, CX-13, MT-3). */
+  readonly wakeLatched: boolean
+  /** Why the live activity was cancelled; the first cause wins (CX-2). */
+  readonly cancelCause: AgentCancelCause | null
+  readonly disposing: boolean
+}
+
 /**
  * Everything the machines remember: counters, ids and the little guards read.
  * Kept to a few top-level keys: XState copies the context on every assign, and
@@ -161,11 +170,7 @@ export interface AgentContext {
   // the inbox projection (IN-*) and the activity's flags
   nextTurn: readonly UserMessage[]
   nextStep: readonly UserMessage[]
-  /** A waking send arrived that the current activity cannot deliver; replayed at convergence (CX-12, CX-13, MT-3). */
-  wakeLatched: boolean
-  /** Why the live activity was cancelled; the first cause wins (CX-2). */
-  cancelCause: AgentCancelCause | null
-  disposing: boolean
+  activity: ActivityContext
 
   // the turn
   turn: number
@@ -173,8 +178,8 @@ export interface AgentContext {
   /** Some step of this turn ended `max-tokens`: the turn ends `max-tokens` when it would otherwise complete (TU-12). */
   maxTokensSeen: boolean
   lastStep: 'none' | 'terminal' | 'continue'
-  /** The claimed batch of the current proposal, and the messages its decision entered. */
-  proposal: { batch: readonly UserMessage[]; entering: readonly UserMessage[]; asked: boolean; assembling?: true }
+  /** The messages the current proposal claimed, and those its decision entered. */
+  proposal: { claimed: readonly UserMessage[]; entering: readonly UserMessage[]; asked: boolean; assembling?: true }
   /** How the turn ends, once known. */
   endReason: TurnEndReason | null
   failure: TurnFailure | null
@@ -211,7 +216,7 @@ export interface TurnOptionsContext {
 
 /** Book-keeping of one step's tool batch: two lanes over the same calls. */
 export interface ToolBatchContext {
-  calls: readonly PlannedCall[]
+  calls: readonly RequestedCall[]
   /** Index of the next call to start, and of the next to commit (model order). */
   nextStart: number
   nextCommit: number
@@ -261,7 +266,7 @@ export interface AgentInput {
   /** The most steps one turn may run (TU-16); absent or null: no limit (the agent's default of 100 is createAgent's). */
   maxSteps?: number | null
   /** Planned calls, for walking the tool batch machine on its own. */
-  calls?: readonly PlannedCall[]
+  calls?: readonly RequestedCall[]
   /** Key of the latest request/context in the log, so a resumed instance logs the route only when it differs (RQ-5). */
   contextKey?: string
   /** Entered messages, for walking the step machine on its own. */
@@ -372,7 +377,7 @@ export type RefusalCode =
   'ALREADY_PENDING' | 'NOT_PENDING' | 'AGENT_BUSY' | 'AGENT_DISPOSED' | 'COMPACTION_OFF' | 'APPROVAL_UNKNOWN' | 'APPROVAL_ALREADY_ANSWERED'
 
 /** What the machines emit: the effects of one action, in order, under the action's name. */
-export interface EffectBatch {
+export interface ActionEffects {
   type: 'effects'
   action: string
   effects: readonly Effect[]
@@ -417,11 +422,11 @@ export type Effect =
   /** Stream the model; answers model.settled (also when cancelled) / model.failed. */
   | { type: 'fx.model'; id: number; turn: number; step: number; config: LlmCallConfig }
   /** Classify a call right before it would start (TL-2, TL-5); answers tool.classified. */
-  | { type: 'fx.classify'; id: number; call: PlannedCall }
+  | { type: 'fx.classify'; id: number; call: RequestedCall }
   /** Wait `ms` before a retry (its cancellable backoff, RQ-14); answers backoff.elapsed. Abandoned on cancel. */
   | { type: 'fx.wait'; id: number; ms: number; abandonOnCancel: true }
   /** Run one tool body; answers tool.settled. */
-  | { type: 'fx.tool'; id: number; turn: number; step: number; call: PlannedCall }
+  | { type: 'fx.tool'; id: number; turn: number; step: number; call: RequestedCall }
   /** Abort the live activity's signal with this cause. */
   | { type: 'fx.abort'; cause: AgentCancelCause }
   /** Give the activity a fresh signal (new activity or next turn). */

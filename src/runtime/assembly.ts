@@ -11,7 +11,7 @@ import type { ToolSource } from '../tools/source.js'
 export interface PromptContext<A = unknown> {
   turn: number
   step: number
-  /** The batch this step's proposal claimed, before agent/pre-step decides about it. */
+  /** The messages this step's proposal claimed, before agent/pre-step decides about it. */
   messages: readonly UserMessage[]
   /** The turn's signal: aborted when the turn is cancelled. */
   signal: AbortSignal

@@ -13,41 +13,28 @@ import { AgentStateError, ApprovalError, InboxError } from '../errors.js'
 import { agentMachine } from '../machines/agent.js'
 import { HOOK_NAMES } from '../machines/context.js'
 import { applySplice } from '../machines/inbox.js'
-import type {
-  AgentEvent,
-  AgentInput,
-  AppendEffect,
-  CompactionReason,
-  Effect,
-  EffectBatch,
-  Facts,
-  HookName,
-  InboxLists,
-  ResumeInput,
-  ToolOutcome,
-} from '../machines/types.js'
+import type { AgentEvent, AgentInput, AppendEffect, Effect, ActionEffects, Facts, HookName, InboxLists, ResumeInput } from '../machines/types.js'
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
-import type { LlmCallConfig, LlmFailure, Message, RequestHeader, SessionEvent, SessionEventType, UserMessage } from '../session/schemas.js'
+import type { LlmCallConfig, LlmFailure, Message, RequestHeader, SessionEvent, SessionEventType } from '../session/schemas.js'
 import { pendingApprovals } from '../session/approvals.js'
 import { InterruptedAnswers, type InterruptedHistory } from '../session/interrupted.js'
-import { SCHEMA_CHECKED, messageOf, surfaceNodeOf, type CheckedIntent, type Session } from '../session/session.js'
+import { SCHEMA_CHECKED, logSnapshot, type CheckedIntent, type Session } from '../session/session.js'
 import type { Durability } from '../stores/writer.js'
-import { classify, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
+import { classify, type ToolDefinition } from '../tools/define.js'
 import { toLoggedConfig, type OutputSchemas } from '../request/options.js'
 import type { RequestErrorAction, RetryPayload } from '../request/retry.js'
-import { hookDecision } from './decisions.js'
+import { hookAnswer } from './answers.js'
 import { DurabilityGate, type WorkEffect } from './gate.js'
 import { Hooks, NOTIFICATION_NAMES } from './hooks.js'
 import { Pending } from './pending.js'
 import { streamModel } from './stream.js'
-import { executeCall } from './tools.js'
+import { Timers } from './timers.js'
+import { ABANDONED_TOOL, executeWithListeners, modesOf } from './tools.js'
 import { checkAssembly, toAssembled, type Assembled, type PromptAssembly, type PromptContext } from './assembly.js'
 import type { ResolvedCompaction } from '../compaction/options.js'
-import { runSummariser } from '../compaction/summarise.js'
-import { estimateTextTokens, planCompaction, SUMMARY_SOURCE, summaryText, type CompactionPlan } from '../compaction/plan.js'
+import { Compacting } from './compacting.js'
 
-/** The longest delay setTimeout honours (a longer one fires at once); a longer grace waits this long. */
-export const MAX_TIMER_MS = 2 ** 31 - 1
+export { MAX_TIMER_MS } from './timers.js'
 
 export interface RuntimeOptions {
   session: Session
@@ -92,20 +79,11 @@ export interface RuntimeOptions {
   interrupted?: InterruptedHistory
 }
 
-/** The result of a tool call abandoned while its body ran: the same words and code a repaired log uses. */
-const ABANDONED_TOOL: ToolOutcome = Object.freeze({
-  isError: true,
-  content: 'Error: the outcome of this tool call is unknown: it was abandoned while it ran. Retry it blindly only if the call is safe to repeat.',
-  error: Object.freeze({ name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' }),
-})
-
 /** What an abandoned hook or request answers with. */
 function abandonedFailure(): LlmFailure {
   return Object.freeze({ message: 'abandoned: it did not settle after the cancel', code: 'ABANDONED' })
 }
 
-/** How many steps may follow each other without the event loop turning before a step boundary yields to it. */
-const STEPS_PER_YIELD = 16
 /** The intent of an append the stock machine built with nothing else to say (SCHEMA_CHECKED). */
 const CHECKED: CheckedIntent = Object.freeze({ [SCHEMA_CHECKED]: true as const })
 
@@ -146,11 +124,10 @@ export class Runtime {
   /** True while the macrostep of the caller's own `dispatch` event runs: only its refusals are the caller's to throw. */
   #own = false
   #idleWaiters: Array<() => void> = []
-  #stepsWithoutYield = 0
-  #loopWatch = false
   readonly #pending: Pending
-  /** Grace periods of cancels (`cancel({ graceMs })`) still counting; cleared when the machine rests. */
-  readonly #graces = new Set<ReturnType<typeof setTimeout>>()
+  readonly #timers: Timers
+  /** The compaction effects; null when compaction is off. */
+  readonly #compacting: Compacting | null
   readonly #gate: DurabilityGate | null
   /** The records of the last request prepared, reused while its frozen config comes back unchanged. */
   #prepared: PreparedRequest | null = null
@@ -168,6 +145,8 @@ export class Runtime {
 
   constructor(readonly options: RuntimeOptions) {
     this.hooks = options.hooks
+    this.#timers = new Timers(options.hooks.logger)
+    this.#compacting = options.compaction ? new Compacting(options.compaction, options.session, options.model) : null
     this.lists = options.inbox
     this.#assembly = options.assembly
     deepFreeze(options.assembly.toolSchemas) // they travel in every request (RQ-6)
@@ -193,7 +172,8 @@ export class Runtime {
       : null
     this.#facts = this.#currentFacts()
     this.#interrupted = options.interrupted === 'keep' ? null : new InterruptedAnswers()
-    if (this.#interrupted) for (const event of options.session.events) this.#interrupted.see(event)
+    // only answers still on the surface can reach a request: a shadowed node never comes back
+    if (this.#interrupted) for (const seq of options.session.surface()) this.#interrupted.see(options.session.at(seq)!)
     const input: AgentInput = {
       seedConfig: options.seedConfig,
       priorHeader: options.priorHeader,
@@ -212,7 +192,7 @@ export class Runtime {
     // TL-18: the calls a resumed approval wait cites were logged by the last process
     for (const [callId, seq] of options.resume?.callSeqs ?? []) this.#keys.set(`call:${callId}`, seq)
     this.actor = createActor(machine, { input, inspect: options.inspect })
-    this.actor.on('effects', (batch) => this.#performBatch(batch))
+    this.actor.on('effects', (emitted) => this.#performAll(emitted))
     this.actor.subscribe({
       next: (snapshot) => {
         // the end of a macrostep: a refused append is reported now, with everything it left out
@@ -220,7 +200,7 @@ export class Runtime {
         // events queued by listeners come after this: their refusals are not the dispatching caller's
         this.#own = false
         if (snapshot.value === 'idle' || snapshot.status !== 'active') {
-          this.#endGraces()
+          this.#timers.endGraces()
           this.#releaseIdle()
         }
       },
@@ -289,8 +269,8 @@ export class Runtime {
     const view = this.#machine.resolveState({ value, context: { ...context, nextTurn: this.lists.nextTurn, nextStep: this.lists.nextStep } })
     const [, actions] = transition(this.#machine, view, event)
     for (const action of actions) {
-      const batch = (action.params as { event?: EffectBatch } | undefined)?.event
-      const refused = batch?.type === 'effects' ? batch.effects.find((e) => e.type === 'fx.reject') : undefined
+      const emitted = (action.params as { event?: ActionEffects } | undefined)?.event
+      const refused = emitted?.type === 'effects' ? emitted.effects.find((e) => e.type === 'fx.reject') : undefined
       if (refused?.type === 'fx.reject') return refusalError(refused)
     }
     return null
@@ -334,8 +314,9 @@ export class Runtime {
 
   /** The history a request carries: the derived messages, an interrupted answer followed by its note (unless `keep`). */
   requestMessages(): readonly Message[] {
-    const messages = this.options.session.deriveMessages()
-    return this.#interrupted ? this.#interrupted.mark(messages) : messages
+    const { session } = this.options
+    const messages = session.deriveMessages()
+    return this.#interrupted ? this.#interrupted.mark(messages, session.replaceGeneration) : messages
   }
 
   // ---- rest ------------------------------------------------------------------------
@@ -371,24 +352,6 @@ export class Runtime {
   }
 
   /**
-   * Before a model request (CX-16): true once STEPS_PER_YIELD requests started with no turn of the event loop
-   * between them. Why: a model and tools that never wait for I/O would starve timers (a cancel from
-   * a setTimeout); a turn whose steps wait for I/O anyway keeps its exact ordering.
-   */
-  #mustYield(): boolean {
-    if (!this.#loopWatch) {
-      this.#loopWatch = true
-      setImmediate(() => {
-        this.#loopWatch = false
-        this.#stepsWithoutYield = 0
-      })
-    }
-    if (++this.#stepsWithoutYield < STEPS_PER_YIELD) return false
-    this.#stepsWithoutYield = 0
-    return true
-  }
-
-  /**
    * Answers every piece of outside work still running as abandoned: a tool body as a TOOL_OUTCOME_UNKNOWN error
    * result, a hook or request preparation as failed; their late answers are dropped. Why: a body or listener that
    * never settles must not keep a cancelled turn open forever (`dispose({ force: true })`).
@@ -404,26 +367,13 @@ export class Runtime {
    */
   abandonAfter(graceMs: number): void {
     if (this.#resting() || graceMs === Infinity) return
-    const timer = setTimeout(
-      () => {
-        this.#graces.delete(timer)
-        this.abandonRunning()
-      },
-      Math.min(graceMs, MAX_TIMER_MS),
-    )
-    this.#graces.add(timer)
-  }
-
-  #endGraces(): void {
-    if (this.#graces.size === 0) return
-    for (const timer of this.#graces) clearTimeout(timer)
-    this.#graces.clear()
+    this.#timers.grace(graceMs, () => this.abandonRunning())
   }
 
   // ---- effects ------------------------------------------------------------------------
 
-  #performBatch(batch: EffectBatch): void {
-    for (const effect of batch.effects) {
+  #performAll(emitted: ActionEffects): void {
+    for (const effect of emitted.effects) {
       try {
         this.#perform(effect)
       } catch (error) {
@@ -478,7 +428,11 @@ export class Runtime {
         return this.#send({ type: 'tool.classified', id: effect.id, mode: classify(this.#tool(effect.call.name), deepFreeze(effect.call.args)) })
       case 'fx.measure':
         // a pure reading of the log, answered at once like a classification (CP-1)
-        return this.#send({ type: 'compaction.measured', id: effect.id, plan: this.#measure(effect.reason, effect.entering) })
+        return this.#send({
+          type: 'compaction.measured',
+          id: effect.id,
+          plan: this.#compacting?.measure(effect.reason, effect.entering, this.#assembly) ?? null,
+        })
       case 'fx.job':
         // MT-1: the job starts synchronously (over a store: once the log before it is committed); runMaintenance
         // returns a promise of it at once, which is the job's own when it starts now
@@ -530,7 +484,7 @@ export class Runtime {
     if (effect.type === 'fx.job') return this.#startJob(effect.id)
     const signal = this.#controller.signal
     // a model request after many steps that never waited for I/O first lets the event loop run (CX-16)
-    const later = effect.type === 'fx.model' && this.#mustYield() ? setImmediate : queueMicrotask
+    const later = effect.type === 'fx.model' && this.#timers.mustYield() ? setImmediate : queueMicrotask
     later(() => {
       if ('abandonOnCancel' in effect && effect.abandonOnCancel && signal.aborted) return
       switch (effect.type) {
@@ -542,33 +496,20 @@ export class Runtime {
           return void this.#stream(signal, effect.id, effect.turn, effect.step, effect.config)
         case 'fx.tool': {
           const answer = this.#pending.track(effect.id, { type: 'tool.settled', id: effect.id, outcome: ABANDONED_TOOL })
-          void this.#execute(signal, effect).then((outcome) => answer({ type: 'tool.settled', id: effect.id, outcome }))
+          void executeWithListeners(this.hooks, this.#tool(effect.call.name), effect, signal, this.options.agent).then((outcome) =>
+            answer({ type: 'tool.settled', id: effect.id, outcome }),
+          )
           return
         }
         case 'fx.wait':
-          return this.#backoff(signal, effect.id, effect.ms)
+          return this.#timers.backoff(this.options.sleep, signal, effect.ms, () => this.#send({ type: 'backoff.elapsed', id: effect.id }))
         case 'fx.summarise':
-          return this.#summarise(signal, effect)
+          return void this.#compacting!.summarise(signal, effect, this.#assembly).then(
+            (event) => this.#send(event),
+            (error: unknown) => this.#send({ type: 'compaction.failed', id: effect.id, failure: this.#failureOf(error) }),
+          )
       }
     })
-  }
-
-  /**
-   * One call's body, inside the tools/execute chain when anyone listens (TL-10): next() runs the body (arguments
-   * checked, timeout applied); what a listener returns is read like a body's return, and a throw is the call's
-   * error result (HK-9). Parallel calls run their chains concurrently, as their bodies.
-   */
-  #execute(signal: AbortSignal, effect: Extract<Effect, { type: 'fx.tool' }>): Promise<ToolOutcome> {
-    const { call, turn, step } = effect
-    const { agent } = this.options
-    if (this.hooks.count('tools/execute') === 0) return executeCall(this.#tool(call.name), call, signal, agent)
-    const made = new WeakSet<ToolOutcome>()
-    const body = () => executeCall(this.#tool(call.name), call, signal, agent).then((outcome) => (made.add(outcome), outcome))
-    const execution = { turn, step, callId: call.callId, name: call.name, arguments: deepFreeze(call.args), signal, agent }
-    return this.hooks
-      .waterfall('tools/execute', execution, body)
-      .then((value: unknown) => (made.has(value as ToolOutcome) ? (value as ToolOutcome) : middlewareOutcome(call.name, value)))
-      .catch((error: unknown) => thrownOutcome(error))
   }
 
   /** Run work that answers with one event; a throw is answered as hook.failed. */
@@ -587,7 +528,7 @@ export class Runtime {
     this.#settle(id, async () => {
       const value = name === 'agent/turn-stopping' ? await this.hooks.serial(name, full) : await this.hooks.waterfall(name, full, decideByDefault)
       // the machine's own default needs no check; what a listener or the policy returned is read here into plain data
-      return { type: 'hook.done', id, value: value === fallback ? value : hookDecision(name, value, payload) }
+      return { type: 'hook.done', id, value: value === fallback ? value : hookAnswer(name, value, payload) }
     })
   }
 
@@ -668,21 +609,6 @@ export class Runtime {
     else answer({ type: 'model.failed', id, failure: this.#failureOf(outcome.error) })
   }
 
-  /**
-   * A retry's backoff (RQ-14): the machine hears backoff.elapsed, unless the turn was cancelled meanwhile
-   * (the machine left the backoff at once then). A `sleep` that throws is logged and the retry starts
-   * without its wait: a broken clock must not leave the turn waiting forever.
-   */
-  #backoff(signal: AbortSignal, id: number, ms: number): void {
-    const elapsed = () => {
-      if (!signal.aborted) this.#send({ type: 'backoff.elapsed', id })
-    }
-    new Promise<void>((resolve) => resolve(this.options.sleep(ms, signal))).then(elapsed, (error: unknown) => {
-      this.hooks.logger.error('agentchart: the sleep of a retry backoff failed; the retry starts now', error)
-      elapsed()
-    })
-  }
-
   /** Jobs the machine asked for, by effect id, until they start. */
   readonly #jobs = new Map<number, ((signal: AbortSignal) => Promise<unknown>) | null>()
 
@@ -706,55 +632,6 @@ export class Runtime {
       this.#send({ type: 'job.settled', id })
     }
     promise.then(settled, settled)
-  }
-
-  // ---- compaction (docs/compaction.md) ---------------------------------------
-
-  /** Estimated tokens per message, remembered by identity (logged messages are frozen and never change). */
-  readonly #tokens = new WeakMap<object, number>()
-  /** The tokens of the system text and tool schemas, for the assembly they were counted in. */
-  #baseTokens: { assembly: Assembled; tokens: number } | undefined
-
-  #estimate = (message: Message): number => {
-    let tokens = this.#tokens.get(message)
-    if (tokens === undefined) {
-      tokens = this.options.compaction!.estimate(message)
-      this.#tokens.set(message, tokens)
-    }
-    return tokens
-  }
-
-  /** The plan for the request the next step would send, from the current surface (CP-1). */
-  #measure(reason: CompactionReason, entering: readonly UserMessage[]): CompactionPlan | null {
-    const compaction = this.options.compaction
-    if (compaction === undefined) return null
-    const { session } = this.options
-    const assembly = this.#assembly
-    if (this.#baseTokens?.assembly !== assembly) {
-      const { system, toolSchemas } = assembly
-      const tokens = compaction.baseTokens ?? estimateTextTokens(system ?? '') + (toolSchemas.length ? estimateTextTokens(JSON.stringify(toolSchemas)) : 0)
-      this.#baseTokens = { assembly, tokens }
-    }
-    const nodes = session.surface().map((seq) => surfaceNodeOf(session.at(seq)!))
-    return planCompaction({ nodes, entering, baseTokens: this.#baseTokens.tokens, policy: compaction.policy, reason, estimate: this.#estimate })
-  }
-
-  /** Runs the summariser over the planned range; answers compaction.summarised or compaction.failed (CP-2, CP-3). */
-  #summarise(signal: AbortSignal, effect: Extract<Effect, { type: 'fx.summarise' }>): void {
-    const { session, model } = this.options
-    const { toolSchemas } = this.#assembly
-    const compaction = this.options.compaction!
-    const { plan } = effect
-    const messages = plan.sources.map((seq) => messageOf(session.at(seq)!)).filter((message) => message.content.length > 0)
-    const work = runSummariser({ compaction, model, sessionId: session.id, config: effect.config, tools: toolSchemas, messages, reason: effect.reason, signal })
-    work.then(
-      ({ summary, usage }) => {
-        const message = { id: 'summary', role: 'user' as const, content: [{ type: 'text' as const, text: summaryText(summary) }], source: SUMMARY_SOURCE }
-        const tokensAfter = Math.max(0, plan.tokensBefore - plan.rangeTokens + compaction.estimate(message))
-        this.#send({ type: 'compaction.summarised', id: effect.id, summary, tokensAfter, ...(usage ? { usage } : {}) })
-      },
-      (error: unknown) => this.#send({ type: 'compaction.failed', id: effect.id, failure: this.#failureOf(error) }),
-    )
   }
 
   // ---- the log and listeners -------------------------------------------------------------
@@ -786,7 +663,7 @@ export class Runtime {
   /** A held approval notice, delivered only while its question is still open (a cancel may have closed it meanwhile). */
   #announceQuestion(name: string, payload: Record<string, unknown>): void {
     const { callId } = payload as { callId: string }
-    if (pendingApprovals(this.options.session.events).some((p) => p.callId === callId)) this.#notify(name, payload)
+    if (pendingApprovals(logSnapshot(this.options.session)).some((p) => p.callId === callId)) this.#notify(name, payload)
   }
 
   #tool(name: string): ToolDefinition | undefined {
@@ -843,24 +720,4 @@ function refusalError(refusal: Extract<Effect, { type: 'fx.reject' }>): Error {
     default:
       return new InboxError(code, message)
   }
-}
-
-/**
- * What a tools/execute listener returned, read like a body's return (a string or `{ content, isError?, meta?, ... }`),
- * keeping an `error: { name, code }` it passes on from next()'s outcome.
- */
-function middlewareOutcome(name: string, value: unknown): ToolOutcome {
-  const outcome = toOutcome(name, value)
-  const error = (value as { error?: unknown }).error as { name?: unknown; code?: unknown } | undefined
-  if (outcome.isError && error && typeof error.name === 'string' && typeof error.code === 'string') {
-    return Object.freeze({ ...outcome, error: Object.freeze({ name: error.name, code: error.code }) })
-  }
-  return outcome
-}
-
-/** TL-2: each tool's execution mode as a fact: fixed, or `per-call` when it is a function of the arguments. */
-function modesOf(tools: readonly ToolDefinition[]): Facts['modes'] {
-  const modes: Record<string, 'parallel' | 'exclusive' | 'per-call'> = {}
-  for (const tool of tools) modes[tool.name] = typeof tool.executionMode === 'function' ? 'per-call' : tool.executionMode
-  return Object.freeze(modes)
 }

@@ -1,16 +1,48 @@
 // One tool call's execution (TL-9..TL-11): the arguments checked against the
 // tool's schema, the body run with the turn's signal (under the tool's
-// timeout when it has one), and whatever happens turned into an outcome. A
-// tool call never throws out of here: every failure is the call's error result.
+// timeout when it has one) inside the tools/execute chain, and whatever
+// happens turned into an outcome. A tool call never throws out of here:
+// every failure is the call's error result.
 import { toLlmFailure } from '../adapters/failure.js'
-import type { PlannedCall, ToolOutcome } from '../machines/types.js'
+import type { Effect, Facts, RequestedCall, ToolOutcome } from '../machines/types.js'
 import { errorOutcome } from '../machines/tool-batch.js'
 import { deepFreeze } from '../session/lossless.js'
 import type { CheckResult } from '../request/schema.js'
 import { checkArguments, describeInvalidArgs, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
+import type { Hooks } from './hooks.js'
+
+/** The result of a tool call abandoned while its body ran: the same words and code a repaired log uses. */
+export const ABANDONED_TOOL: ToolOutcome = Object.freeze({
+  isError: true,
+  content: 'Error: the outcome of this tool call is unknown: it was abandoned while it ran. Retry it blindly only if the call is safe to repeat.',
+  error: Object.freeze({ name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' }),
+})
+
+/**
+ * One call's body, inside the tools/execute chain when anyone listens (TL-10): next() runs the body (arguments
+ * checked, timeout applied); what a listener returns is read like a body's return, and a throw is the call's
+ * error result (HK-9). Parallel calls run their chains concurrently, as their bodies.
+ */
+export function executeWithListeners(
+  hooks: Hooks,
+  tool: ToolDefinition | undefined,
+  effect: Extract<Effect, { type: 'fx.tool' }>,
+  signal: AbortSignal,
+  agent: unknown,
+): Promise<ToolOutcome> {
+  const { call, turn, step } = effect
+  if (hooks.count('tools/execute') === 0) return executeCall(tool, call, signal, agent)
+  const made = new WeakSet<ToolOutcome>()
+  const body = () => executeCall(tool, call, signal, agent).then((outcome) => (made.add(outcome), outcome))
+  const execution = { turn, step, callId: call.callId, name: call.name, arguments: deepFreeze(call.args), signal, agent }
+  return hooks
+    .waterfall('tools/execute', execution, body)
+    .then((value: unknown) => (made.has(value as ToolOutcome) ? (value as ToolOutcome) : middlewareOutcome(call.name, value)))
+    .catch((error: unknown) => thrownOutcome(error))
+}
 
 /** The outcome of calling `tool` (undefined: the model named a tool the agent does not have) with the call's arguments. */
-export async function executeCall(tool: ToolDefinition | undefined, call: PlannedCall, signal: AbortSignal, agent: unknown): Promise<ToolOutcome> {
+async function executeCall(tool: ToolDefinition | undefined, call: RequestedCall, signal: AbortSignal, agent: unknown): Promise<ToolOutcome> {
   if (!tool) return errorOutcome(`unknown tool ${JSON.stringify(call.name)}`, { name: 'UnknownToolError', code: 'UNKNOWN_TOOL' })
   let parsed: CheckResult<unknown>
   try {
@@ -58,4 +90,24 @@ async function runBody(tool: ToolDefinition, args: unknown, callId: string, turn
     clearTimeout(timer)
     turnSignal.removeEventListener('abort', follow)
   }
+}
+
+/**
+ * What a tools/execute listener returned, read like a body's return (a string or `{ content, isError?, meta?, ... }`),
+ * keeping an `error: { name, code }` it passes on from next()'s outcome.
+ */
+function middlewareOutcome(name: string, value: unknown): ToolOutcome {
+  const outcome = toOutcome(name, value)
+  const error = (value as { error?: unknown }).error as { name?: unknown; code?: unknown } | undefined
+  if (outcome.isError && error && typeof error.name === 'string' && typeof error.code === 'string') {
+    return Object.freeze({ ...outcome, error: Object.freeze({ name: error.name, code: error.code }) })
+  }
+  return outcome
+}
+
+/** TL-2: each tool's execution mode as a fact: fixed, or `per-call` when it is a function of the arguments. */
+export function modesOf(tools: readonly ToolDefinition[]): Facts['modes'] {
+  const modes: Record<string, 'parallel' | 'exclusive' | 'per-call'> = {}
+  for (const tool of tools) modes[tool.name] = typeof tool.executionMode === 'function' ? 'per-call' : tool.executionMode
+  return Object.freeze(modes)
 }

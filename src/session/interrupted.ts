@@ -1,6 +1,8 @@
 // An answer cut short by a cancel stays in the log as it was streamed (CX-7).
 // In the history a request carries, a short user-role note follows it, so the
 // model knows the answer stopped there and was not its complete reply.
+import { frozenArrayOf } from './array-view.js'
+import type { ReadList } from './persistent-list.js'
 import type { Message, SessionEvent, UserMessage } from './schemas.js'
 
 /** How the request history shows an interrupted answer: followed by a note (`mark`, the default), or as it is (`keep`). */
@@ -17,6 +19,13 @@ export class InterruptedAnswers {
   readonly #answers = new WeakSet<Message>()
   readonly #notes = new WeakMap<Message, UserMessage>()
   #count = 0
+  /** The history positions of the interrupted answers, rising, for the surface shape `#generation`; only appended to. */
+  #positions: number[] = []
+  /** The note of each of those answers. */
+  #marks: UserMessage[] = []
+  /** How much of that history was searched for them. */
+  #searched = 0
+  #generation = -1
 
   /** Reads one logged event (every seeded event once, then each appended one). */
   see(event: SessionEvent): void {
@@ -25,22 +34,29 @@ export class InterruptedAnswers {
     this.#count++
   }
 
-  /** The history with a note after each interrupted answer; the same array when there is none. */
-  mark(messages: readonly Message[]): readonly Message[] {
+  /**
+   * The history with a note after each interrupted answer; the same array when there is none. `generation` is the
+   * session's replace generation: while it stands, only the messages appended since the last call are searched, and
+   * the result reads the history through instead of copying it.
+   */
+  mark(messages: readonly Message[], generation: number): readonly Message[] {
     if (this.#count === 0) return messages
-    let out: Message[] | null = null
-    for (let i = 0; i < messages.length; i++) {
-      const message = messages[i]
-      if (!this.#answers.has(message)) {
-        out?.push(message)
-        continue
-      }
-      out ??= messages.slice(0, i)
-      out.push(message, this.#noteFor(message))
+    if (generation !== this.#generation || messages.length < this.#searched) {
+      // a replace may have moved or shadowed any answer: search the history again, into a fresh array
+      this.#positions = []
+      this.#marks = []
+      this.#searched = 0
+      this.#generation = generation
     }
-    return out === null ? messages : Object.freeze(out)
+    for (let i = this.#searched; i < messages.length; i++) {
+      if (!this.#answers.has(messages[i])) continue
+      this.#positions.push(i)
+      this.#marks.push(this.#noteFor(messages[i]))
+    }
+    this.#searched = messages.length
+    const count = this.#positions.length
+    return count === 0 ? messages : frozenArrayOf(new WithNotes(messages, this.#positions, this.#marks, count))
   }
-
   /** One frozen note per answer, the same object at every request. */
   #noteFor(answer: Message): UserMessage {
     let note = this.#notes.get(answer)
@@ -54,5 +70,33 @@ export class InterruptedAnswers {
       this.#notes.set(answer, note)
     }
     return note
+  }
+}
+
+/** A history with `notes[j]` read right after the message at `after[j]` (rising), for the first `count` notes. */
+class WithNotes implements ReadList<Message> {
+  readonly length: number
+
+  constructor(
+    readonly base: readonly Message[],
+    readonly after: readonly number[],
+    readonly notes: readonly Message[],
+    readonly count: number,
+  ) {
+    this.length = base.length + count
+  }
+
+  at(index: number): Message {
+    // note j sits at after[j] + j + 1: find how many notes come before index, or the one at it
+    let low = 0
+    let high = this.count
+    while (low < high) {
+      const mid = (low + high) >>> 1
+      const at = this.after[mid] + mid + 1
+      if (at === index) return this.notes[mid]
+      if (at < index) low = mid + 1
+      else high = mid
+    }
+    return this.base[index - low]
   }
 }

@@ -117,6 +117,20 @@ export function deepFreeze<T>(v: T): T {
   return v
 }
 
+/**
+ * Deep-freezes a value a schema built (plain objects and arrays of typed leaves) and says whether it is lossless
+ * JSON, in one walk: a schema keeps a present `undefined` of an optional field, which JSON drops, and may pass a -0.
+ */
+export function freezeParsed(v: unknown): boolean {
+  if (v === undefined) return false
+  if (typeof v === 'number') return Number.isFinite(v) && !(v === 0 && 1 / v < 0)
+  if (typeof v !== 'object' || v === null) return true
+  Object.freeze(v)
+  let lossless = true
+  for (const key of Object.keys(v)) if (!freezeParsed((v as Record<string, unknown>)[key])) lossless = false
+  return lossless
+}
+
 /** Predicate form of the SS-2 check, for callers that want to branch rather than catch. */
 export function isLosslessJson(v: unknown): boolean {
   try {

@@ -19,16 +19,18 @@ export interface RepairCloser {
   intent?: AppendIntent
 }
 
-/** Where a log stands: the open turn and step, if any. */
+/** Where a log stands: the open turn and step, if any. Read from the end, so it costs the open turn, not the log. */
 export function openTurnOf(events: readonly SessionEvent[]): { turn: number; step: number | null; turnSeq: number } | null {
-  let open: { turn: number; step: number | null; turnSeq: number } | null = null
-  for (const e of events) {
-    if (e.type === 'turn/start') open = { turn: e.data.turn, step: null, turnSeq: e.seq }
-    else if (e.type === 'turn/end') open = null
-    else if (open && e.type === 'step/start') open.step = e.data.step
-    else if (open && e.type === 'step/end') open.step = null
+  // the step open at the end: the last step boundary after the last turn boundary
+  let step: number | null | undefined
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i]
+    if (e.type === 'turn/end') return null
+    if (e.type === 'turn/start') return { turn: e.data.turn, step: step ?? null, turnSeq: e.seq }
+    if (step === undefined && e.type === 'step/start') step = e.data.step
+    else if (step === undefined && e.type === 'step/end') step = null
   }
-  return open
+  return null
 }
 
 /**

@@ -6,6 +6,8 @@ import { ConfigError, SeedRefusedError, SessionAppendError } from '../errors.js'
 import { validatedSeedViolations } from './invariants.js'
 import { describeValue, isArrayLike, isRecordLike } from '../values/foreign.js'
 import { formatPath, toFrozenJson } from './lossless.js'
+import { frozenArrayOf } from './array-view.js'
+import { nodeMessage, Surface } from './surface.js'
 import {
   EventDataSchemas,
   SURFACE_TYPES,
@@ -66,7 +68,7 @@ const NO_INTENT: AppendIntent = Object.freeze({})
  * The one trusted path: marks an append intent whose data this library already parsed with the schema that types it
  * (the stock agent machine's events, a stream chunk admitChunk parsed), so the session skips its per-type schema
  * pass. Its data is copied like any other, except a frozen `assistant/chunk`: that is the stream's wrap of admitChunk's
- * deep-frozen parse, whose every leaf the schema typed, so it is lossless JSON and is kept as it is. Every log rule
+ * deep-frozen parse, which admitChunk found lossless JSON in the walk that froze it, so it is kept as it is. Every log rule
  * still runs. Why: parsing and copying the same
  * value twice was most of zod's share of a step and the largest cost of a chunk. In-house (the package does not
  * export it); the test helpers re-check every log against the schemas, so a machine that built a bad event still
@@ -81,80 +83,34 @@ const isKnownType = (type: string): type is SessionEventType => Object.hasOwn(Ev
 
 // ---- surface -----------------------------------------------------------------
 
-export interface SurfaceNode {
-  readonly seq: number
-  readonly type: string
-  /** The model-visible message, or undefined for an empty-content assistant message (SS-7). */
-  readonly message: Message | undefined
+export { messageOf, surfaceNodeOf, type SurfaceNode } from './surface.js'
+
+/**
+ * Derives the history of a log from scratch (SS-7), by a plain walk that shares nothing with the incremental
+ * `Surface`: the reference `Session.deriveMessages` must match.
+ */
+export function deriveMessagesFrom(events: readonly SessionEvent[]): Message[] {
+  const nodes: { seq: number; message: Message | undefined }[] = []
+  for (const event of events) {
+    const op = event.surfaceOp
+    if (op === undefined) continue
+    const node = { seq: event.seq, message: nodeMessage(event) }
+    if (op === 'append') nodes.push(node)
+    else {
+      const from = nodes.findIndex((n) => n.seq === op.start)
+      const to = nodes.findIndex((n) => n.seq === op.end)
+      nodes.splice(from, to - from + 1, node)
+    }
+  }
+  return Object.freeze(nodes.flatMap((n) => (n.message === undefined ? [] : [n.message]))) as Message[]
 }
 
 /**
- * The model-visible surface of one log; `apply` assumes an already validated event. It keeps only the nodes' seqs
- * and the history and reads anything else from the log, so no per-event node object or position map stays in the
- * heap. Positions are found by a scan, only for a replace, which renumbers anyway.
+ * The log as it stands, as a frozen array that reads the session instead of copying it: what the loop reads during a
+ * turn (the open step, pending approvals), where `session.events` would copy the whole log. In-house.
  */
-class Surface {
-  /** The seqs of the current nodes, in surface order. */
-  readonly seqs: number[] = []
-  generation = 0
-  #messages: Message[] | undefined = []
-
-  constructor(readonly eventAt: (seq: number) => SessionEvent) {}
-
-  apply(event: SessionEvent): void {
-    if (event.surfaceOp === undefined) return
-    const message = nodeMessage(event)
-    if (event.surfaceOp === 'append') {
-      this.seqs.push(event.seq)
-      if (message !== undefined) this.#messages?.push(message)
-      return
-    }
-    // Replace: splice the range; the history is rebuilt when next read. Rare (compaction, result rewrites).
-    const from = this.indexOf(event.surfaceOp.start)!
-    const to = this.indexOf(event.surfaceOp.end)!
-    this.seqs.splice(from, to - from + 1, event.seq)
-    this.generation++
-    this.#messages = undefined
-  }
-
-  /** The position of a current node, or undefined. */
-  indexOf(seq: number): number | undefined {
-    const at = this.seqs.indexOf(seq)
-    return at < 0 ? undefined : at
-  }
-
-  messages(): Message[] {
-    this.#messages ??= this.seqs.flatMap((seq) => {
-      const message = nodeMessage(this.eventAt(seq))
-      return message === undefined ? [] : [message]
-    })
-    return this.#messages
-  }
-}
-
-/** The model-visible message of a surface event; undefined for an empty assistant message, which is no node (SS-7). */
-function nodeMessage(event: SessionEvent): Message | undefined {
-  const message = messageOf(event)
-  return message.role === 'assistant' && message.content.length === 0 ? undefined : message
-}
-
-/** The message a surface event carries (a user/message is its own data; the others wrap it). */
-export const messageOf = (event: SessionEvent): Message => (event.type === 'user/message' ? event.data : (event.data as { message: Message }).message)
-
-/** The surface node a surface event makes: what the history derivation and the compaction planner both read. */
-export function surfaceNodeOf(event: SessionEvent): SurfaceNode {
-  return { seq: event.seq, type: event.type, message: nodeMessage(event) }
-}
-
-/** Derives the history of a log from scratch (SS-7); the reference the incremental `Session.deriveMessages` must match. */
-export function deriveMessagesFrom(events: readonly SessionEvent[]): Message[] {
-  const bySeq = new Map<number, SessionEvent>()
-  const surface = new Surface((seq) => bySeq.get(seq)!)
-  for (const event of events) {
-    bySeq.set(event.seq, event)
-    surface.apply(event)
-  }
-  return Object.freeze(surface.messages().slice()) as Message[]
+export function logSnapshot(session: Session): readonly SessionEvent[] {
+  return frozenArrayOf({ length: session.length, at: (seq: number) => session.at(seq)! })
 }
 
 // ---- events$ -----------------------------------------------------------------
@@ -228,7 +184,7 @@ export class Session {
   readonly #events: SessionEvent[] = []
   #snapshot: readonly SessionEvent[] = Object.freeze([])
   #seedLength = 0
-  readonly #surface = new Surface((seq) => this.#events[seq])
+  readonly #surface = new Surface()
   #observers: ObserverEntry[] = []
   #publishing = false
   readonly #sinks = new Set<Subscriber<SessionEvent>>()
@@ -335,7 +291,7 @@ export class Session {
         if (!INTENT_KEYS.has(key)) throw new SessionAppendError(`${String(type)}: unknown intent key ${JSON.stringify(key)}`, { path: key })
       }
     }
-    // a checked chunk is the stream's frozen wrap of admitChunk's deep-frozen parse: lossless by its schema, kept as it is
+    // a checked frozen chunk is the stream's wrap of a parse admitChunk froze and found lossless: kept as it is
     const checked = intent !== undefined && (intent as CheckedIntent)[SCHEMA_CHECKED] === true
     const logged = checked && type === 'assistant/chunk' && Object.isFrozen(data) ? data : toFrozenJson(data, 'data')
     const event = this.#build(this.#events.length, type, logged, intent ?? NO_INTENT, 'data', intent?.time)
@@ -369,9 +325,12 @@ export class Session {
     throw fault
   }
 
-  /** The derived history (SS-7, SS-8): a fresh frozen array of the identical frozen messages. */
+  /**
+   * The derived history (SS-7, SS-8): a fresh frozen array of the identical frozen messages. It reads the history's
+   * current version of a persistent list instead of copying it, so it costs the same at any length.
+   */
   deriveMessages(): Message[] {
-    return Object.freeze(this.#surface.messages().slice()) as Message[]
+    return this.#surface.messages() as Message[]
   }
 
   /** Registers a post-commit `session/event` observer (SS-11); returns its unsubscribe function. */

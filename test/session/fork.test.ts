@@ -145,7 +145,7 @@ describe('forks (SS-14)', () => {
       let store = sqliteStore({ path })
       const parent = await createAgent({ model: parentModel, tools: [look], store, sessionId: 'issue-parent', logger: quiet })
       await parent.run('one')
-      const historyAtBoundary = structuredClone(parent.messages())
+      const historyAtBoundary = structuredClone([...parent.messages()])
       const events = parent.session.events
       const boundary = turnEnds(events)[0]
       const innerStepEnd = events.find((e) => e.type === 'step/end')!.seq

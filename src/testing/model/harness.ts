@@ -7,7 +7,7 @@ import { z } from 'zod/v4'
 import { canonical } from '../../values/canonical.js'
 import { StreamAssembler } from '../../adapters/assemble.js'
 import { applySplice } from '../../machines/inbox.js'
-import type { AgentContext, AgentEvent, AppendEffect, Effect, Facts, InboxLists, PlannedCall } from '../../machines/types.js'
+import type { AgentContext, AgentEvent, AppendEffect, Effect, Facts, InboxLists, RequestedCall } from '../../machines/types.js'
 import type { LlmCallConfig, SessionEventType, StreamChunk, UserMessage } from '../../session/schemas.js'
 import { defineTool, toolSchemas } from '../../tools/define.js'
 import { errorResponse, maxTokensResponse, textResponse, toolCallResponse } from '../responses.js'
@@ -153,7 +153,7 @@ export type Pending =
   | { kind: 'hook'; id: number; name: string; payload: Record<string, unknown>; fallback: unknown; abandonOnCancel: boolean }
   | { kind: 'prepare'; id: number; seed: LlmCallConfig }
   | { kind: 'model'; id: number; turn: number; step: number; partial?: { chunkSeqs: number[]; chunks: StreamChunk[] } }
-  | { kind: 'tool'; id: number; call: PlannedCall }
+  | { kind: 'tool'; id: number; call: RequestedCall }
   | { kind: 'job'; id: number }
   | { kind: 'wait'; id: number; ms: number }
   | { kind: 'summary'; id: number; plan: CompactionPlan }
@@ -1079,9 +1079,9 @@ export function createHarness(options: HarnessOptions): Harness {
         .sort(),
       state.aborted,
       state.armed,
-      ctx.cancelCause !== null,
-      ctx.wakeLatched,
-      ctx.disposing,
+      ctx.activity.cancelCause !== null,
+      ctx.activity.wakeLatched,
+      ctx.activity.disposing,
       ctx.maxTokensSeen,
       ctx.lastStep,
       cap(ctx.nextTurn.length),

@@ -9,11 +9,11 @@ import type { HookName, PostExecuteAnswer } from '../machines/types.js'
 import { checkedMessage, contextsOf } from '../tools/define.js'
 
 /**
- * The plain, frozen decision a listener's answer stands for; throws a TypeError naming what is wrong.
+ * The plain, frozen answer the machine takes for what a listener returned; throws a TypeError naming what is wrong.
  * Why: the machines are pure and must not throw (an action that throws stops the actor), so they never
  * read a foreign value; this is where `kind` getters, revoked proxies, BigInts and cycles are met.
  */
-export function hookDecision(name: HookName, value: unknown, payload: Record<string, unknown>): unknown {
+export function hookAnswer(name: HookName, value: unknown, payload: Record<string, unknown>): unknown {
   switch (name) {
     case 'agent/pre-step':
       return preStep(value)
