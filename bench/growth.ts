@@ -6,7 +6,7 @@
 // 1k; reopening 1M under 100 ms; an idle stored session under 64 KiB at any
 // length. Reported, never asserted by the tests.
 //   BENCH_QUICK=1                 shorter sessions (1k-30k) and fewer repetitions
-//   BENCH_GROWTH_LENGTHS=a,b,...  the session lengths, in events
+//   BENCH_GROWTH_LENGTHS=a,b,...  the session lengths, in events (empty: only the idle sessions)
 //   BENCH_GROWTH_SHAPE=compacted|plain  only that session shape (default both: compacted on every store,
 //                                 never compacted with no store, where the history grows with the log)
 import { spawnSync } from 'node:child_process'
@@ -21,7 +21,8 @@ import type { GrowthShape, GrowthTemplate } from './growth-log.js'
 import { writeBlock } from './readme-block.js'
 
 const QUICK = process.env.BENCH_QUICK === '1'
-const LENGTHS = process.env.BENCH_GROWTH_LENGTHS?.split(',').map(Number) ?? (QUICK ? [1_000, 3_000, 10_000, 30_000] : [1_000, 10_000, 100_000, 1_000_000])
+const LENGTHS =
+  process.env.BENCH_GROWTH_LENGTHS?.split(',').filter(Boolean).map(Number) ?? (QUICK ? [1_000, 3_000, 10_000, 30_000] : [1_000, 10_000, 100_000, 1_000_000])
 const IDLE_LENGTHS = QUICK ? [1_000, 10_000] : [1_000, 100_000]
 /** Turns per timed batch, unmeasured turns before it. */
 const BATCH = 50
@@ -236,15 +237,18 @@ export async function growthBench(): Promise<GrowthResults> {
         turnsRun.set(`idle-${length}-${i}`, turnsIn(events))
         await prime({ compaction: true }, store, `idle-${i}`, `idle-${length}-${i}`)
       }
-      // one round opened and disposed unmeasured first: what the cold opens above left behind is gone before the baseline
-      let bytes = 0
-      for (const measured of [false, true]) {
+      // one round opened and disposed unmeasured first (what the cold opens above left behind goes), then the median
+      // of three rounds, each against a baseline taken well after the previous round's agents were disposed
+      const rounds: number[] = []
+      for (let round = 0; round < 4; round++) {
+        await new Promise((resolve) => setTimeout(resolve, 250))
         const before = await heap()
         const agents: Agent[] = []
         for (let i = 0; i < count; i++) agents.push(await lib.createAgent({ ...growthAgentOptions({ compaction: true }), store, sessionId: `idle-${i}` }))
-        if (measured) bytes = ((await heap()) - before) / count
+        if (round > 0) rounds.push(((await heap()) - before) / count)
         for (const agent of agents) await agent.dispose()
       }
+      const bytes = median(rounds)
       idle.push({ events: length, sessions: count, bytesPerSession: bytes })
     }
   } finally {
