@@ -247,6 +247,8 @@ export async function growthBench(): Promise<GrowthResults> {
         for (let i = 0; i < count; i++) agents.push(await lib.createAgent({ ...growthAgentOptions({ compaction: true }), store, sessionId: `idle-${i}` }))
         if (round > 0) rounds.push(((await heap()) - before) / count)
         for (const agent of agents) await agent.dispose()
+        // emptied, not just left: the async frame can keep the last round's array reachable into the next baseline
+        agents.length = 0
       }
       const bytes = median(rounds)
       idle.push({ events: length, sessions: count, bytesPerSession: bytes })
