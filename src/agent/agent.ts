@@ -17,6 +17,7 @@ import { forkSession, type ForkOptions } from '../session/fork.js'
 import { repairClosers, openTurnOf } from '../session/repair.js'
 import { createSession, logSnapshot, type Session } from '../session/session.js'
 import type { SessionStore } from '../stores/types.js'
+import { factsOf, recentEvents } from '../stores/checkpoint.js'
 import { toolSchemas, type ToolDefinition } from '../tools/define.js'
 import { isToolSource } from '../tools/source.js'
 import { StepTools } from '../runtime/step-tools.js'
@@ -24,7 +25,7 @@ import { assembleFromOptions, type PromptContext, type ToolsOption } from '../ru
 import { LiveTelemetry } from '../telemetry/live.js'
 import { withRecovered, type Durable } from './durable.js'
 import { LISTENER_NAMES, type AgentHooks, type ListenerName } from './hooks.js'
-import { Inbox, replayInbox } from './inbox.js'
+import { Inbox } from './inbox.js'
 import { checkGrace, checkOptions, DEFAULT_GRACE_MS, type AgentOptions, type CancelOptions, type CompactionResult, type DisposeOptions } from './options.js'
 import { collected, inspectors, liveAgents, mailReaders, telemetries } from './registry.js'
 
@@ -77,10 +78,12 @@ export class Agent {
     }
     // RS-7: a session (or the open turn of its log) belongs to one live agent
     const owner = liveAgents.get(session.id)?.deref()
-    const open = openTurnOf(session.events)
+    // a session opened from a checkpoint or trimmed keeps its open turn in memory: what is older is closed
+    const recent = recentEvents(session)
+    const open = openTurnOf(recent)
     if (owner && !owner.#disposed) {
       if (owner.session === session) throw new AgentStateError('SESSION_IN_USE', `session ${session.id} already belongs to a live agent`)
-      if (open && openTurnOf(owner.session.events)?.turn === open.turn) {
+      if (open && openTurnOf(recentEvents(owner.session))?.turn === open.turn) {
         throw new AgentStateError(
           'SESSION_IN_USE',
           `turn ${open.turn} of session ${session.id} is open in a live agent, which will close it; it cannot be repaired here`,
@@ -89,13 +92,11 @@ export class Agent {
     }
     this.session = session
     this.id = session.id
-    const events = session.events
-    const lastTurn = events.reduce((max, e) => (e.type === 'turn/start' ? Math.max(max, e.data.turn) : max), 0)
-    const priorHeader = events.some((e) => e.type === 'request/header')
+    // what the loop reads of the log's past (turn numbers, header, route, inbox), folded once per session (IN-14)
+    const facts = factsOf(session)
     // TL-18: a log that stops while a call waits for approval resumes in that wait instead of being repaired
-    const resume = approvalWaitOf(events)
-    const lastRoute = events.findLast((e) => e.type === 'request/context')
-    this.#resumed = events.length > 0
+    const resume = approvalWaitOf(recent)
+    this.#resumed = session.length > 0
     const outputSchemas = new OutputSchemas()
     this.#outputSchemas = outputSchemas
     const seed = seedConfig({ provider: model.provider, model: model.model }, model.defaultConfig, options.request, maxTokens, outputSchemas)
@@ -123,11 +124,11 @@ export class Agent {
         : {}),
       seedConfig: seed,
       outputSchemas,
-      inbox: replayInbox(session),
-      lastTurn,
-      priorHeader,
-      ...(lastRoute ? { contextKey: canonical(lastRoute.data) } : {}),
-      repair: resume ? [] : withRecovered(repairClosers(events), durable?.recovered),
+      inbox: { nextTurn: [...facts.inbox.nextTurn], nextStep: [...facts.inbox.nextStep] },
+      lastTurn: facts.lastTurn,
+      priorHeader: facts.priorHeader,
+      ...(facts.lastRoute !== null ? { contextKey: canonical(facts.lastRoute) } : {}),
+      repair: resume ? [] : withRecovered(repairClosers(recent), durable?.recovered),
       ...(resume ? { resume } : {}),
       approvals: options.approvals === true,
       maxParallelToolCalls,
@@ -155,6 +156,7 @@ export class Agent {
       () => this.#assertLive(),
     )
     this.#index = new LogIndex(session)
+    if (durable) durable.writer.beforeTrim = () => this.#index.catchUp()
     this.#runs = new RunTracker({
       index: this.#index,
       schemas: outputSchemas,

@@ -1,13 +1,10 @@
-// The Inbox handle (agent.inbox) over the machine's pending lists, and the replay that rebuilds those lists from the log.
+// The Inbox handle (agent.inbox) over the machine's pending lists (stores/checkpoint.ts rebuilds them from the log).
 import { ConfigError, InboxError } from '../errors.js'
 import { describeValue } from '../values/foreign.js'
-import { applySplice, duplicatePending, hasPending } from '../machines/inbox.js'
-import type { InboxLists } from '../machines/types.js'
+import { hasPending } from '../machines/inbox.js'
 import { toInboxMessage } from '../request/messages.js'
 import type { Runtime } from '../runtime/runtime.js'
 import type { InboxTarget, UserMessage } from '../session/schemas.js'
-import { forkLineageOf } from '../session/fork.js'
-import type { Session } from '../session/session.js'
 
 /** The pending lists, a read-only projection of the log's splices plus the mutations users may make. */
 export class Inbox {
@@ -64,27 +61,4 @@ function pendingAnswer(dispatch: () => void): boolean {
     if (error instanceof InboxError && error.code === 'NOT_PENDING') return false
     throw error
   }
-}
-
-/**
- * Rebuild the lists from the log's splices (IN-14, RS-2); a splice that does not fit, or that would leave an id
- * pending twice, names its seq. A resume seed is the agent's own log, so its splices count; a fork's inherited
- * ones (before its `session/end-seed{fork}` marker) do not: a fork starts with empty lists (SS-14).
- */
-export function replayInbox(session: Session): InboxLists {
-  let lists: InboxLists = { nextTurn: [], nextStep: [] }
-  const events = session.events
-  const from = (forkLineageOf(events)?.seq ?? -1) + 1
-  for (let seq = from; seq < events.length; seq++) {
-    const event = events[seq]
-    if (event.type !== 'agent/inbox/spliced') continue
-    try {
-      lists = applySplice(lists, event.data)
-    } catch (error) {
-      throw new ConfigError(`inbox splice at seq ${seq} is inconsistent with the replayed lists: ${(error as Error).message}`, { path: `events[${seq}]` })
-    }
-    const twice = duplicatePending(lists)
-    if (twice !== null) throw new ConfigError(`inbox splice at seq ${seq} leaves message ${JSON.stringify(twice)} pending twice`, { path: `events[${seq}]` })
-  }
-  return lists
 }

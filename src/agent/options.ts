@@ -110,6 +110,12 @@ export interface StoredAgentOptions extends Omit<AgentOptions, 'session' | 'stor
    * from any process is applied as the same local call would be (default true on a store that has a mailbox).
    */
   mailbox?: boolean
+  /**
+   * How the open checks the stored log: from its latest checkpoint and the tail after it (`'checkpoint'`, the
+   * default), or by validating and replaying all of it (`'full'`); a checkpoint that disagrees with the log is
+   * refused (the logger hears why) and the whole log is validated instead (docs/persistence.md, long sessions).
+   */
+  validate?: 'checkpoint' | 'full'
 }
 
 function positiveInt(name: string, value: unknown): number | undefined {

@@ -4,7 +4,7 @@
 import type { OutputSchemas } from '../request/options.js'
 import { describeIssues } from '../request/schema.js'
 import type { AssistantMessage, ContentBlock, SessionEvent, SessionEventOf, TokenUsage, TurnEndReason } from '../session/schemas.js'
-import type { Session } from '../session/session.js'
+import { firstInMemory, type Session } from '../session/session.js'
 
 /** Token counts summed over attempts; the parts are disjoint, `totalTokens` is their sum. */
 export interface UsageTotals {
@@ -153,7 +153,10 @@ class UsageCounter {
 /** Where the turn results look things up, advanced lazily over new events. */
 export class LogIndex {
   readonly #session: Session
-  #cursor = 0
+  /** Where the headers and turn starts are read up to: from the events in memory on (a stored session's older ones are closed turns). */
+  #cursor: number
+  /** Where the usage totals are read up to: from the first event (a stored session reads its older ones through its store once). */
+  #usageCursor = 0
   readonly #usage = new UsageCounter()
   /** Seqs of `request/header` events, ascending. */
   readonly #headers: number[] = []
@@ -162,12 +165,21 @@ export class LogIndex {
 
   constructor(session: Session) {
     this.#session = session
+    this.#cursor = firstInMemory(session)
   }
 
   /** Token totals over the whole log, seeded history included. */
   usage(): UsageTotals {
     this.#advance()
+    this.#advanceUsage()
     return this.#usage.current()
+  }
+
+  /** Reads what was appended; the store writer calls it before committed events leave memory. */
+  catchUp(): void {
+    this.#advance()
+    // totals never asked for over a stored session are left to the first usage() call
+    if (this.#usageCursor >= firstInMemory(this.#session)) this.#advanceUsage()
   }
 
   /** The result of `turn`, whose `turn/end` is at `endSeq`. */
@@ -238,10 +250,16 @@ export class LogIndex {
     const session = this.#session
     for (; this.#cursor < session.length; this.#cursor++) {
       const event = session.at(this.#cursor)!
-      this.#usage.visit(event)
       if (event.type === 'request/header') this.#headers.push(event.seq)
       else if (event.type === 'turn/start') this.#turnStarts.set(event.data.turn, event.seq)
     }
+  }
+
+  #advanceUsage(): void {
+    const session = this.#session
+    // events no longer in memory are read through the store in one pass
+    const older = this.#usageCursor < firstInMemory(session) ? session.events : undefined
+    for (; this.#usageCursor < session.length; this.#usageCursor++) this.#usage.visit(older?.[this.#usageCursor] ?? session.at(this.#usageCursor)!)
   }
 }
 

@@ -7,9 +7,10 @@ import { checkSessionId, DEFAULT_LEASE_MS } from '../stores/lease.js'
 import { mailboxIn, SessionMailbox, type HeldMail, type MailboxBackend } from '../stores/mailbox.js'
 import type { SessionHandle } from '../stores/types.js'
 import { SessionWriter } from '../stores/writer.js'
+import { factsOf, openedSession, recentEvents } from '../stores/checkpoint.js'
+import { describeValue } from '../values/foreign.js'
 import { Agent, announceLater } from './agent.js'
 import { recoverCalls, type RecoveredResult } from './durable.js'
-import { replayInbox } from './inbox.js'
 import { checkOptions, type StoredAgentOptions } from './options.js'
 import { mailReaders } from './registry.js'
 
@@ -29,19 +30,30 @@ export async function openStoredAgent(options: StoredAgentOptions): Promise<Agen
     throw new ConfigError(`options.id ${options.id} differs from options.sessionId ${options.sessionId}`, { path: 'id' })
   }
   const sessionId = checkSessionId(options.sessionId ?? options.id ?? crypto.randomUUID())
+  if (options.validate !== undefined && options.validate !== 'checkpoint' && options.validate !== 'full') {
+    throw new ConfigError(`validate must be 'checkpoint' or 'full', got ${describeValue(options.validate)}`, { path: 'validate' })
+  }
+  const logger = options.logger ?? { error: (message: string, error: unknown) => console.error(`[agentchart] ${message}:`, error) }
   let session: Session | undefined
   const handle: SessionHandle = await store.open(sessionId, {
     ...(options.lease?.holder !== undefined ? { holder: options.lease.holder } : {}),
     ...(options.lease?.leaseMs !== undefined ? { leaseMs: options.lease.leaseMs } : {}),
+    checkpoint: options.validate !== 'full',
     // runs before the store writes anything: a refusal leaves the stored data as it was
-    check: (events) => {
-      session = seedSession(sessionId, events)
+    check: (events, stored) => {
+      session = openedSession(
+        sessionId,
+        events,
+        stored,
+        (all) => seedSession(sessionId, all),
+        (refusal) => logger.error(`agentchart: ${refusal.message}; validating the whole log instead`, refusal),
+      )
     },
   })
-  const logger = options.logger ?? { error: (message: string, error: unknown) => console.error(`[agentchart] ${message}:`, error) }
   let recovered: Map<string, RecoveredResult>
   try {
-    recovered = await recoverCalls(session!.events, options.tools, store, sessionId, logger)
+    // the open turn, if any, is among the events in memory (they start at a safe point)
+    recovered = await recoverCalls(recentEvents(session!), options.tools, store, sessionId, logger)
   } catch (error) {
     await handle.release().catch(() => {})
     throw error
@@ -49,13 +61,13 @@ export async function openStoredAgent(options: StoredAgentOptions): Promise<Agen
   let agent: Agent | undefined
   let writer: SessionWriter
   try {
-    writer = new SessionWriter(handle, session!, handle.events.length, {
+    writer = new SessionWriter(handle, session!, (handle.from ?? 0) + handle.events.length, {
       ...options.commits,
       leaseMs: options.lease?.leaseMs ?? DEFAULT_LEASE_MS,
       logger,
       onFault: (error) => logger.error(`agentchart: the store failed; session ${sessionId} accepts no more appends (reopen it to repair and continue)`, error),
     })
-    const { store: _store, sessionId: _id, lease: _lease, commits: _commits, mailbox: _mailbox, ...agentOptions } = options
+    const { store: _store, sessionId: _id, lease: _lease, commits: _commits, mailbox: _mailbox, validate: _validate, ...agentOptions } = options
     agent = new Agent({ ...agentOptions, session: session! }, { store, writer, recovered })
   } catch (error) {
     await handle.release().catch(() => {})
@@ -109,7 +121,7 @@ function readMail(agent: Agent, backend: MailboxBackend, handle: SessionHandle, 
 function seedSession(sessionId: string, events: readonly unknown[]): Session {
   try {
     const session = createSession({ id: sessionId, seed: events })
-    replayInbox(session) // IN-14: splices that do not replay are damage too
+    factsOf(session) // IN-14: splices that do not replay are damage too
     return session
   } catch (error) {
     if (!(error instanceof AgentchartError)) throw error

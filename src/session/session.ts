@@ -169,6 +169,17 @@ class ContainedObservable<T> extends Observable<T> {
 
 // ---- session -----------------------------------------------------------------
 
+/** In-house: the checkpoint path of the Session constructor (stores/checkpoint.ts builds it, after checking it). */
+export const RESUME: unique symbol = Symbol('agentchart.resume')
+/** In-house: the events in memory, from the latest checkpoint on (a safe point: no turn open before it). */
+export let recentEvents: (session: Session) => readonly SessionEvent[]
+/** In-house: the seq of the first event kept in memory (0 unless opened from a checkpoint or trimmed). */
+export let firstInMemory: (session: Session) => number
+/** In-house: takes a trimmed prefix back into memory. */
+export let restoreEvents: (session: Session) => void
+/** In-house: drops committed events before `upTo` from memory (the store writer calls it once a checkpoint is stored). */
+export let trimEvents: (session: Session, upTo: number, read: PrefixReader) => void
+
 interface ObserverEntry {
   readonly fn: SessionObserver
   active: boolean
@@ -181,10 +192,20 @@ export class Session {
   readonly events$: Observable<SessionEvent>
 
   readonly #now: () => number
+  /** The events from seq `#base` on, in seq order; older ones are in `#kept` or read through `#prefix`. */
   readonly #events: SessionEvent[] = []
   #snapshot: readonly SessionEvent[] = Object.freeze([])
   #seedLength = 0
-  readonly #surface = new Surface()
+  /** How many events precede `#events` (0 unless opened from a checkpoint or trimmed: stores/checkpoint.ts). */
+  #base = 0
+  /** The surface events older than `#base` (replace checks read them) and the one at `#base - 1`. */
+  #kept = new Map<number, SessionEvent>()
+  /** Reads stored events [from, to) of the part before `#base`. */
+  #prefix: PrefixReader | null = null
+  /** The replace generation `#kept` was last pruned at. */
+  #keptGeneration = 0
+  #fullView: WeakRef<readonly SessionEvent[]> | null = null
+  #surface = new Surface()
   #observers: ObserverEntry[] = []
   #publishing = false
   readonly #sinks = new Set<Subscriber<SessionEvent>>()
@@ -211,17 +232,20 @@ export class Session {
         this.#observersChanged()
       }
     })
-    if (seed !== undefined) this.#loadSeed(seed, options.checkSeed !== false)
+    const resume = (options as { [RESUME]?: SessionResume })[RESUME]
+    if (resume !== undefined) this.#loadResume(resume)
+    else if (seed !== undefined) this.#loadSeed(seed, options.checkSeed !== false)
   }
 
   /** Frozen snapshot of the log; a held snapshot never grows (SS-1). */
   get events(): readonly SessionEvent[] {
+    if (this.#base > 0) return this.#readThrough()
     if (this.#snapshot.length !== this.#events.length) this.#snapshot = Object.freeze(this.#events.slice())
     return this.#snapshot
   }
 
   get length(): number {
-    return this.#events.length
+    return this.#base + this.#events.length
   }
 
   /** First live seq: 0 unseeded, else the seq after the seed's `session/end-seed` (SS-9). */
@@ -266,11 +290,11 @@ export class Session {
   }
 
   at(seq: number): SessionEvent | undefined {
-    return Number.isInteger(seq) && seq >= 0 ? this.#events[seq] : undefined
+    return Number.isInteger(seq) && seq >= 0 ? this.#eventAt(seq) : undefined
   }
 
   last(): SessionEvent | undefined {
-    return this.#events[this.#events.length - 1]
+    return this.#events.length > 0 ? this.#events[this.#events.length - 1] : this.#eventAt(this.#base - 1)
   }
 
   /** A reading of the clock this log stamps its events with. Why: what happens beside the log (a maintenance job's span) shares its timeline. */
@@ -294,7 +318,7 @@ export class Session {
     // a checked frozen chunk is the stream's wrap of a parse admitChunk froze and found lossless: kept as it is
     const checked = intent !== undefined && (intent as CheckedIntent)[SCHEMA_CHECKED] === true
     const logged = checked && type === 'assistant/chunk' && Object.isFrozen(data) ? data : toFrozenJson(data, 'data')
-    const event = this.#build(this.#events.length, type, logged, intent ?? NO_INTENT, 'data', intent?.time)
+    const event = this.#build(this.length, type, logged, intent ?? NO_INTENT, 'data', intent?.time)
     // an injected store failure refuses a valid event, as a failing store would: nothing is logged
     if (this.#faults.size > 0) this.#injectedFault(type)
     this.#commit(event)
@@ -463,7 +487,7 @@ export class Session {
       }
     }
     if (type !== 'tool/result') return
-    const old = from === to ? this.#events[nodes[from]] : undefined
+    const old = from === to ? this.#eventAt(nodes[from]) : undefined
     if (old?.type !== 'tool/result') throw new SessionAppendError('tool/result: a replacement must shadow exactly one tool/result node', { path: 'surfaceOp' })
     // SS-6, our reading: the replacement is the same result with new content.
     // Everything (turn, step, message id and source, toolCallId, isError,
@@ -549,10 +573,167 @@ export class Session {
       if (first !== undefined) throw new SeedRefusedError(first.seq, first.rule, first.message)
     }
     if (this.last()?.type !== 'session/end-seed') {
-      this.#commit(this.#build(this.#events.length, 'session/end-seed', Object.freeze({}), NO_INTENT, 'data'))
+      this.#commit(this.#build(this.length, 'session/end-seed', Object.freeze({}), NO_INTENT, 'data'))
     }
-    this.#seedLength = this.#events.length
+    this.#seedLength = this.length
   }
+
+  // ---- opened from a checkpoint (stores/checkpoint.ts) ------------------------------------
+
+  /** An event by seq wherever it is kept: in memory, among the kept surface events, or read through the store. */
+  #eventAt(seq: number): SessionEvent | undefined {
+    if (seq >= this.#base) return this.#events[seq - this.#base]
+    const kept = this.#kept.get(seq)
+    if (kept !== undefined || seq < 0) return kept
+    return this.#readPrefix(seq, seq + 1)[0]
+  }
+
+  /** Stored events [from, to) before `#base`, copied and frozen as the log holds them (they were validated when logged). */
+  #readPrefix(from: number, to: number): SessionEvent[] {
+    const reader = this.#prefix
+    if (reader === null) return []
+    const raw = reader(from, to)
+    if (raw.length !== to - from) throw new SessionAppendError(`session ${this.id}: the store gave ${raw.length} events for seq ${from}..${to - 1}`)
+    return raw.map((value, i) => {
+      const event = toFrozenJson(value, `events[${from + i}]`) as SessionEvent
+      if (!isRecordLike(event) || event.seq !== from + i) throw new SessionAppendError(`session ${this.id}: the store gave a wrong event for seq ${from + i}`)
+      return event
+    })
+  }
+
+  /** The whole log read through the store: held only while someone holds it (a WeakRef), so it is not kept heap. */
+  #readThrough(): readonly SessionEvent[] {
+    const held = this.#fullView?.deref()
+    if (held !== undefined && held.length === this.length) return held
+    const full = Object.freeze(this.#readPrefix(0, this.#base).concat(this.#events))
+    this.#fullView = new WeakRef(full)
+    return full
+  }
+
+  /**
+   * Builds the session from a checkpoint's parts: the surface events (each checked against its schema and copied),
+   * then the tail after it, validated and committed like seed events. Pure until it returns: a throw leaves nothing.
+   */
+  #loadResume(resume: SessionResume): void {
+    const { base, surface, last, tail, read } = resume
+    this.#base = base
+    this.#prefix = read
+    const adopt = (raw: unknown, at: string): SessionEvent => {
+      const copy = toFrozenJson(raw, at)
+      if (!isRecordLike(copy) || typeof copy.seq !== 'number' || !Number.isInteger(copy.seq) || copy.seq < 0 || copy.seq >= base)
+        throw new SessionAppendError(`${at}: not an event before seq ${base}`, { path: at })
+      for (const key of Object.keys(copy)) {
+        if (!ENVELOPE_KEYS.has(key)) throw new SessionAppendError(`${at}: unknown envelope key ${JSON.stringify(key)}`, { path: formatPath(at, [key]) })
+      }
+      const type = copy.type
+      if (typeof type !== 'string' || !isKnownType(type)) throw new SessionAppendError(`${at}: unknown event type`, { path: at })
+      const parsed = EventDataSchemas[type].safeParse(copy.data)
+      if (!parsed.success) throw new SessionAppendError(`${at}: ${type} data does not match its schema`, { path: `${at}.data`, cause: parsed.error })
+      if (typeof copy.time !== 'number' || !Number.isFinite(copy.time)) throw new SessionAppendError(`${at}.time: not a finite number`, { path: `${at}.time` })
+      return copy as unknown as SessionEvent
+    }
+    const nodes = surface.map((raw, i) => {
+      const event = adopt(raw, `surface[${i}]`)
+      if (!SURFACE.has(event.type) || event.surfaceOp === undefined) throw new SessionAppendError(`surface[${i}]: seq ${event.seq} is not a surface event`)
+      if (this.#kept.has(event.seq)) throw new SessionAppendError(`surface[${i}]: seq ${event.seq} appears twice`)
+      this.#kept.set(event.seq, event)
+      return event
+    })
+    // the nodes as they stand on the surface now: a replacement's own range is gone with the nodes it shadowed
+    this.#surface = Surface.of(
+      nodes.map((event) => event.seq),
+      nodes.map((event) => nodeMessage(event)),
+      resume.generation,
+    )
+    if (base > 0) {
+      const lastEvent = adopt(last, 'last')
+      if (lastEvent.seq !== base - 1) throw new SessionAppendError(`last: expected seq ${base - 1}, got ${lastEvent.seq}`)
+      this.#kept.set(lastEvent.seq, lastEvent)
+    }
+    tail.forEach((raw: unknown, i) => {
+      const seq = base + i
+      const at = `events[${seq}]`
+      const copy = toFrozenJson(raw, at)
+      if (!isRecordLike(copy)) throw new SessionAppendError(`${at}: a stored event must be an object`, { path: at })
+      for (const key of Object.keys(copy)) {
+        if (!ENVELOPE_KEYS.has(key)) throw new SessionAppendError(`${at}: unknown envelope key ${JSON.stringify(key)}`, { path: formatPath(at, [key]) })
+      }
+      if (copy.seq !== seq) throw new SessionAppendError(`${at}.seq: expected ${seq}, got ${String(copy.seq)}`, { path: `${at}.seq` })
+      if (!Object.hasOwn(copy, 'data')) throw new SessionAppendError(`${at}.data: missing`, { path: `${at}.data` })
+      const { surfaceOp, sourceEventSeqs, ignorable } = copy as AppendIntent
+      this.#commit(this.#build(seq, copy.type, copy.data, { surfaceOp, sourceEventSeqs, ignorable }, `${at}.data`, copy.time ?? null))
+    })
+    if (this.last()?.type !== 'session/end-seed') this.#commit(this.#build(this.length, 'session/end-seed', Object.freeze({}), NO_INTENT, 'data'))
+    this.#seedLength = this.length
+  }
+
+  /** The events kept in memory from `#base` on: all of them unless opened from a checkpoint or trimmed. */
+  #recent(): readonly SessionEvent[] {
+    return this.#base === 0 ? this.events : Object.freeze(this.#events.slice())
+  }
+
+  /** Reads the trimmed prefix back into memory: its store is about to close (the writer calls it for a short log). */
+  #restore(): void {
+    if (this.#base === 0) return
+    const prefix = this.#readPrefix(0, this.#base)
+    // the kept events stay the very objects the history holds
+    for (const [seq, event] of this.#kept) prefix[seq] = event
+    this.#events.unshift(...prefix)
+    this.#base = 0
+    this.#kept.clear()
+    this.#prefix = null
+    this.#fullView = null
+  }
+
+  /**
+   * Drops the events before `upTo` from memory, keeping the surface ones; later reads of them go through `read`.
+   * Why: with a store, a long session keeps what its history needs, not its whole log (docs/persistence.md).
+   */
+  #trim(upTo: number, read: PrefixReader): void {
+    if (upTo <= this.#base || upTo > this.length) return
+    if (this.#prefix === null) this.#prefix = read
+    const dropped = this.#events.splice(0, upTo - this.#base)
+    // surface events stay (the history reads them); the ones a replace shadowed go once the surface changed
+    if (this.#surface.generation !== this.#keptGeneration) {
+      const onSurface = new Set(this.#surface.seqs)
+      for (const [seq] of this.#kept) if (!onSurface.has(seq)) this.#kept.delete(seq)
+      this.#keptGeneration = this.#surface.generation
+      for (const event of dropped) if (onSurface.has(event.seq)) this.#kept.set(event.seq, event)
+    } else {
+      const previous = this.#kept.get(this.#base - 1)
+      if (previous !== undefined && previous.surfaceOp === undefined) this.#kept.delete(previous.seq)
+      for (const event of dropped) if (event.surfaceOp !== undefined) this.#kept.set(event.seq, event)
+    }
+    const lastDropped = dropped[dropped.length - 1]
+    this.#kept.set(lastDropped.seq, lastDropped)
+    this.#base = upTo
+    this.#snapshot = Object.freeze([])
+  }
+
+  static {
+    recentEvents = (session) => session.#recent()
+    firstInMemory = (session) => session.#base
+    restoreEvents = (session) => session.#restore()
+    trimEvents = (session, upTo, read) => session.#trim(upTo, read)
+  }
+}
+
+/** Reads stored events [from, to) synchronously, as the store holds them. */
+export type PrefixReader = (from: number, to: number) => readonly unknown[]
+
+/** The parts of a session opened from a checkpoint. */
+export interface SessionResume {
+  /** The number of events the checkpoint covers: the tail starts at this seq. */
+  readonly base: number
+  /** The stored events of the surface nodes, in surface order. */
+  readonly surface: readonly unknown[]
+  /** The stored event at `base - 1`. */
+  readonly last: unknown
+  readonly generation: number
+  /** The stored events from `base` on. */
+  readonly tail: readonly unknown[]
+  /** Read-through of the events before `base`. */
+  readonly read: PrefixReader
 }
 
 /**
@@ -560,6 +741,8 @@ export class Session {
  * package still counts. Why: an Agent or a stored events array passed where a Session goes should be named as such.
  */
 export function isSessionLike(value: unknown): value is Session {
+  // a Session of this copy is one without reading its events (a stored one reads them through its store)
+  if (value instanceof Session) return true
   return isRecordLike(value) && typeof value.id === 'string' && isArrayLike(value.events) && 'halted' in value
 }
 

@@ -1,6 +1,7 @@
 // agentchart/stores: where session logs live between processes. The drivers
 // (better-sqlite3, pg) load only when their store is made.
-export type { Lease, OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
+export type { CheckpointText, Lease, OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
+export type { StoredCheckpoint } from './checkpoint.js'
 export { memoryStore } from './memory.js'
 export type { MemoryStoreOptions } from './memory.js'
 export type { ChunkRetention } from './fold.js'

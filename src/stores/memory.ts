@@ -5,9 +5,10 @@ import { SessionInUseError, StoreError } from '../errors.js'
 import type { SessionEvent } from '../session/schemas.js'
 import { ChunkFolder, checkChunkRetention, type ChunkRetention } from './fold.js'
 import { checkSessionId, leaseRequest } from './lease.js'
-import { checkBatch, decodeRows, type StoredRow } from './rows.js'
+import { checkBatch, decodeRows, readRange, type StoredRow } from './rows.js'
+import { parseCheckpoint } from './checkpoint.js'
 import { settled } from './sync.js'
-import type { Lease, OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
+import type { CheckpointText, Lease, OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
 import { MAILBOX, MailboxError, RidingMail, wakes, type MailboxBackend, type MailBody, type MailRecord, type SessionQueue } from './mailbox.js'
 import { scanningQueue, SignalHub } from './local-queue.js'
 
@@ -21,6 +22,8 @@ interface Stored {
   holder: string | null
   token: number
   expiresAt: number
+  /** The latest checkpoint committed with a batch, or null. */
+  checkpoint: CheckpointText | null
 }
 
 export interface MemoryStoreOptions {
@@ -42,7 +45,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): SessionStore {
     if (closed) throw new StoreError('STORE_CLOSED', id, 'this memory store is closed')
   }
 
-  function handle(stored: Stored, created: boolean, events: readonly unknown[], lease: Lease, leaseMs: number): SessionHandle {
+  function handle(stored: Stored, created: boolean, events: readonly unknown[], from: number, lease: Lease, leaseMs: number): SessionHandle {
     const { id } = stored
     const folder = new ChunkFolder(retention, events)
     const fence = () => {
@@ -56,8 +59,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): SessionStore {
       sessionId: id,
       created,
       events,
+      from,
+      read: (start, end) => readRange(id, stored.rows, start, end),
       lease,
-      append(batch: readonly SessionEvent[]) {
+      append(batch: readonly SessionEvent[], checkpoint?: CheckpointText) {
         fence()
         checkBatch(id, stored.length, batch)
         const riders = riding.take(batch[batch.length - 1].seq + 1)
@@ -72,6 +77,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): SessionStore {
         if (gone.size > 0) kept.sort((a, b) => a.seq - b.seq)
         stored.rows = kept
         stored.length += batch.length
+        if (checkpoint !== undefined && checkpoint.length <= stored.length) stored.checkpoint = { length: checkpoint.length, text: checkpoint.text }
         plan.commit()
         stored.updatedAt = Date.now()
         stored.expiresAt = stored.updatedAt + leaseMs
@@ -164,15 +170,31 @@ export function memoryStore(options: MemoryStoreOptions = {}): SessionStore {
         const now = Date.now()
         const existing = sessions.get(id)
         if (existing && existing.holder !== null && existing.expiresAt > now) throw new SessionInUseError(id, existing.holder, existing.expiresAt)
-        const events = existing ? decodeRows(id, existing.rows) : []
-        options?.check?.(events)
-        const stored: Stored = existing ?? { id, createdAt: now, updatedAt: now, rows: [], length: 0, holder: null, token: 0, expiresAt: 0 }
+        // from a checkpoint: only the tail after it is read here; the opener reads what else it needs through `read`
+        const saved = options?.checkpoint === true && existing?.checkpoint ? parseCheckpoint(existing.checkpoint.text) : undefined
+        const from = saved !== undefined && saved.length <= existing!.length ? saved.length : 0
+        const events = existing ? (from > 0 ? readRange(id, existing.rows, from, existing.length) : decodeRows(id, existing.rows)) : []
+        if (from > 0) {
+          const rows = existing!.rows
+          options?.check?.(events, { checkpoint: saved!.value, length: existing!.length, read: (start, end) => readRange(id, rows, start, end) })
+        } else options?.check?.(events)
+        const stored: Stored = existing ?? {
+          id,
+          createdAt: now,
+          updatedAt: now,
+          rows: [],
+          length: 0,
+          holder: null,
+          token: 0,
+          expiresAt: 0,
+          checkpoint: null,
+        }
         stored.token++
         stored.holder = holder
         stored.expiresAt = now + leaseMs
         sessions.set(id, stored)
         const lease = Object.freeze({ holder, token: stored.token, expiresAt: stored.expiresAt })
-        return handle(stored, existing === undefined, events, lease, leaseMs)
+        return handle(stored, existing === undefined, events, from, lease, leaseMs)
       })
     },
     load(sessionId: string) {

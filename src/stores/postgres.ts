@@ -8,7 +8,8 @@ import type { SessionEvent } from '../session/schemas.js'
 import { ChunkFolder, checkChunkRetention, type ChunkRetention, type RowPlan } from './fold.js'
 import { checkSessionId, leaseRequest } from './lease.js'
 import { checkBatch, decodeRows, type StoredRow } from './rows.js'
-import type { OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
+import type { CheckpointText, OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
+import { checkpointLength, parseCheckpoint, type StoredCheckpoint } from './checkpoint.js'
 import { MAILBOX, type MailboxBackend } from './mailbox.js'
 import { mailboxDdl, postgresMailbox } from './postgres-mailbox.js'
 import { postgresQueue } from './postgres-queue.js'
@@ -126,6 +127,7 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
   const sessions = `"${schema}".agentchart_sessions`
   const events = `"${schema}".agentchart_events`
   const mailTable = `"${schema}".agentchart_mail`
+  const checkpoints = `"${schema}".agentchart_checkpoints`
   let closed = false
   let closing: Promise<void> | null = null
   let ready: Promise<void> | null = null
@@ -189,12 +191,16 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
              , dropped AS (DELETE FROM ${events} WHERE session_id = (SELECT id FROM fence) AND seq = ANY($9::int[]))
              , consumed AS (UPDATE ${mailTable} SET consumed_at = ${NOW_MS}, consumed_token = $2
                             WHERE session_id = (SELECT id FROM fence) AND id = ANY($10::bigint[]) AND consumed_at IS NULL)
+             , saved AS (INSERT INTO ${checkpoints} (session_id, length, body) SELECT fence.id, $11::int, $12::text FROM fence WHERE $12::text IS NOT NULL
+                         ON CONFLICT (session_id) DO UPDATE SET length = EXCLUDED.length, body = EXCLUDED.body)
              INSERT INTO ${events} (session_id, seq, type, event)
              SELECT fence.id, u.seq, u.type, u.event FROM fence, unnest($6::int[], $7::text[], $8::text[]) AS u(seq, type, event)
              ON CONFLICT (session_id, seq) DO UPDATE SET type = EXCLUDED.type, event = EXCLUDED.event`,
     renew: `UPDATE ${sessions} SET lease_expires_at = ${NOW_MS} + $3 WHERE id = $1 AND lease_token = $2`,
     release: `UPDATE ${sessions} SET lease_holder = NULL, lease_expires_at = 0 WHERE id = $1 AND lease_token = $2`,
     list: `SELECT *, ${NOW_MS} AS now FROM ${sessions} ORDER BY updated_at DESC LIMIT $1`,
+    checkpoint: `SELECT body FROM ${checkpoints} WHERE session_id = $1`,
+    // the rows from the one holding seq $2 (a folded row starts earlier) to the end
   }
 
   /** A statement `pg` prepares once per connection (named by schema, so two stores on one pool do not clash). */
@@ -222,6 +228,10 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
           type text NOT NULL,
           event text NOT NULL,
           PRIMARY KEY (session_id, seq))`)
+        await client.query(`CREATE TABLE IF NOT EXISTS ${checkpoints} (
+          session_id text PRIMARY KEY,
+          length integer NOT NULL,
+          body text NOT NULL)`)
         for (const statement of mailboxDdl(schema)) await client.query(statement)
         await client.query('COMMIT')
       } catch (error) {
@@ -248,7 +258,20 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
     return stored
   }
 
-  function open(id: string, holder: string, leaseMs: number, check: OpenSessionOptions['check']) {
+  /**
+   * The latest checkpoint, handed to the opener with the whole log as its read. Why the whole log: reads here are
+   * asynchronous and the session's are not, so a session over this store keeps its log in memory; what the
+   * checkpoint saves is validating and replaying all of it.
+   */
+  async function storedCheckpoint(client: PgQueryable, id: string, row: SessionRow, all: readonly unknown[]): Promise<StoredCheckpoint | undefined> {
+    const saved = (await client.query(sql.checkpoint, [id])).rows[0] as { body: string } | undefined
+    const parsed = saved === undefined ? undefined : parseCheckpoint(saved.body)
+    if (parsed === undefined || parsed.length > row.length) return undefined
+    return { checkpoint: parsed.value, length: row.length, read: (start, end) => all.slice(start, end) }
+  }
+
+  function open(id: string, holder: string, leaseMs: number, options: OpenSessionOptions | undefined) {
+    const check = options?.check
     return withClient(id, 'opening the session', due(), async (client) => {
       try {
         await client.query('BEGIN')
@@ -257,11 +280,15 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
         if (row.lease_holder !== null && Number(row.lease_expires_at) > Number(row.now)) {
           throw new SessionInUseError(id, row.lease_holder, Number(row.lease_expires_at))
         }
-        const stored = await readEvents(client, id, row)
-        check?.(stored)
+        const all = await readEvents(client, id, row)
+        const saved = options?.checkpoint === true && !created ? await storedCheckpoint(client, id, row, all) : undefined
+        const from = saved === undefined ? 0 : checkpointLength(saved.checkpoint)!
+        const stored = from === 0 ? all : all.slice(from)
+        if (saved === undefined) check?.(stored)
+        else check?.(stored, saved)
         const leased = (await client.query(sql.lease, [id, holder, leaseMs])).rows[0] as { lease_token: string; lease_expires_at: string }
         await client.query('COMMIT')
-        return { created, events: stored, token: Number(leased.lease_token), expiresAt: Number(leased.lease_expires_at) }
+        return { created, events: stored, from, token: Number(leased.lease_token), expiresAt: Number(leased.lease_expires_at) }
       } catch (error) {
         // the refused open leaves the store as it found it
         await client.query('ROLLBACK').catch(noop)
@@ -285,7 +312,15 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
     throw new StoreError('STORE_CONFLICT', id, `session ${id}: the batch starts at seq ${first} but ${row.length} events are stored`)
   }
 
-  async function append(id: string, token: number, leaseMs: number, batch: readonly SessionEvent[], plan: RowPlan, mailIds: readonly string[]): Promise<void> {
+  async function append(
+    id: string,
+    token: number,
+    leaseMs: number,
+    batch: readonly SessionEvent[],
+    plan: RowPlan,
+    mailIds: readonly string[],
+    checkpoint: CheckpointText | undefined,
+  ): Promise<void> {
     assertOpen(id)
     // one bound for the commit, its retries and the check of what a retry found
     const deadline = due()
@@ -298,7 +333,20 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
     for (let attempt = 0; ; attempt++) {
       try {
         const result = await withClient(id, what, deadline, (client) =>
-          client.query(prepared('append'), [id, token, first, batch.length, leaseMs, seqs, types, texts, plan.drop, mailIds]),
+          client.query(prepared('append'), [
+            id,
+            token,
+            first,
+            batch.length,
+            leaseMs,
+            seqs,
+            types,
+            texts,
+            plan.drop,
+            mailIds,
+            checkpoint?.length ?? 0,
+            checkpoint?.text ?? null,
+          ]),
         )
         written = result.rowCount ?? 0
         break
@@ -358,7 +406,7 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
       const { holder, leaseMs } = leaseRequest(openOptions)
       assertOpen(id)
       await wrapped(id, () => migrate(id))
-      const opened = await wrapped(id, () => open(id, holder, leaseMs, openOptions?.check))
+      const opened = await wrapped(id, () => open(id, holder, leaseMs, openOptions))
       if (closed) {
         // close() ran while this open was on its way: the lease it just took goes at once, like the others
         await withClient(id, 'releasing the lease', due(), (client) => client.query(sql.release, [id, opened.token])).catch(noop)
@@ -372,15 +420,16 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
         sessionId: id,
         created: opened.created,
         events: opened.events,
+        from: opened.from,
         lease,
-        async append(batch: readonly SessionEvent[]) {
+        async append(batch: readonly SessionEvent[], checkpoint?: CheckpointText) {
           if (batch.length === 0) return
           checkBatch(id, batch[0].seq, batch)
           const plan = folder.plan(batch)
           // mailbox rows whose splice is in this batch are consumed by the same statement
           const riders = mailbox.riding(handle).take(batch[batch.length - 1].seq + 1)
           try {
-            await wrapped(id, () => append(id, lease.token, leaseMs, batch, plan, riders.ids))
+            await wrapped(id, () => append(id, lease.token, leaseMs, batch, plan, riders.ids, checkpoint))
           } catch (error) {
             riders.settle(error)
             throw error

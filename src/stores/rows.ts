@@ -55,3 +55,32 @@ export function checkBatch(sessionId: string, length: number, events: readonly S
     }
   }
 }
+
+/**
+ * The events [from, to) of rows in seq order, chunk rows expanded: starts at the row holding `from` (a fold row's
+ * first seq may come before it), found by binary search.
+ */
+export function readRange(sessionId: string, rows: readonly StoredRow[], from: number, to: number): unknown[] {
+  if (to <= from) return []
+  let lo = 0
+  let hi = rows.length - 1
+  let start = -1
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1
+    if (Number(rows[mid].seq) <= from) {
+      start = mid
+      lo = mid + 1
+    } else hi = mid - 1
+  }
+  if (start < 0) return []
+  const picked: StoredRow[] = []
+  for (let i = start; i < rows.length && Number(rows[i].seq) < to; i++) picked.push(rows[i])
+  return sliceDecoded(sessionId, picked, from, to)
+}
+
+/** Decodes rows that begin at or before `from` and keeps the events [from, to). */
+export function sliceDecoded(sessionId: string, rows: readonly StoredRow[], from: number, to: number): unknown[] {
+  if (rows.length === 0) return []
+  const first = Number(rows[0].seq)
+  return decodeRows(sessionId, rows, first).slice(from - first, to - first)
+}

@@ -7,10 +7,11 @@ import { AgentchartError, ConfigError, SessionInUseError, StoreError, StoredLogE
 import type { SessionEvent } from '../session/schemas.js'
 import { ChunkFolder, checkChunkRetention, type ChunkRetention, type RowPlan } from './fold.js'
 import { checkSessionId, leaseRequest } from './lease.js'
-import { checkBatch, decodeRows, type StoredRow } from './rows.js'
+import { checkBatch, decodeRows, sliceDecoded, type StoredRow } from './rows.js'
+import { parseCheckpoint, type StoredCheckpoint } from './checkpoint.js'
 import { LeaseWatch, stamp, type LeaseColumns } from './sqlite-lease.js'
 import { settled } from './sync.js'
-import type { OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
+import type { CheckpointText, OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
 import { MAILBOX, type MailboxBackend } from './mailbox.js'
 import { sqliteMailbox } from './sqlite-mailbox.js'
 
@@ -58,6 +59,11 @@ CREATE TABLE IF NOT EXISTS agentchart_events (
   event TEXT NOT NULL,
   PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS agentchart_checkpoints (
+  session_id INTEGER PRIMARY KEY,
+  length INTEGER NOT NULL,
+  body TEXT NOT NULL
+);
 `
 /** The lease stamps (docs/persistence.md, the lease), added to files made before they existed. */
 const STAMP_COLUMNS = {
@@ -87,10 +93,12 @@ function sessionColumns(db: BetterSqlite3.Database): Set<string> {
 
 /** True when the file holds both tables with the lease stamps: nothing to write before reading. */
 function schemaReady(db: BetterSqlite3.Database): boolean {
-  const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN ('agentchart_sessions', 'agentchart_events')").get() as {
+  const tables = db
+    .prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN ('agentchart_sessions', 'agentchart_events', 'agentchart_checkpoints')")
+    .get() as {
     n: number
   }
-  if (tables.n !== 2) return false
+  if (tables.n !== 3) return false
   const columns = sessionColumns(db)
   return Object.keys(STAMP_COLUMNS).every((name) => columns.has(name))
 }
@@ -187,6 +195,28 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
     ),
     release: db.prepare('UPDATE agentchart_sessions SET lease_holder = NULL, lease_expires_at = 0 WHERE id = ? AND lease_token = ?'),
     list: db.prepare<[number], SessionRow>('SELECT * FROM agentchart_sessions ORDER BY updated_at DESC LIMIT ?'),
+    // the rows holding seqs [from, to): from the row at or before `from` (a folded row starts earlier)
+    range: db.prepare<[number, number, number, number], StoredRow>(
+      'SELECT seq, event FROM agentchart_events WHERE session_id = ? AND seq >= coalesce((SELECT max(seq) FROM agentchart_events WHERE session_id = ? AND seq <= ?), 0) AND seq < ? ORDER BY seq',
+    ),
+    checkpoint: db.prepare<[number], { length: number; body: string }>('SELECT length, body FROM agentchart_checkpoints WHERE session_id = ?'),
+    saveCheckpoint: db.prepare(
+      'INSERT INTO agentchart_checkpoints (session_id, length, body) VALUES (?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET length = excluded.length, body = excluded.body',
+    ),
+  }
+
+  /** Stored events [from, to) of one session, chunk rows expanded. */
+  function readRange(id: string, key: number, from: number, to: number): unknown[] {
+    if (to <= from) return []
+    let rows: StoredRow[]
+    try {
+      rows = q.range.all(key, key, from, to)
+    } catch (error) {
+      throw new StoredLogError(id, from, `the SQLite file is damaged: ${(error as Error).message}`, { cause: error })
+    }
+    const events = sliceDecoded(id, rows, from, to)
+    if (events.length !== to - from) throw new StoredLogError(id, from + events.length, `seq ${from + events.length} is missing`)
+    return events
   }
 
   /** Rows of one session, refusing a damaged file or a log shorter than its session row says. */
@@ -205,22 +235,64 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
     return events
   }
 
-  const openTx = db.transaction((id: string, holder: string, leaseMs: number, check: OpenSessionOptions['check']) => {
+  /**
+   * The read half of an open, in a read transaction (a WAL snapshot: writers elsewhere go on): the session row,
+   * the latest checkpoint if asked for, the log (or its tail after the checkpoint), and the opener's check.
+   */
+  const readTx = db.transaction((id: string, options: OpenSessionOptions | undefined) => {
     const row = q.session.get(id)
     const left = row ? watch.remaining(id, row) : 0
     if (row && row.lease_holder !== null && left > 0) throw new SessionInUseError(id, row.lease_holder, Date.now() + left)
-    const events = read(id, row)
-    check?.(events)
+    const saved = row && options?.checkpoint === true ? q.checkpoint.get(row.key) : undefined
+    const parsed = saved === undefined ? undefined : parseCheckpoint(saved.body)
+    const from = row && parsed !== undefined && parsed.length <= row.length ? parsed.length : 0
+    if (from === 0) {
+      const events = read(id, row)
+      options?.check?.(events)
+      return { row, events, from }
+    }
+    const key = row!.key
+    const events = readRange(id, key, from, row!.length)
+    const stored: StoredCheckpoint = { checkpoint: parsed!.value, length: row!.length, read: (start, end) => readRange(id, key, start, end) }
+    options?.check?.(events, stored)
+    return { row, events, from }
+  })
+
+  /** The write half: a short IMMEDIATE transaction that takes the lease if nothing changed since the read (else null: read again). */
+  const leaseTx = db.transaction((id: string, seen: SessionRow | undefined, holder: string, leaseMs: number) => {
+    const row = q.session.get(id)
+    const left = row ? watch.remaining(id, row) : 0
+    if (row && row.lease_holder !== null && left > 0) throw new SessionInUseError(id, row.lease_holder, Date.now() + left)
+    if ((row === undefined) !== (seen === undefined) || (row !== undefined && (row.length !== seen!.length || row.key !== seen!.key))) return null
     const now = Date.now()
     const key = row ? row.key : Number(q.create.run(id, now, now).lastInsertRowid)
     const token = (row?.lease_token ?? 0) + 1
     const { clock, boot } = stamp()
     q.lease.run(holder, token, now + leaseMs, leaseMs, clock, boot, id)
-    return { created: !row, events, token, expiresAt: now + leaseMs, key }
+    return { created: !row, token, expiresAt: now + leaseMs, key }
   })
 
+  /** Reads and checks outside the write lock, then takes the lease; a log that grew meanwhile is read and checked again. */
+  function openSession(id: string, holder: string, leaseMs: number, options: OpenSessionOptions | undefined) {
+    for (let attempt = 1; ; attempt++) {
+      const seen = readTx.deferred(id, options)
+      const taken = leaseTx.immediate(id, seen.row, holder, leaseMs)
+      if (taken !== null) return { ...taken, events: seen.events, from: seen.from }
+      if (attempt >= 5) throw new StoreError('STORE_CONFLICT', id, `session ${id}: the log kept changing while it was opened (${attempt} reads)`)
+    }
+  }
+
   const appendTx = db.transaction(
-    (id: string, key: number, token: number, batch: readonly SessionEvent[], leaseMs: number, plan: RowPlan, mailIds: readonly string[]) => {
+    (
+      id: string,
+      key: number,
+      token: number,
+      batch: readonly SessionEvent[],
+      leaseMs: number,
+      plan: RowPlan,
+      mailIds: readonly string[],
+      checkpoint: CheckpointText | undefined,
+    ) => {
       const now = Date.now()
       const first = batch[0].seq
       const { clock, boot } = stamp()
@@ -246,6 +318,7 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
         if (row.replaces) q.replace.run(row.event, key, row.seq)
         else q.insert.run(key, row.seq, row.event)
       }
+      if (checkpoint !== undefined && checkpoint.length <= first + batch.length) q.saveCheckpoint.run(key, checkpoint.length, checkpoint.text)
     },
   )
 
@@ -299,7 +372,7 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
       return settled((): SessionHandle => {
         const id = checkSessionId(sessionId)
         const { holder, leaseMs } = leaseRequest(openOptions)
-        const opened = guard(id, () => wrapped(id, busyTimeoutMs, () => openTx.immediate(id, holder, leaseMs, openOptions?.check)))
+        const opened = guard(id, () => wrapped(id, busyTimeoutMs, () => openSession(id, holder, leaseMs, openOptions)))
         const lease = Object.freeze({ holder, token: opened.token, expiresAt: opened.expiresAt })
         const mine = { id, token: opened.token, key: opened.key }
         held.add(mine)
@@ -308,15 +381,17 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
           sessionId: id,
           created: opened.created,
           events: opened.events,
+          from: opened.from,
+          read: (start, end) => guard(id, () => wrapped(id, busyTimeoutMs, () => readRange(id, opened.key, start, end))),
           lease,
-          append(batch: readonly SessionEvent[]) {
+          append(batch: readonly SessionEvent[], checkpoint?: CheckpointText) {
             if (batch.length === 0) return
             checkBatch(id, batch[0].seq, batch)
             const plan = folder.plan(batch)
             // mailbox rows whose splice is in this batch are deleted by the same transaction
             const riders = mailbox.riding(handle).take(batch[batch.length - 1].seq + 1)
             try {
-              guard(id, () => wrapped(id, busyTimeoutMs, () => appendTx.immediate(id, opened.key, lease.token, batch, leaseMs, plan, riders.ids)))
+              guard(id, () => wrapped(id, busyTimeoutMs, () => appendTx.immediate(id, opened.key, lease.token, batch, leaseMs, plan, riders.ids, checkpoint)))
             } catch (error) {
               riders.settle(error)
               throw error

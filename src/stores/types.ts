@@ -2,6 +2,7 @@
 // opens (or creates) a session under a lease, hands back what it holds, and
 // commits batches that continue it; every commit is fenced by the lease.
 import type { SessionEvent } from '../session/schemas.js'
+import type { StoredCheckpoint } from './checkpoint.js'
 
 /** Who drives a session, until when, and the fencing token every commit carries. */
 export interface Lease {
@@ -22,7 +23,19 @@ export interface OpenSessionOptions {
    * Runs on the stored events before anything is written; a throw fails the
    * open and leaves the store untouched (bad data is refused, never repaired blind).
    */
-  check?: (events: readonly unknown[]) => void
+  check?: (events: readonly unknown[], stored?: StoredCheckpoint) => void
+  /**
+   * Open from the latest checkpoint where the store keeps one: `check` then gets it as `stored`, and `events`
+   * (and the handle's `events`) hold only the tail after it, from seq `stored.checkpoint.length`
+   * (docs/persistence.md, checkpoints). Stores without checkpoints ignore it and hand over the whole log.
+   */
+  checkpoint?: boolean
+}
+
+/** A checkpoint to commit with a batch: the JSON text, describing the events [0, length). */
+export interface CheckpointText {
+  readonly length: number
+  readonly text: string
 }
 
 /** One opened session: its stored log and the lease under which this process may append. */
@@ -32,14 +45,22 @@ export interface SessionHandle {
   readonly created: boolean
   /** The stored events, parsed from JSON and checked for contiguous seqs (the session validates the rest). */
   readonly events: readonly unknown[]
+  /** The seq of `events[0]`: past 0 when the open started from a checkpoint (absent: 0). */
+  readonly from?: number
+  /**
+   * Reads stored events [from, to) synchronously, chunk rows expanded; absent where reads are asynchronous
+   * (PostgreSQL, most custom stores): the session then keeps its whole log in memory.
+   */
+  readonly read?: (from: number, to: number) => readonly unknown[]
   readonly lease: Lease
   /**
    * Commits `events` in one transaction. They must continue the stored log
    * (the first seq equals its length) and the lease token must still be
    * current; otherwise nothing is written and a StoreError (LEASE_LOST,
-   * STORE_CONFLICT) is thrown. Synchronous stores return undefined.
+   * STORE_CONFLICT) is thrown. Synchronous stores return undefined. A store that keeps checkpoints stores
+   * `checkpoint` in the same transaction (its length is at most the batch's end); others ignore it.
    */
-  append(events: readonly SessionEvent[]): void | Promise<void>
+  append(events: readonly SessionEvent[], checkpoint?: CheckpointText): void | Promise<void>
   /** Extends the lease; fails with LEASE_LOST once another driver took the session over. */
   renew(): Promise<void>
   /** Gives the lease up so the next opener need not wait for it to lapse; idempotent. */

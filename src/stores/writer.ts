@@ -5,8 +5,9 @@
 // commit halts the session, so the stored prefix stays one a resume can repair.
 import { StoreError } from '../errors.js'
 import type { SessionEvent, SessionEventType } from '../session/schemas.js'
-import type { Session, SessionSink } from '../session/session.js'
-import type { SessionHandle } from './types.js'
+import { restoreEvents, trimEvents, type Session, type SessionSink } from '../session/session.js'
+import { factsOf, takeCheckpoint } from './checkpoint.js'
+import type { CheckpointText, SessionHandle } from './types.js'
 
 export interface WriterOptions {
   /** Commit in the background once this many events wait (default 512). */
@@ -40,6 +41,12 @@ export interface Durability {
 
 const noop = () => {}
 
+/** The longest log a disposed agent's session takes back into memory (docs/persistence.md, bounded memory). */
+export const RESTORE_LIMIT = 10_000
+
+/** Events between checkpoints at least (docs/persistence.md, checkpoints). */
+export const CHECKPOINT_EVERY = 256
+
 /**
  * A compaction summary is appended right before its `compaction/completed`: a full batch is not cut between
  * the two, so one commit holds both or neither (docs/compaction.md). If the record never comes, the age timer commits.
@@ -68,6 +75,14 @@ export class SessionWriter implements SessionSink, Durability {
   #timer: ReturnType<typeof setTimeout> | null = null
   #renewal: ReturnType<typeof setInterval> | null = null
   #closed = false
+  /** The checkpoint taken at the latest safe point, not yet handed to the store. */
+  #checkpoint: CheckpointText | null = null
+  /** The length the last checkpoint taken covers. */
+  #checkpointed = 0
+  /** The end of the latest turn pushed: the log before it may leave memory once it is committed. */
+  #safe = 0
+  /** Called before committed events leave memory, so whoever indexes the log reads them first (settable after construction). */
+  beforeTrim: (() => void) | undefined
   /** Called after each commit with the number of events now stored (settable after construction). */
   onCommit: ((length: number) => void) | undefined
 
@@ -82,6 +97,8 @@ export class SessionWriter implements SessionSink, Durability {
     this.#committed = stored
     this.#pushed = stored
     for (let seq = stored; seq < session.length; seq++) this.push(session.at(seq)!)
+    // a resumed session outside a turn is at a safe point: its first commit carries a checkpoint and lets the log leave memory
+    if (stored > 0) this.#takeCheckpoint()
     session.connect(this)
     if (options.leaseMs !== undefined) {
       this.#renewal = setInterval(() => this.#renew(), Math.max(5, Math.floor(options.leaseMs / 3)))
@@ -111,6 +128,7 @@ export class SessionWriter implements SessionSink, Durability {
     if (this.#fault !== null) return
     this.#pushed++
     const n = this.#buffer.push(event)
+    if (event.type === 'turn/end' || event.type === 'compaction/completed') this.#safePoint(event)
     if (this.#inflight !== null) return
     if (n === 1) this.#arm()
     else if (n >= this.#maxEvents && !awaitsRecord(event)) this.#background()
@@ -145,6 +163,7 @@ export class SessionWriter implements SessionSink, Durability {
     await this.settle()
     this.#closed = true
     this.#stopTimers()
+    this.#restore()
     if (this.#fault === null) await this.#handle.release()
   }
 
@@ -166,21 +185,47 @@ export class SessionWriter implements SessionSink, Durability {
     )
   }
 
+  /**
+   * A turn's end, or a compaction: what came before may leave memory once committed, and a checkpoint is taken
+   * when CHECKPOINT_EVERY events came since the last one, or the history was compacted. Why not at every turn:
+   * a checkpoint costs a pass over the history; an open validates at most that many events of tail instead.
+   */
+  #safePoint(event: SessionEvent): void {
+    if (event.type === 'turn/end') this.#safe = event.seq + 1
+    if (event.type === 'compaction/completed' || event.seq + 1 - this.#checkpointed >= CHECKPOINT_EVERY) this.#takeCheckpoint()
+  }
+
+  /** The session's derived state, to be committed with the batch that reaches it (none while a turn is open). */
+  #takeCheckpoint(): void {
+    try {
+      const taken = takeCheckpoint(this.#session)
+      if (taken === undefined) return
+      this.#checkpoint = taken
+      this.#checkpointed = taken.length
+      this.#safe = Math.max(this.#safe, taken.length)
+    } catch (error) {
+      this.#options.logger?.error(`agentchart: no checkpoint for session ${this.#session.id} at seq ${this.#session.length - 1}`, error)
+    }
+  }
+
   #send(): Promise<void> | undefined {
     const batch = this.#buffer
     this.#buffer = []
+    const checkpoint = this.#checkpoint
+    this.#checkpoint = null
     if (this.#timer !== null) {
       clearTimeout(this.#timer)
       this.#timer = null
     }
     let result: void | Promise<void>
     try {
-      result = this.#handle.append(batch)
+      result = checkpoint === null ? this.#handle.append(batch) : this.#handle.append(batch, checkpoint)
     } catch (error) {
       throw this.#fail(error, batch)
     }
     if (result === undefined || typeof result.then !== 'function') {
       this.#done(batch.length)
+      this.#trim()
       return undefined
     }
     const pending = result
@@ -194,6 +239,7 @@ export class SessionWriter implements SessionSink, Durability {
         this.#inflight = null
         this.#abandonInflight = null
         this.#done(batch.length)
+        this.#trim()
       },
       (error: unknown) => {
         this.#inflight = null
@@ -204,6 +250,34 @@ export class SessionWriter implements SessionSink, Durability {
     inflight.catch(noop) // background commits have no awaiting caller; their fault is reported through onFault
     this.#inflight = inflight
     return inflight
+  }
+
+  /** Once a turn's end is stored, the events before it leave memory: the store reads them back when asked (synchronous stores only). */
+  #trim(): void {
+    const read = this.#handle.read
+    const upTo = Math.min(this.#safe, this.#committed)
+    if (typeof read !== 'function' || upTo === 0) return
+    // the facts a checkpoint carries, and the agent's log index, are read from memory first
+    factsOf(this.#session)
+    try {
+      this.beforeTrim?.()
+    } catch (error) {
+      this.#options.logger?.error('agentchart: a listener before trimming the session threw', error)
+    }
+    trimEvents(this.#session, upTo, (from, to) => read.call(this.#handle, from, to))
+  }
+
+  /**
+   * A session of at most RESTORE_LIMIT events takes its trimmed prefix back before the lease goes, so it stays
+   * readable after its store closes; a longer one reads it through the store while the store is open.
+   */
+  #restore(): void {
+    if (this.#session.length > RESTORE_LIMIT) return
+    try {
+      restoreEvents(this.#session)
+    } catch (error) {
+      this.#options.logger?.error(`agentchart: reading session ${this.#session.id} back from the store failed`, error)
+    }
   }
 
   #done(count: number): void {

@@ -1,0 +1,250 @@
+// Opening from a checkpoint: for random stored sessions (turns with and without
+// tool calls, pending inbox items, compactions, reopens), an open from the
+// latest checkpoint gives the same session state and the same next request as
+// an open that validates and replays the whole log; a checkpoint that
+// disagrees with the log is refused and the open validates the whole log.
+import { createHash } from 'node:crypto'
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import fc from 'fast-check'
+import { afterAll, describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { createAgent, defineTool, type Agent } from '../../src/index.js'
+import { sqliteStore } from '../../src/stores/index.js'
+import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
+import { propertyRuns } from '../helpers.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'agentchart-checkpoint-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+let files = 0
+const fresh = () => join(dir, `s${++files}.db`)
+
+type Op = { kind: 'text' } | { kind: 'tool' } | { kind: 'pending' } | { kind: 'compact' } | { kind: 'reopen' }
+const op: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 4, arbitrary: fc.constant({ kind: 'text' as const }) },
+  { weight: 2, arbitrary: fc.constant({ kind: 'tool' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'pending' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'compact' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'reopen' as const }) },
+)
+
+const echo = defineTool({ name: 'echo', description: 'echo', input: z.object({ n: z.number() }), execute: ({ n }) => `echo ${n}` })
+const quiet = { error: () => {} }
+const compaction = { contextWindow: 600, auto: false, keepRecent: 0.1, summarise: () => 'what was said so far' } as const
+
+function open(path: string, script: ScriptEntry[], extra: { validate?: 'full' | 'checkpoint'; logger?: { error: (m: string, e: unknown) => void } } = {}) {
+  const store = sqliteStore({ path })
+  const model = scriptedModel(script)
+  const { validate, logger } = extra
+  return createAgent({ model, store, sessionId: 'p', tools: [echo], compaction, logger: logger ?? quiet, ...(validate ? { validate } : {}) }).then((agent) => ({
+    agent,
+    model,
+    store,
+  }))
+}
+
+/** Drives a stored session through `ops`, reopening where asked; returns the file once everything is committed and closed. */
+async function storedSession(ops: readonly Op[]): Promise<string> {
+  const path = fresh()
+  let n = 0
+  let current = await open(path, [])
+  const drive = async (script: ScriptEntry[], act: (agent: Agent) => Promise<unknown> | void) => {
+    const { agent, store } = current
+    await agent.dispose({ keepInbox: true })
+    await store.close()
+    current = await open(path, script)
+    await act(current.agent)
+    await current.agent.whenIdle()
+  }
+  for (const step of ops) {
+    n++
+    if (step.kind === 'text') await drive([textResponse(`answer ${n}`)], (a) => a.followup(`question ${n}`))
+    else if (step.kind === 'tool')
+      await drive([toolCallResponse([{ id: `c${n}`, name: 'echo', arguments: JSON.stringify({ n }) }]), textResponse(`done ${n}`)], (a) =>
+        a.followup(`use the tool ${n}`),
+      )
+    else if (step.kind === 'pending') await drive([], (a) => a.send(`later ${n}`, 'next-turn', false))
+    else if (step.kind === 'compact') await drive([], (a) => a.compact())
+    else await drive([], () => {})
+  }
+  await current.agent.dispose({ keepInbox: true })
+  await current.store.close()
+  return path
+}
+
+/** What an opened session is: its log (times aside: each open stamps its end-seed), history, request history, inbox, next turn. */
+async function stateOf(path: string, validate: 'full' | 'checkpoint', logger?: { error: (m: string, e: unknown) => void }) {
+  const { agent, model, store } = await open(path, [textResponse('next')], { validate, ...(logger ? { logger } : {}) })
+  const untimed = (events: readonly unknown[]) => (plain(events) as { time: number }[]).map(({ time: _time, ...rest }) => rest)
+  const before = {
+    events: untimed(agent.session.events),
+    surface: agent.session.surface(),
+    history: plain(agent.session.deriveMessages()),
+    messages: plain(agent.messages()),
+    inbox: plain([agent.inbox.nextTurn, agent.inbox.nextStep]),
+  }
+  agent.followup('one more')
+  await agent.whenIdle()
+  const after = { request: plain(model.requests[0]), events: untimed(agent.session.events) }
+  expect(checkSessionInvariants(agent.session.events)).toEqual([])
+  await agent.dispose()
+  await store.close()
+  return canonicalIds({ before, after })
+}
+
+const plain = (value: unknown): unknown => JSON.parse(JSON.stringify(value ?? null))
+
+/** Ids minted after the open (random per process) named by first appearance, so two opens compare. */
+function canonicalIds<T>(value: T): T {
+  const names = new Map<string, string>()
+  const minted = /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-z]{8}-[a-z]+\d+)$/
+  return JSON.parse(JSON.stringify(value), (_key, v: unknown) => {
+    if (typeof v !== 'string' || !minted.test(v)) return v
+    if (!names.has(v)) names.set(v, `id#${names.size}`)
+    return names.get(v)
+  }) as T
+}
+
+const copy = (path: string) => {
+  const to = fresh()
+  copyFileSync(path, to)
+  return to
+}
+
+const hash = (text: string) => createHash('sha256').update(text).digest('base64url')
+
+type Tamper = 'last-seq' | 'stale-length' | 'drop-node' | 'foreign-node' | 'facts-undigested' | 'older-length'
+
+/** Rewrites the stored checkpoint as `tamper` says; every tamper but `facts-undigested` signs it again. */
+function tamper(path: string, how: Tamper): boolean {
+  const db = new Database(path)
+  try {
+    const row = db.prepare('SELECT session_id, body FROM agentchart_checkpoints').get() as { session_id: number; body: string } | undefined
+    if (row === undefined) return false
+    const { digest: _digest, ...cp } = JSON.parse(row.body) as {
+      digest: string
+      length: number
+      last: { seq: number }
+      surface: number[]
+      facts: { lastTurn: number }
+    }
+    const nonSurface = [...Array(cp.length).keys()].find((seq) => !cp.surface.includes(seq))
+    if (how === 'last-seq') cp.last.seq += 1
+    else if (how === 'stale-length' || how === 'older-length') cp.length -= 1
+    else if (how === 'drop-node') {
+      if (cp.surface.length === 0) return false
+      cp.surface = cp.surface.slice(1)
+    } else if (how === 'foreign-node') {
+      if (cp.surface.length === 0 || nonSurface === undefined) return false
+      cp.surface = [nonSurface, ...cp.surface.slice(1)]
+    } else cp.facts.lastTurn += 3
+    const body = how === 'facts-undigested' ? { ...cp, digest: _digest } : { ...cp, digest: hash(JSON.stringify(cp)) }
+    db.prepare('UPDATE agentchart_checkpoints SET body = ?, length = ? WHERE session_id = ?').run(JSON.stringify(body), cp.length, row.session_id)
+    return true
+  } finally {
+    db.close()
+  }
+}
+
+describe('opening a stored session from its checkpoint', () => {
+  it('RS-1: for random sessions, a checkpoint open gives the state and next request of a full-validation open', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 8 }), fc.boolean(), async (ops, leavePending) => {
+        // an item still pending when the last checkpoint is taken (at the open after it)
+        const path = await storedSession(leavePending ? [...ops, { kind: 'pending' }, { kind: 'reopen' }] : ops)
+        const refusals: string[] = []
+        const full = await stateOf(copy(path), 'full')
+        const fromCheckpoint = await stateOf(copy(path), 'checkpoint', { error: (message) => refusals.push(message) })
+        expect(fromCheckpoint).toEqual(full)
+        expect(refusals).toEqual([])
+      }),
+      { numRuns: propertyRuns(12) },
+    )
+  }, 240_000)
+
+  it('RS-1: a checkpoint that disagrees with the log (wrong seq, wrong nodes, stale length, unsigned facts) is refused and the whole log is validated instead', async () => {
+    const hows = fc.constantFrom<Tamper>('last-seq', 'stale-length', 'drop-node', 'foreign-node', 'facts-undigested')
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 6 }), hows, async (ops, how) => {
+        const path = await storedSession([{ kind: 'text' }, ...ops])
+        const full = await stateOf(copy(path), 'full')
+        const tampered = copy(path)
+        fc.pre(tamper(tampered, how))
+        const refusals: string[] = []
+        const opened = await stateOf(tampered, 'checkpoint', { error: (message) => refusals.push(message) })
+        expect(opened).toEqual(full)
+        expect(refusals.some((message) => /checkpoint/.test(message))).toBe(true)
+      }),
+      { numRuns: propertyRuns(10) },
+    )
+  }, 240_000)
+})
+
+describe('what a checkpoint open reads', () => {
+  /** A two-turn stored session whose checkpoint covers both turns. */
+  async function threeTurns() {
+    const path = fresh()
+    const first = await open(path, [textResponse('a'), textResponse('b')])
+    first.agent.followup('one')
+    await first.agent.whenIdle()
+    first.agent.followup('two')
+    await first.agent.whenIdle()
+    await first.agent.dispose()
+    await first.store.close()
+    // an open takes a checkpoint of where the log stands (turns take one only every few hundred events)
+    const again = await open(path, [])
+    await again.agent.dispose()
+    await again.store.close()
+    return { path, events: first.agent.session.events }
+  }
+
+  const damage = (path: string, seq: number, find: string, replace: string) => {
+    const db = new Database(path)
+    db.prepare('UPDATE agentchart_events SET event = replace(event, ?, ?) WHERE seq = ?').run(find, replace, seq)
+    db.close()
+  }
+
+  it('RS-8: a row made malformed before the checkpoint does not stop the open; reading it through the store names its seq', async () => {
+    const { path, events } = await threeTurns()
+    const seq = events.find((e) => e.type === 'step/start')!.seq
+    damage(path, seq, '"type":"step/start"', '"type":step/start"')
+    const { agent, store } = await open(path, [textResponse('c')])
+    expect(agent.session.deriveMessages()).toHaveLength(4)
+    expect(() => agent.session.at(seq)).toThrow(expect.objectContaining({ code: 'STORED_LOG_INVALID' }) as Error)
+    await agent.dispose()
+    await store.close()
+    // a full open finds it, by seq
+    const refused = await open(path, [], { validate: 'full' }).catch((error: unknown) => error)
+    expect(refused).toMatchObject({ code: 'STORED_LOG_INVALID', seq })
+  })
+
+  it('RS-8: a row damaged after the checkpoint fails the open by seq, as a full open does', async () => {
+    const { path } = await threeTurns()
+    const checkpointRow = () => {
+      const db = new Database(path)
+      const row = db.prepare('SELECT length, body FROM agentchart_checkpoints').get() as { length: number; body: string }
+      db.close()
+      return row
+    }
+    const older = checkpointRow()
+    const next = await open(path, [textResponse('c')])
+    next.agent.followup('three')
+    await next.agent.whenIdle()
+    const turnStart = next.agent.session.events.findLast((e) => e.type === 'turn/start')!.seq
+    await next.agent.dispose()
+    await next.store.close()
+    // the older checkpoint back (one a crash could leave): the third turn is in its tail
+    const db = new Database(path)
+    db.prepare('UPDATE agentchart_checkpoints SET length = ?, body = ?').run(older.length, older.body)
+    db.close()
+    expect(older.length).toBeLessThan(turnStart)
+    damage(path, turnStart, '"type":"turn/start"', '"type":"turn/stXrt"')
+    const logged: string[] = []
+    const refused = await open(path, [], { logger: { error: (message) => logged.push(message) } }).catch((error: unknown) => error)
+    expect(refused).toMatchObject({ code: 'STORED_LOG_INVALID', seq: turnStart })
+    expect((refused as Error).message).toMatch(/unknown event type "turn\/stXrt"/)
+    expect(logged.some((message) => /checkpoint/.test(message))).toBe(true)
+  })
+})
