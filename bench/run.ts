@@ -5,6 +5,7 @@
 // bench/README.md. Nothing here is asserted by the tests.
 //   BENCH_TURNS (10000)  turns of the growth run
 //   BENCH_PEERS=0        skip the peer comparison
+//   BENCH_GROWTH=0       skip the long-session measure (bench/growth.ts, 1k-1M events)
 //   BENCH_QUICK=1        fewer repetitions: a look, not a result
 //   BENCH_LOOPS=a,b      only these loops of the comparison
 //   BENCH_SOURCE=src     measure the sources through tsx instead of building
@@ -17,6 +18,8 @@ import type { StreamChunk } from '../src/index.js'
 import { CPU_CLOCK, cpuUs } from './peers/clock.js'
 import { median } from './peers/harness.js'
 import { markdownTable, ratioLines, runPeers, type PeerResults, type Ratio } from './peers/run.js'
+import { growthBench, growthSection, type GrowthResults } from './growth.js'
+import { writeBlock } from './readme-block.js'
 import { storeBench } from './stores.js'
 
 // Build first, so the numbers are the package's; the loop processes inherit BENCH_SOURCE.
@@ -35,7 +38,6 @@ const WINDOW = Math.max(1, Math.floor(TURNS / 10))
 const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 2_000)
 const QUICK = process.env.BENCH_QUICK === '1'
 const RESULTS = new URL('./results.json', import.meta.url)
-const README = new URL('./README.md', import.meta.url)
 
 /** A model that answers every request with the same chunks, without timers. */
 function constantModel(chunks: readonly StreamChunk[]): ModelAdapter {
@@ -213,6 +215,8 @@ interface Results {
   /** What was measured: the built package (`dist`) or the sources through tsx (`src`). */
   source?: 'dist' | 'src'
   inProcess: InProcess
+  /** One session at 1k-1M events (bench/growth.ts); absent in runs before it existed. */
+  longSessions?: GrowthResults | null
   peers: PeerResults | null
 }
 
@@ -289,24 +293,10 @@ function profileSection(results: Results): string | null {
   ].join('\n')
 }
 
-/** Replace the block between `<!-- bench:NAME:start -->` and `<!-- bench:NAME:end -->`. */
-function writeBlock(name: string, section: string | null): void {
-  if (section === null) return
-  const start = `<!-- bench:${name}:start -->`
-  const end = `<!-- bench:${name}:end -->`
-  const text = readFileSync(README, 'utf8')
-  const from = text.indexOf(start)
-  const to = text.indexOf(end)
-  if (from < 0 || to < from) {
-    console.log(`bench/README.md has no ${start} … ${end} markers; not updated`)
-    return
-  }
-  writeFileSync(README, `${text.slice(0, from + start.length)}\n${section}\n${text.slice(to)}`)
-}
-
 function writeReadme(results: Results): void {
   writeBlock('results', resultsSection(results))
   writeBlock('profile', profileSection(results))
+  if (results.longSessions) writeBlock('growth', growthSection(results.longSessions))
 }
 
 async function main() {
@@ -317,6 +307,7 @@ async function main() {
     return
   }
   const local = await inProcess()
+  const longSessions = process.env.BENCH_GROWTH === '0' ? null : await growthBench()
   let peers: PeerResults | null = null
   if (process.env.BENCH_PEERS !== '0') {
     console.log('side by side with the peers, each loop in its own process:')
@@ -332,6 +323,7 @@ async function main() {
     quick: QUICK,
     source: SOURCE,
     inProcess: local,
+    longSessions,
     peers,
   }
   writeFileSync(RESULTS, `${JSON.stringify(results, null, 2)}\n`)
