@@ -180,6 +180,7 @@ export const agentMachine = createMachine({
                   },
                 },
                 toolBatch: {
+                  id: 'toolBatch',
                   type: 'parallel',
                   on: {
                     'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
@@ -222,7 +223,9 @@ export const agentMachine = createMachine({
                           },
                           always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
                         },
-                        finished: {},
+                        finished: {
+                          id: 'dispatchFinished',
+                        },
                       },
                     },
                     commit: {
@@ -250,6 +253,7 @@ export const agentMachine = createMachine({
                   },
                 },
                 closed: {
+                  id: 'stepClosed',
                   type: 'final',
                   entry: 'closeStep',
                 },

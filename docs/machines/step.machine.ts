@@ -82,6 +82,7 @@ export const stepMachine = createMachine({
       },
     },
     toolBatch: {
+      id: 'toolBatch',
       type: 'parallel',
       on: {
         'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
@@ -124,7 +125,9 @@ export const stepMachine = createMachine({
               },
               always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
             },
-            finished: {},
+            finished: {
+              id: 'dispatchFinished',
+            },
           },
         },
         commit: {
@@ -152,6 +155,7 @@ export const stepMachine = createMachine({
       },
     },
     closed: {
+      id: 'stepClosed',
       type: 'final',
       entry: 'closeStep',
     },

@@ -55,6 +55,7 @@ export const toolBatchMachine = createMachine({
           always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
         },
         finished: {
+          id: 'dispatchFinished',
           type: 'final',
         },
       },

@@ -133,6 +133,7 @@ export const turnMachine = createMachine({
           },
         },
         toolBatch: {
+          id: 'toolBatch',
           type: 'parallel',
           on: {
             'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
@@ -175,7 +176,9 @@ export const turnMachine = createMachine({
                   },
                   always: { target: 'next', guard: 'hasSchedulerFailure', actions: 'abandonApprovalAfterFailure' },
                 },
-                finished: {},
+                finished: {
+                  id: 'dispatchFinished',
+                },
               },
             },
             commit: {
@@ -203,6 +206,7 @@ export const turnMachine = createMachine({
           },
         },
         closed: {
+          id: 'stepClosed',
           type: 'final',
           entry: 'closeStep',
         },

@@ -124,9 +124,18 @@ function transitionOf(from: Node, t: Transition): TransitionDefinition {
   return out
 }
 
+/** The id XState gives a state that names none: the machine's id, then the keys down to it. */
+function pathId(node: Node): string {
+  const keys: string[] = []
+  let n = node
+  for (; n.parent; n = n.parent) keys.unshift(n.key)
+  return [n.id, ...keys].join('.')
+}
+
 function stateOf(node: Node, root: boolean): StateDefinition {
   const out: StateDefinition = {}
-  if (root) out.id = node.id
+  // a state with an id of its own (a target of transitions from other layers) keeps it; others have XState's path id
+  if (root || node.id !== pathId(node)) out.id = node.id
   if (node.type === 'parallel' || node.type === 'final') out.type = node.type
   const initial = node.type === 'compound' ? node.initial?.target?.[0] : undefined
   if (initial) out.initial = initial.key
