@@ -7,7 +7,7 @@
 import type { AnyActorRef, AnyStateMachine, InspectionEvent, Subscription } from 'xstate'
 import type { Agent } from '../agent/agent.js'
 import type { SessionEvent } from '../session/schemas.js'
-import type { Session } from '../session/session.js'
+import { logSnapshot, type Session } from '../session/session.js'
 import { watchSubagents } from '../subagents/agent-tool.js'
 import { actorState, chartOf } from './chart.js'
 import type { ActorState, ArrivalNote, CancelNote, ChartMachine, Configuration, SessionLink, TransitionMark, WireEvent } from './page/protocol.js'
@@ -129,9 +129,9 @@ export function storedFeed(events: readonly WireEvent[], sessionId: string, char
 export function sessionFeed(session: Session, charts: readonly ChartMachine[], lookup?: SessionLookup): ViewerFeed {
   const changes = new Changes()
   const linked = new StoredLinks(lookup, 0, charts)
-  linked.read(session.events)
+  linked.read(logSnapshot(session))
   const subscription = session.events$.subscribe(() => {
-    linked.read(session.events)
+    linked.read(logSnapshot(session))
     changes.fire()
   })
   return {
@@ -230,7 +230,7 @@ export function liveFeed(agent: Agent): ViewerFeed {
   const snapshotNow = () => actor.getSnapshot() as LiveSnapshot
   // the log before the viewer was attached: only the current configuration is known
   const backfill = configOf(snapshotNow())
-  for (let i = 0; i < agent.session.events.length; i++) eventConfigs.push(backfill)
+  for (let i = 0; i < agent.session.length; i++) eventConfigs.push(backfill)
 
   const events = agent.session.events$.subscribe(() => {
     eventConfigs.push(configOf(snapshotNow()))
@@ -253,7 +253,7 @@ export function liveFeed(agent: Agent): ViewerFeed {
           source: rel(t.source),
           targets: (t.target ?? []).map(rel),
           event: t.eventType,
-          seq: agent.session.events.length,
+          seq: agent.session.length,
         })
       }
       if (transitions.length > TRAIL * 4) transitions.splice(0, transitions.length - TRAIL)
@@ -262,7 +262,7 @@ export function liveFeed(agent: Agent): ViewerFeed {
       const arrival = arrivalOf(payload)
       if (arrival && !arrivals.some((a) => a.messageId === arrival.messageId && a.wakeup === arrival.wakeup)) arrivals.push(arrival)
       const cause = causeOf(payload)
-      if (cause) cancels.push({ seq: agent.session.events.length, cause })
+      if (cause) cancels.push({ seq: agent.session.length, cause })
     }
   })
 
