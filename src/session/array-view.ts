@@ -32,6 +32,7 @@ class FrozenListHandler<T> implements ProxyHandler<T[]> {
       if (index >= 0) return index < this.list.length ? this.list.at(index) : undefined
     }
     if (key === Symbol.iterator || key === 'values') return this.#filled ? Reflect.get(target, key, receiver) : this.values
+    if (key === 'slice' && !this.#filled) return this.slice
     const method: unknown = Reflect.get(Array.prototype, key)
     // a whole-array method (map, filter, slice...) runs on the filled array itself: one copy, then no trap per item
     if (typeof method === 'function' && key !== 'constructor')
@@ -50,6 +51,21 @@ class FrozenListHandler<T> implements ProxyHandler<T[]> {
         return this
       },
     }
+  }
+
+  /** A slice reads only its own range (the newest events of a long log, the last messages of a history). */
+  readonly slice = (start?: number, end?: number): T[] => {
+    const { list } = this
+    const length = list.length
+    const clamp = (at: number | undefined, fallback: number) => {
+      const n = at === undefined ? fallback : Math.trunc(Number(at)) || 0
+      return n < 0 ? Math.max(length + n, 0) : Math.min(n, length)
+    }
+    const from = clamp(start, 0)
+    const to = clamp(end, length)
+    const out: T[] = []
+    for (let i = from; i < to; i++) out.push(list.at(i))
+    return out
   }
 
   has(target: T[], key: string | symbol): boolean {
