@@ -546,35 +546,42 @@ export class Session {
   /** SS-9, SS-10: validates and commits the seed, checks its structure, then closes it with `session/end-seed`. */
   #loadSeed(seed: readonly unknown[], checkStructure: boolean): void {
     if (!Array.isArray(seed)) throw new SessionAppendError('seed must be an array of session events', { path: 'seed' })
-    seed.forEach((raw: unknown, i) => {
-      const at = `seed[${i}]`
-      const copy = toFrozenJson(raw, at)
-      if (!isRecordLike(copy)) throw new SessionAppendError(`${at}: a seed event must be an object`, { path: at })
-      for (const key of Object.keys(copy)) {
-        if (!ENVELOPE_KEYS.has(key)) throw new SessionAppendError(`${at}: unknown envelope key ${JSON.stringify(key)}`, { path: formatPath(at, [key]) })
-      }
-      if (copy.seq !== i) throw new SessionAppendError(`${at}.seq: expected ${i} (seqs are contiguous from 0), got ${String(copy.seq)}`, { path: `${at}.seq` })
-      if (!Object.hasOwn(copy, 'data')) throw new SessionAppendError(`${at}.data: missing`, { path: `${at}.data` })
-      const { surfaceOp, sourceEventSeqs, ignorable } = copy as AppendIntent
-      try {
-        const event = this.#build(i, copy.type, copy.data, { surfaceOp, sourceEventSeqs, ignorable }, `${at}.data`, copy.time ?? null)
-        this.#commit(event)
-      } catch (err) {
-        if (err instanceof SessionAppendError && !err.message.startsWith(at)) {
-          const path = err.path === undefined ? at : err.path.startsWith(at) ? err.path : `${at}.${err.path}`
-          throw new SessionAppendError(`${at}: ${err.message}`, { path, cause: err })
-        }
-        throw err
-      }
-    })
+    seed.forEach((raw: unknown, i) => this.#commitStored(raw, i, `seed[${i}]`, 'seed'))
     if (seed.length === 0) return
     if (checkStructure) {
       const [first] = validatedSeedViolations(this.#events)
       if (first !== undefined) throw new SeedRefusedError(first.seq, first.rule, first.message)
     }
-    if (this.last()?.type !== 'session/end-seed') {
-      this.#commit(this.#build(this.length, 'session/end-seed', Object.freeze({}), NO_INTENT, 'data'))
+    this.#closeSeed()
+  }
+
+  /** Validates and commits one stored event at `seq`; a refusal names its place (`at`) in message and path. */
+  #commitStored(raw: unknown, seq: number, at: string, what: 'seed' | 'stored'): void {
+    const copy = toFrozenJson(raw, at)
+    if (!isRecordLike(copy)) throw new SessionAppendError(`${at}: a ${what} event must be an object`, { path: at })
+    for (const key of Object.keys(copy)) {
+      if (!ENVELOPE_KEYS.has(key)) throw new SessionAppendError(`${at}: unknown envelope key ${JSON.stringify(key)}`, { path: formatPath(at, [key]) })
     }
+    if (copy.seq !== seq)
+      throw new SessionAppendError(`${at}.seq: expected ${seq}${what === 'seed' ? ' (seqs are contiguous from 0)' : ''}, got ${String(copy.seq)}`, {
+        path: `${at}.seq`,
+      })
+    if (!Object.hasOwn(copy, 'data')) throw new SessionAppendError(`${at}.data: missing`, { path: `${at}.data` })
+    const { surfaceOp, sourceEventSeqs, ignorable } = copy as AppendIntent
+    try {
+      this.#commit(this.#build(seq, copy.type, copy.data, { surfaceOp, sourceEventSeqs, ignorable }, `${at}.data`, copy.time ?? null))
+    } catch (err) {
+      if (err instanceof SessionAppendError && !err.message.startsWith(at)) {
+        const path = err.path === undefined ? at : err.path.startsWith(at) ? err.path : `${at}.${err.path}`
+        throw new SessionAppendError(`${at}: ${err.message}`, { path, cause: err })
+      }
+      throw err
+    }
+  }
+
+  /** Ends the replayed part with `session/end-seed` (unless it already ends so); live appends start after it (SS-9). */
+  #closeSeed(): void {
+    if (this.last()?.type !== 'session/end-seed') this.#commit(this.#build(this.length, 'session/end-seed', Object.freeze({}), NO_INTENT, 'data'))
     this.#seedLength = this.length
   }
 
@@ -650,21 +657,8 @@ export class Session {
       if (lastEvent.seq !== base - 1) throw new SessionAppendError(`last: expected seq ${base - 1}, got ${lastEvent.seq}`)
       this.#kept.set(lastEvent.seq, lastEvent)
     }
-    tail.forEach((raw: unknown, i) => {
-      const seq = base + i
-      const at = `events[${seq}]`
-      const copy = toFrozenJson(raw, at)
-      if (!isRecordLike(copy)) throw new SessionAppendError(`${at}: a stored event must be an object`, { path: at })
-      for (const key of Object.keys(copy)) {
-        if (!ENVELOPE_KEYS.has(key)) throw new SessionAppendError(`${at}: unknown envelope key ${JSON.stringify(key)}`, { path: formatPath(at, [key]) })
-      }
-      if (copy.seq !== seq) throw new SessionAppendError(`${at}.seq: expected ${seq}, got ${String(copy.seq)}`, { path: `${at}.seq` })
-      if (!Object.hasOwn(copy, 'data')) throw new SessionAppendError(`${at}.data: missing`, { path: `${at}.data` })
-      const { surfaceOp, sourceEventSeqs, ignorable } = copy as AppendIntent
-      this.#commit(this.#build(seq, copy.type, copy.data, { surfaceOp, sourceEventSeqs, ignorable }, `${at}.data`, copy.time ?? null))
-    })
-    if (this.last()?.type !== 'session/end-seed') this.#commit(this.#build(this.length, 'session/end-seed', Object.freeze({}), NO_INTENT, 'data'))
-    this.#seedLength = this.length
+    tail.forEach((raw: unknown, i) => this.#commitStored(raw, base + i, `events[${base + i}]`, 'stored'))
+    this.#closeSeed()
   }
 
   /** The events kept in memory from `#base` on: all of them unless opened from a checkpoint or trimmed. */
