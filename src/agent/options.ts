@@ -111,11 +111,12 @@ export interface StoredAgentOptions extends Omit<AgentOptions, 'session' | 'stor
    */
   mailbox?: boolean
   /**
-   * How the open checks the stored log: from its latest checkpoint and the tail after it (`'checkpoint'`, the
-   * default), or by validating and replaying all of it (`'full'`); a checkpoint that disagrees with the log is
-   * refused (the logger hears why) and the whole log is validated instead (docs/persistence.md, long sessions).
+   * How the open checks the stored log: from its latest checkpoint and the tail after it (`'checkpoint'`), by
+   * validating and replaying all of it (`'full'`), or (`'auto'`, the default) whole up to 2,000 stored events and
+   * from the checkpoint beyond; a checkpoint that disagrees with the log is refused (the logger hears why) and the
+   * whole log is validated instead (docs/persistence.md, long sessions).
    */
-  validate?: 'checkpoint' | 'full'
+  validate?: 'auto' | 'checkpoint' | 'full'
 }
 
 function positiveInt(name: string, value: unknown): number | undefined {

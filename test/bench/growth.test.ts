@@ -96,7 +96,7 @@ describe.each(shapes)('growth logs, %s', (_name, shape, length) => {
         [turns + 2, turns + 4],
       ]) {
         const resumed = recording()
-        const agent = await createAgent({ ...growthAgentOptions(shape, resumed.model), store, sessionId: 'built' })
+        const agent = await createAgent({ ...growthAgentOptions(shape, resumed.model), store, sessionId: 'built', validate: 'checkpoint' })
         for (let t = from; t <= to; t++) {
           agent.followup(userMessage(promptText(t)))
           await agent.whenIdle()

@@ -38,11 +38,13 @@ function open(path: string, script: ScriptEntry[], extra: { validate?: 'full' | 
   const store = sqliteStore({ path })
   const model = scriptedModel(script)
   const { validate, logger } = extra
-  return createAgent({ model, store, sessionId: 'p', tools: [echo], compaction, logger: logger ?? quiet, ...(validate ? { validate } : {}) }).then((agent) => ({
-    agent,
-    model,
-    store,
-  }))
+  return createAgent({ model, store, sessionId: 'p', tools: [echo], compaction, logger: logger ?? quiet, validate: validate ?? 'checkpoint' }).then(
+    (agent) => ({
+      agent,
+      model,
+      store,
+    }),
+  )
 }
 
 /** Drives a stored session through `ops`, reopening where asked; returns the file once everything is committed and closed. */
@@ -218,6 +220,23 @@ describe('what a checkpoint open reads', () => {
     // a full open finds it, by seq
     const refused = await open(path, [], { validate: 'full' }).catch((error: unknown) => error)
     expect(refused).toMatchObject({ code: 'STORED_LOG_INVALID', seq })
+  })
+
+  it('RS-8: by default a short stored log is validated whole: damage before its checkpoint fails the open by seq', async () => {
+    const { path, events } = await threeTurns()
+    const seq = events.find((e) => e.type === 'step/start')!.seq
+    damage(path, seq, '"type":"step/start"', '"type":"step/strat"')
+    const store = sqliteStore({ path })
+    const refused = await createAgent({ model: scriptedModel([]), store, sessionId: 'p', tools: [echo], compaction, logger: quiet }).catch(
+      (error: unknown) => error,
+    )
+    await store.close()
+    expect(refused).toMatchObject({ code: 'STORED_LOG_INVALID', seq })
+    // the same log opened from its checkpoint does not read that row
+    const { agent, store: again } = await open(path, [textResponse('c')], { validate: 'checkpoint' })
+    expect(agent.session.deriveMessages()).toHaveLength(4)
+    await agent.dispose()
+    await again.close()
   })
 
   it('RS-8: a row damaged after the checkpoint fails the open by seq, as a full open does', async () => {

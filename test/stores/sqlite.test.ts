@@ -149,7 +149,7 @@ describe('a damaged SQLite file', () => {
       edit(path, find, replace)
       const before = fingerprint(path)
       const store = sqliteStore({ path })
-      const refused = await createAgent({ model: scriptedModel([]), store, sessionId: 'chat', validate: 'full' }).catch((error: unknown) => error)
+      const refused = await createAgent({ model: scriptedModel([]), store, sessionId: 'chat' }).catch((error: unknown) => error)
       await store.close()
       expect(refused).toBeInstanceOf(StoredLogError)
       expect(refused).toMatchObject({ code: 'STORED_LOG_INVALID', sessionId: 'chat', seq })
