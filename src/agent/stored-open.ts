@@ -80,6 +80,7 @@ export async function openStoredAgent(options: StoredAgentOptions): Promise<Agen
   try {
     // the end-seed marker and any repair closers are durable before anyone drives the agent
     await writer.flush()
+    writer.trim()
   } catch (error) {
     await agent.dispose().catch(() => {})
     throw error

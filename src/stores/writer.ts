@@ -252,6 +252,11 @@ export class SessionWriter implements SessionSink, Durability {
     return inflight
   }
 
+  /** Drops what is stored before the last safe point from memory now. Why: an open that appends nothing makes no commit to trim after. */
+  trim(): void {
+    if (this.#fault === null && !this.#closed) this.#trim()
+  }
+
   /** Once a turn's end is stored, the events before it leave memory: the store reads them back when asked (synchronous stores only). */
   #trim(): void {
     const read = this.#handle.read

@@ -100,7 +100,8 @@ describe.each(Object.keys(kinds))('sessions across processes on %s', (kind) => {
   }, 30_000)
 
   it('IN-12: a steer sent during a running turn joins that turn at its next step', async () => {
-    await start()
+    // a step long enough that the steer lands inside it even on a loaded machine
+    await start({ agent: () => ({ model: slowModel(400) }) })
     try {
       const id = await client.create()
       const running = client.run(id, 'start')
