@@ -37,7 +37,8 @@ const WITHDRAWN = Symbol('withdrawn')
 interface Wait {
   kind: WaitKind
   key: string | undefined
-  resolve: (input: ScenarioInput | typeof WITHDRAWN) => void
+  /** Hands the waiting side its input. */
+  give: (input: ScenarioInput) => void
 }
 
 /**
@@ -50,16 +51,16 @@ class Waits {
   wait(kind: WaitKind, key?: string, signal?: AbortSignal): Promise<ScenarioInput | typeof WITHDRAWN> {
     if (signal?.aborted) return Promise.resolve(WITHDRAWN)
     return new Promise((resolve) => {
-      const wait: Wait = { kind, key, resolve }
       const withdraw = () => {
         const at = this.#pending.indexOf(wait)
         if (at >= 0) this.#pending.splice(at, 1)
         resolve(WITHDRAWN)
       }
-      wait.resolve = (input) => {
+      const give = (input: ScenarioInput) => {
         signal?.removeEventListener('abort', withdraw)
         resolve(input)
       }
+      const wait: Wait = { kind, key, give }
       this.#pending.push(wait)
       signal?.addEventListener('abort', withdraw, { once: true })
     })
@@ -70,7 +71,7 @@ class Waits {
     const at = this.#pending.findIndex((w) => w.kind === kind && w.key === key)
     if (at < 0) return false
     const [wait] = this.#pending.splice(at, 1)
-    wait.resolve(input)
+    wait.give(input)
     return true
   }
 }
