@@ -80,8 +80,17 @@ async function scenario(kind: 'postgres' | 'sqlite', target: string, store: Sess
   // the first worker dies mid-turn, once it has started a few turns of phase A
   const victim = workers[0]
   await victim.line(() => victim.lines.filter((l) => l.startsWith('turn ')).length >= 3)
-  // long enough for those turns to be committed, well short of their model calls' end
-  await new Promise((resolve) => setTimeout(resolve, DELAY_MS / 3))
+  // until one of those turns is committed open in the store (a turn/start not yet stored is lost unacknowledged and
+  // leaves nothing to repair), well short of its model call's end
+  const turnStoredOpen = async () => {
+    for (const id of new Set(victim.lines.filter((l) => l.startsWith('turn ')).map((l) => l.split(' ')[1]))) {
+      const log = ((await store.load(id)) ?? []) as SessionEvent[]
+      if (log.findLast((e) => e.type === 'turn/start' || e.type === 'turn/end')?.type === 'turn/start') return true
+    }
+    return false
+  }
+  const deadline = Date.now() + DELAY_MS
+  while (!(await turnStoredOpen()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
   victim.proc.kill('SIGKILL')
   await victim.exited
   const killedSessions = new Set(victim.lines.filter((l) => l.startsWith('turn ')).map((l) => l.split(' ')[1]))
