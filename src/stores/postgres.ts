@@ -13,6 +13,7 @@ import { checkpointLength, parseCheckpoint, type StoredCheckpoint } from './chec
 import { MAILBOX, type MailboxBackend } from './mailbox.js'
 import { mailboxDdl, postgresMailbox } from './postgres-mailbox.js'
 import { postgresQueue } from './postgres-queue.js'
+import { openRead, postgresReader, readerConnection } from './postgres-reader.js'
 
 /** The part of a `pg` client the store uses. */
 export interface PgQueryable {
@@ -128,6 +129,9 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
   const events = `"${schema}".agentchart_events`
   const mailTable = `"${schema}".agentchart_mail`
   const checkpoints = `"${schema}".agentchart_checkpoints`
+  // sessions read their trimmed events back through it; without one (a pool whose settings cannot cross threads) they keep their log
+  const connection = readerConnection(options.connectionString, options.pool)
+  const reader = connection && postgresReader({ connection, events, connectTimeoutMs, readTimeoutMs: commitTimeoutMs })
   let closed = false
   let closing: Promise<void> | null = null
   let ready: Promise<void> | null = null
@@ -280,12 +284,18 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
         if (row.lease_holder !== null && Number(row.lease_expires_at) > Number(row.now)) {
           throw new SessionInUseError(id, row.lease_holder, Number(row.lease_expires_at))
         }
-        const all = await readEvents(client, id, row)
-        const saved = options?.checkpoint === true && !created ? await storedCheckpoint(client, id, row, all) : undefined
+        const fromCheckpoint = options?.checkpoint === true && !created
+        const read = reader && fromCheckpoint ? await openRead(client, events, checkpoints, id, row, reader) : undefined
+        const all = read === undefined ? await readEvents(client, id, row) : []
+        const saved = read !== undefined ? read.stored : fromCheckpoint ? await storedCheckpoint(client, id, row, all) : undefined
         const from = saved === undefined ? 0 : checkpointLength(saved.checkpoint)!
-        const stored = from === 0 ? all : all.slice(from)
-        if (saved === undefined) check?.(stored)
-        else check?.(stored, saved)
+        const stored = read !== undefined ? read.tail : from === 0 ? all : all.slice(from)
+        try {
+          if (saved === undefined) check?.(stored)
+          else check?.(stored, saved)
+        } finally {
+          read?.done()
+        }
         const leased = (await client.query(sql.lease, [id, holder, leaseMs])).rows[0] as { lease_token: string; lease_expires_at: string }
         await client.query('COMMIT')
         return { created, events: stored, from, token: Number(leased.lease_token), expiresAt: Number(leased.lease_expires_at) }
@@ -421,6 +431,7 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
         created: opened.created,
         events: opened.events,
         from: opened.from,
+        ...(reader && { read: (start: number, end: number) => reader.read(id, start, end) }),
         lease,
         async append(batch: readonly SessionEvent[], checkpoint?: CheckpointText) {
           if (batch.length === 0) return
@@ -483,6 +494,7 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
         closed = true
         await queue?.close().catch(noop)
         await mailbox.close()
+        await reader?.close(closeTimeoutMs)
         const deadline = performance.now() + closeTimeoutMs
         // the leases this store still holds go with it: the next opener need not wait for them to lapse
         const releases = [...held].map(({ id, token }) =>
