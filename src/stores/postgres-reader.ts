@@ -171,10 +171,7 @@ export function postgresReader(options: PostgresReaderOptions): PostgresReader {
 }
 
 /** Connection settings a worker thread can be given: a connection string, or the plain values of a `pg.Pool`'s own options. */
-export function readerConnection(
-  connectionString: string | undefined,
-  pool: unknown,
-): Readonly<Record<string, string | number | boolean>> | undefined {
+export function readerConnection(connectionString: string | undefined, pool: unknown): Readonly<Record<string, string | number | boolean>> | undefined {
   if (connectionString !== undefined) return { connectionString }
   const given = (pool as { options?: unknown } | null)?.options
   if (typeof given !== 'object' || given === null) return undefined

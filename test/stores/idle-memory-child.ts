@@ -1,16 +1,16 @@
 // Run by idle-memory.test.ts as `node --expose-gc --import tsx`: seeds short and
-// long stored sessions in one SQLite file, gives each a checkpoint (one open and
+// long stored sessions in one SQLite file (or a PostgreSQL database given by URL), gives each a checkpoint (one open and
 // one turn), then opens them all again and prints, as JSON, the heap each idle
 // agent keeps (a heap delta over many agents, after collection), per length.
 import { createAgent, type Agent } from '../../src/index.js'
-import { sqliteStore } from '../../src/stores/index.js'
+import { postgresStore, sqliteStore } from '../../src/stores/index.js'
 import { scriptedModel, textResponse } from '../../src/testing/index.js'
 import { recordCycle, seedLongSession } from './long-log.js'
 
 const gc = globalThis.gc
 if (typeof gc !== 'function') throw new Error('idle-memory-child needs node --expose-gc')
 const [path, short, long, count] = process.argv.slice(2).map((v, i) => (i === 0 ? v : Number(v))) as [string, number, number, number]
-const store = sqliteStore({ path })
+const store = path.startsWith('postgres://') ? postgresStore({ connectionString: path }) : sqliteStore({ path })
 const recorded = await recordCycle()
 const quiet = { error: () => {} }
 const compaction = { contextWindow: 400, auto: false, keepRecent: 0, summarise: () => 'what was said so far' } as const

@@ -4,8 +4,9 @@
 // fork, the viewer feed) sees the stored log, read back through the store;
 // driving turns reads nothing back; a crashed driver's session reopens and
 // trims again.
-import { spawn } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAgent, type Agent } from '../../src/index.js'
@@ -14,6 +15,7 @@ import { postgresStore, type SessionStore } from '../../src/stores/index.js'
 import { checkSessionInvariants, scriptedModel, textResponse } from '../../src/testing/index.js'
 import { liveFeed } from '../../src/viewer/feed.js'
 import { createDatabase, startPostgres, type PostgresServer } from '../../scripts/embedded-postgres.js'
+import { recordCycle, seedLongSession } from './long-log.js'
 import { until } from './support.js'
 
 let server: PostgresServer
@@ -45,16 +47,21 @@ async function drive(agent: Agent, turns: number, from = 0): Promise<number[]> {
 
 const answers = (n: number, tag: string) => Array.from({ length: n }, (_, i) => textResponse(`answer ${tag} ${i}`))
 
-/** Backends of the read-through worker: it connects only once something reads trimmed events back. */
-async function readerBackends(): Promise<number> {
+/** Runs SQL on the test's database. */
+async function sql(text: string, values: unknown[] = []): Promise<unknown[]> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    const { rows } = await client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'agentchart read-through'")
-    return (rows[0] as { n: number }).n
+    return (await client.query(text, values)).rows as unknown[]
   } finally {
     await client.end()
   }
+}
+
+/** Backends of the read-through worker: it connects only once something reads trimmed events back. */
+async function readerBackends(): Promise<number> {
+  const [row] = (await sql("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'agentchart read-through'")) as { n: number }[]
+  return row.n
 }
 
 describe('a long PostgreSQL session', () => {
@@ -131,12 +138,17 @@ describe('a long PostgreSQL session', () => {
       // the dead driver's lease lapses within its leaseMs
       await until(
         async () => {
-          agent = await createAgent({ model: scriptedModel(answers(4, 'c')), store: store!, sessionId, compaction, logger: quiet, validate: 'checkpoint' }).catch(
-            (error: unknown) => {
-              if ((error as { code?: string }).code === 'SESSION_IN_USE') return undefined
-              throw error
-            },
-          )
+          agent = await createAgent({
+            model: scriptedModel(answers(4, 'c')),
+            store: store!,
+            sessionId,
+            compaction,
+            logger: quiet,
+            validate: 'checkpoint',
+          }).catch((error: unknown) => {
+            if ((error as { code?: string }).code === 'SESSION_IN_USE') return undefined
+            throw error
+          })
           return agent !== undefined
         },
         20_000,
@@ -157,4 +169,89 @@ describe('a long PostgreSQL session', () => {
       await store?.close()
     }
   }, 90_000)
+
+  /** A stored session of about 3,000 events whose checkpoint covers them all (an open and one turn took it). */
+  async function longStored(sessionId: string): Promise<void> {
+    const store = postgresStore({ connectionString: url })
+    try {
+      await seedLongSession(store, sessionId, await recordCycle(), 3000)
+      const agent = await createAgent({ model: scriptedModel(answers(1, 'd')), store, sessionId, compaction, logger: quiet })
+      await drive(agent, 1)
+      await agent.dispose()
+    } finally {
+      await store.close()
+    }
+    await until(async () => (await readerBackends()) === 0, 10_000, 'the read-through connection to end')
+  }
+
+  it('RS-8: an open of a long session from its checkpoint reads nothing back, and what it keeps reads the stored log through', async () => {
+    await longStored('from-checkpoint')
+    const store = postgresStore({ connectionString: url })
+    try {
+      const agent = await createAgent({ model: scriptedModel(answers(2, 'e')), store, sessionId: 'from-checkpoint', compaction, logger: quiet })
+      expect(agent.session.length).toBeGreaterThan(3000)
+      expect(agent.session.length - firstInMemory(agent.session)).toBeLessThan(60)
+      // the tail, the last event and the surface events came with the open's own transaction
+      expect(await readerBackends()).toBe(0)
+      await drive(agent, 2)
+      expect(await readerBackends()).toBe(0)
+      expect(plain(agent.session.events)).toEqual(plain(await store.load('from-checkpoint')))
+      expect(checkSessionInvariants(agent.session.events)).toEqual([])
+      await agent.dispose()
+    } finally {
+      await store.close()
+    }
+  }, 60_000)
+
+  it('RS-1: a checkpoint that disagrees with a long log is refused and the open validates the whole log, read through the store', async () => {
+    await longStored('refused')
+    const [{ body }] = (await sql("SELECT body FROM agentchart_checkpoints WHERE session_id = 'refused'")) as { body: string }[]
+    const cp = JSON.parse(body) as { last: { seq: number } }
+    cp.last.seq += 1
+    await sql("UPDATE agentchart_checkpoints SET body = $1 WHERE session_id = 'refused'", [JSON.stringify(cp)])
+    const store = postgresStore({ connectionString: url })
+    const heard: string[] = []
+    try {
+      const agent = await createAgent({
+        model: scriptedModel(answers(1, 'f')),
+        store,
+        sessionId: 'refused',
+        compaction,
+        logger: { error: (message) => heard.push(message) },
+      })
+      expect(heard.some((message) => message.includes('validating the whole log instead'))).toBe(true)
+      // the whole log the check validated came through the reader
+      expect(await readerBackends()).toBe(1)
+      const stored = plain(await store.load('refused')) as unknown[]
+      expect(plain(agent.session.events)).toEqual(stored)
+      await drive(agent, 1)
+      expect(checkSessionInvariants(agent.session.events)).toEqual([])
+      expect(agent.session.length - firstInMemory(agent.session)).toBeLessThan(60)
+      await agent.dispose()
+    } finally {
+      await store.close()
+    }
+  }, 60_000)
+
+  it('RS-8: an idle agent over a long PostgreSQL session keeps the heap of one over a short session, under 64 KiB', async () => {
+    const idleUrl = await createDatabase(server, 'idle')
+    const child = fileURLToPath(new URL('./idle-memory-child.ts', import.meta.url))
+    const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--import', 'tsx', child, idleUrl, '100', '20000', '12'], {
+      timeout: 170_000,
+    })
+    const { lengths, short, long, session } = JSON.parse(stdout.trim().split('\n').pop()!) as {
+      lengths: { short: number; long: number }
+      short: number
+      long: number
+      session: number
+    }
+    console.log(
+      `idle PostgreSQL agent: ${(short / 1024).toFixed(1)} KiB at ${lengths.short} events, ${(long / 1024).toFixed(1)} KiB at ${lengths.long}; session ${(session / 1024).toFixed(1)} KiB`,
+    )
+    expect(lengths.long).toBeGreaterThan(100 * lengths.short)
+    // an event kept per session would be about 300 bytes each, 6 MB here
+    expect(long - short).toBeLessThan(16 * 1024)
+    expect(long).toBeLessThan(64 * 1024)
+    expect(session).toBeLessThan(64 * 1024)
+  }, 180_000)
 })
