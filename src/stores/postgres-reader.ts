@@ -76,6 +76,9 @@ interface Answer {
 
 const require = createRequire(import.meta.url)
 
+/** Events per block a short read takes (about 100 KiB of kept heap per store at most). */
+const BLOCK = 256
+
 /** A reader whose worker starts at its first read (a store whose sessions never trim never starts one). */
 export function postgresReader(options: PostgresReaderOptions): PostgresReader {
   // the rows holding seqs [from, to): from the row at or before `from` (a folded row starts earlier)
@@ -116,6 +119,46 @@ export function postgresReader(options: PostgresReaderOptions): PostgresReader {
     return { port, flag }
   }
 
+  /** The rows holding seqs [from, to) of `sessionId`, read by the worker while this thread waits. */
+  const query = (sessionId: string, from: number, to: number): StoredRow[] => {
+    const first = worker === null
+    const { port: asking, flag: answered } = start(sessionId)
+    const id = ++next
+    reads++
+    asking.postMessage({ id, values: [sessionId, from, to] })
+    // the first read also waits for the worker to start and connect
+    const bound = options.readTimeoutMs + (first ? options.connectTimeoutMs : 0)
+    const deadline = performance.now() + bound
+    let answer: Answer | undefined
+    while (answer === undefined) {
+      const seen = Atomics.load(answered, 0)
+      // answers to reads that timed out earlier are dropped here
+      for (let got = receiveMessageOnPort(asking); got !== undefined; got = receiveMessageOnPort(asking)) {
+        if ((got.message as Answer).id === id) answer = got.message as Answer
+      }
+      if (answer !== undefined) break
+      const left = deadline - performance.now()
+      if (left <= 0) {
+        throw new StoreError('STORE_TIMEOUT', sessionId, `session ${sessionId}: reading seq ${from}..${to - 1} back took longer than ${Math.round(bound)} ms`)
+      }
+      Atomics.wait(answered, 0, seen, left)
+    }
+    if (answer.error !== undefined) {
+      throw new StoreError('STORE_FAULT', sessionId, `session ${sessionId}: reading seq ${from}..${to - 1} back from PostgreSQL failed: ${answer.error}`)
+    }
+    return answer.rows!
+  }
+
+  /** Events [from, to), every one of them there or a StoredLogError naming the first missing seq. */
+  const exact = (sessionId: string, from: number, to: number): unknown[] => {
+    const events = sliceDecoded(sessionId, query(sessionId, from, to), from, to)
+    if (events.length !== to - from) throw new StoredLogError(sessionId, from + events.length, `seq ${from + events.length} is missing`)
+    return events
+  }
+
+  /** The last block read: stored events never change (a fold rewrites rows, not events), so it needs no invalidation. */
+  let block: { readonly sessionId: string; readonly from: number; readonly events: unknown[] } | null = null
+
   return {
     get reads() {
       return reads
@@ -123,48 +166,38 @@ export function postgresReader(options: PostgresReaderOptions): PostgresReader {
     read(sessionId, from, to) {
       if (to <= from) return []
       if (closed) throw new StoreError('STORE_CLOSED', sessionId, 'this PostgreSQL store is closed')
-      const first = worker === null
-      const { port: asking, flag: answered } = start(sessionId)
-      const id = ++next
-      reads++
-      asking.postMessage({ id, values: [sessionId, from, to] })
-      // the first read also waits for the worker to start and connect
-      const bound = options.readTimeoutMs + (first ? options.connectTimeoutMs : 0)
-      const deadline = performance.now() + bound
-      let answer: Answer | undefined
-      while (answer === undefined) {
-        const seen = Atomics.load(answered, 0)
-        // answers to reads that timed out earlier are dropped here
-        for (let got = receiveMessageOnPort(asking); got !== undefined; got = receiveMessageOnPort(asking)) {
-          if ((got.message as Answer).id === id) answer = got.message as Answer
+      if (to - from > BLOCK / 4) return exact(sessionId, from, to)
+      // a short read takes the block around it: a scan event by event (session.at) costs one round trip per block
+      if (block === null || block.sessionId !== sessionId || from < block.from || to > block.from + block.events.length) {
+        const start = from - (from % BLOCK)
+        const end = Math.max(to, start + BLOCK)
+        let events: unknown[]
+        try {
+          events = sliceDecoded(sessionId, query(sessionId, start, end), start, end)
+        } catch (error) {
+          // damage elsewhere in the block is not this read's: the exact range names what is wrong with it, if anything
+          if (error instanceof StoredLogError) return exact(sessionId, from, to)
+          throw error
         }
-        if (answer !== undefined) break
-        const left = deadline - performance.now()
-        if (left <= 0) {
-          throw new StoreError('STORE_TIMEOUT', sessionId, `session ${sessionId}: reading seq ${from}..${to - 1} back took longer than ${Math.round(bound)} ms`)
-        }
-        Atomics.wait(answered, 0, seen, left)
+        if (start + events.length < to) return exact(sessionId, from, to)
+        block = { sessionId, from: start, events }
       }
-      if (answer.error !== undefined) {
-        throw new StoreError('STORE_FAULT', sessionId, `session ${sessionId}: reading seq ${from}..${to - 1} back from PostgreSQL failed: ${answer.error}`)
-      }
-      const events = sliceDecoded(sessionId, answer.rows!, from, to)
-      if (events.length !== to - from) throw new StoredLogError(sessionId, from + events.length, `seq ${from + events.length} is missing`)
-      return events
+      return block.events.slice(from - block.from, to - block.from)
     },
     async close(timeoutMs) {
       closed = true
+      block = null
       const ending = worker
       const asking = port
       worker = port = flag = null
       if (ending === null) return
       const exited = new Promise<void>((resolve) => ending.once('exit', () => resolve()))
       asking?.postMessage({ close: true })
-      asking?.close()
       let timer: ReturnType<typeof setTimeout> | undefined
       const lapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))
       await Promise.race([exited, lapsed])
       clearTimeout(timer)
+      asking?.close()
       await ending.terminate()
     },
   }

@@ -99,9 +99,9 @@ describe('a long PostgreSQL session', () => {
       expect(stored).toHaveLength(agent.session.length)
       expect(checkSessionInvariants(agent.session.events)).toEqual([])
       expect(plain(agent.session.events)).toEqual(stored)
-      for (const seq of [0, 1, Math.floor(trimmed / 2), trimmed - 1, agent.session.length - 1]) {
-        expect(plain(agent.session.at(seq))).toEqual(stored[seq])
-      }
+      // every seq, one by one, as a backward scan for an event reads them
+      for (let seq = agent.session.length - 1; seq >= 0; seq--) expect(plain(agent.session.at(seq))).toEqual(stored[seq])
+      expect(agent.session.at(agent.session.length)).toBeUndefined()
       // reading through keeps nothing in memory
       expect(firstInMemory(agent.session)).toBe(trimmed)
       const upTo = (stored as { seq: number; type: string }[]).findLast((event) => event.type === 'turn/end' && event.seq < trimmed)!.seq
@@ -198,6 +198,35 @@ describe('a long PostgreSQL session', () => {
       expect(plain(agent.session.events)).toEqual(plain(await store.load('from-checkpoint')))
       expect(checkSessionInvariants(agent.session.events)).toEqual([])
       await agent.dispose()
+    } finally {
+      await store.close()
+    }
+  }, 60_000)
+
+  it('RS-8: a row damaged before the checkpoint does not stop the open; reading it through names its seq, its neighbours read as stored', async () => {
+    await longStored('damaged')
+    const [{ seq }] = (await sql("SELECT min(seq) AS seq FROM agentchart_events WHERE session_id = 'damaged' AND type = 'step/start' AND seq > 1000")) as {
+      seq: number
+    }[]
+    const before = (await sql("SELECT seq, event FROM agentchart_events WHERE session_id = 'damaged' AND seq IN ($1, $2) ORDER BY seq", [
+      seq - 1,
+      seq + 1,
+    ])) as {
+      event: string
+    }[]
+    await sql("UPDATE agentchart_events SET event = replace(event, $2, $3) WHERE session_id = 'damaged' AND seq = $1", [
+      seq,
+      '"type":"step/start"',
+      '"type":step/start"',
+    ])
+    const store = postgresStore({ connectionString: url })
+    try {
+      const agent = await createAgent({ model: scriptedModel([]), store, sessionId: 'damaged', compaction, logger: quiet })
+      expect(firstInMemory(agent.session)).toBeGreaterThan(seq)
+      expect(plain(agent.session.at(seq - 1))).toEqual(JSON.parse(before[0].event))
+      expect(() => agent.session.at(seq)).toThrow(expect.objectContaining({ code: 'STORED_LOG_INVALID', seq }) as Error)
+      expect(plain(agent.session.at(seq + 1))).toEqual(JSON.parse(before[1].event))
+      await agent.dispose().catch(() => {})
     } finally {
       await store.close()
     }
