@@ -263,9 +263,8 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
   }
 
   /**
-   * The latest checkpoint, handed to the opener with the whole log as its read. Why the whole log: reads here are
-   * asynchronous and the session's are not, so a session over this store keeps its log in memory; what the
-   * checkpoint saves is validating and replaying all of it.
+   * The latest checkpoint, handed to the opener with the whole log as its read: the open of a store without a
+   * reader (a pool whose settings cannot reach a worker thread), whose sessions keep their log in memory.
    */
   async function storedCheckpoint(client: PgQueryable, id: string, row: SessionRow, all: readonly unknown[]): Promise<StoredCheckpoint | undefined> {
     const saved = (await client.query(sql.checkpoint, [id])).rows[0] as { body: string } | undefined

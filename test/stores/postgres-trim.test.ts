@@ -283,4 +283,28 @@ describe('a long PostgreSQL session', () => {
     expect(long).toBeLessThan(64 * 1024)
     expect(session).toBeLessThan(64 * 1024)
   }, 180_000)
+
+  it("RS-8: over a pg.Pool of the application the reader connects with the pool's settings; over a pool whose settings it cannot see, the session keeps its log", async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 3 })
+    try {
+      const opaque = { query: pool.query.bind(pool), connect: () => pool.connect() } as unknown as pg.Pool
+      for (const [sessionId, given, trims] of [
+        ['pool', pool, true],
+        ['opaque', opaque, false],
+      ] as const) {
+        const store = postgresStore({ pool: given })
+        try {
+          const agent = await createAgent({ model: scriptedModel(answers(8, sessionId)), store, sessionId, compaction, logger: quiet })
+          await drive(agent, 8)
+          expect(firstInMemory(agent.session) > 0).toBe(trims)
+          expect(plain(agent.session.events)).toEqual(plain(await store.load(sessionId)))
+          await agent.dispose()
+        } finally {
+          await store.close()
+        }
+      }
+    } finally {
+      await pool.end()
+    }
+  })
 })
