@@ -418,18 +418,25 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
       const opened = await wrapped(id, () => open(id, holder, leaseMs, openOptions))
       if (closed) {
         // close() ran while this open was on its way: the lease it just took goes at once, like the others
-        await withClient(id, 'releasing the lease', due(), (client) => client.query(sql.release, [id, opened.token])).catch(noop)
+        const { token } = opened
+        await withClient(id, 'releasing the lease', due(), (client) => client.query(sql.release, [id, token])).catch(noop)
         throw new StoreError('STORE_CLOSED', id, 'this PostgreSQL store was closed while the session was being opened')
       }
       const lease = Object.freeze({ holder, token: opened.token, expiresAt: opened.expiresAt })
       const mine = { id, token: opened.token }
       held.add(mine)
       const folder = new ChunkFolder(retention, opened.events)
+      const from = opened.from
+      const count = opened.events.length
+      // what the open read leaves memory once the session's first batch is in; later reads of it go through the reader
+      let kept: readonly unknown[] | null = opened.events
       const handle: SessionHandle = {
         sessionId: id,
         created: opened.created,
-        events: opened.events,
-        from: opened.from,
+        get events() {
+          return kept ?? reader!.read(id, from, from + count)
+        },
+        from,
         ...(reader && { read: (start: number, end: number) => reader.read(id, start, end) }),
         lease,
         async append(batch: readonly SessionEvent[], checkpoint?: CheckpointText) {
@@ -446,6 +453,7 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
           }
           riders.settle()
           plan.commit()
+          if (reader) kept = null
         },
         async renew() {
           assertOpen(id)
