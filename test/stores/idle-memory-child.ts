@@ -10,6 +10,8 @@ import { recordCycle, seedLongSession } from './long-log.js'
 const gc = globalThis.gc
 if (typeof gc !== 'function') throw new Error('idle-memory-child needs node --expose-gc')
 const [path, short, long, count] = process.argv.slice(2).map((v, i) => (i === 0 ? v : Number(v))) as [string, number, number, number]
+// how the measured opens validate (default: the agent's own, 'auto')
+const validate = (process.argv[6] ?? 'auto') as 'auto' | 'full'
 const store = path.startsWith('postgres://') ? postgresStore({ connectionString: path }) : sqliteStore({ path })
 const recorded = await recordCycle()
 const quiet = { error: () => {} }
@@ -45,7 +47,7 @@ async function perAgent(name: string): Promise<number> {
   const before = await settle()
   const held: Agent[] = []
   for (let i = 0; i < count; i++) {
-    const agent = await createAgent({ model: scriptedModel([]), store, sessionId: `${name}-${i}`, compaction, logger: quiet })
+    const agent = await createAgent({ model: scriptedModel([]), store, sessionId: `${name}-${i}`, compaction, logger: quiet, validate })
     await agent.whenIdle()
     held.push(agent)
   }
@@ -59,7 +61,7 @@ async function perSession(name: string): Promise<number> {
   const before = await settle()
   const held: unknown[] = []
   for (let i = 0; i < count; i++) {
-    const agent = await createAgent({ model: scriptedModel([]), store, sessionId: `${name}-${i}`, compaction, logger: quiet })
+    const agent = await createAgent({ model: scriptedModel([]), store, sessionId: `${name}-${i}`, compaction, logger: quiet, validate })
     await agent.whenIdle()
     await agent.dispose()
     held.push(agent.session)
