@@ -24,8 +24,6 @@ export interface PostgresReaderOptions {
 export interface PostgresReader {
   /** Events [from, to) of `sessionId`, folded chunk rows expanded; a StoredLogError names a missing or damaged seq. */
   read(sessionId: string, from: number, to: number): unknown[]
-  /** How many reads went to the database (tests check the hot path makes none). */
-  readonly reads: number
   /** Ends the worker and its connection; later reads fail with STORE_CLOSED. */
   close(timeoutMs: number): Promise<void>
 }
@@ -40,8 +38,9 @@ const drop = () => { const old = client; client = null; if (old) old.then((c) =>
 const connect = () => {
   if (client === null) {
     const c = new Client({ application_name: 'agentchart read-through', ...connection, connectionTimeoutMillis: connectTimeoutMs })
-    c.on('error', drop)
-    client = c.connect().then(() => c)
+    const made = c.connect().then(() => c)
+    c.on('error', () => { if (client === made) drop() })
+    client = made
   }
   return client
 }
@@ -79,25 +78,27 @@ const require = createRequire(import.meta.url)
 /** Events per block a short read takes (about 100 KiB of kept heap per store at most). */
 const BLOCK = 256
 
-/** A reader whose worker starts at its first read (a store whose sessions never trim never starts one). */
-export function postgresReader(options: PostgresReaderOptions): PostgresReader {
+/**
+ * A reader whose worker starts at its first read (a store whose sessions never trim never starts one); undefined
+ * when the `pg` package cannot be found from here (a store over an application's own pool): sessions then keep their log.
+ */
+export function postgresReader(options: PostgresReaderOptions): PostgresReader | undefined {
+  let pgPath: string
+  try {
+    pgPath = require.resolve('pg')
+  } catch {
+    return undefined
+  }
   // the rows holding seqs [from, to): from the row at or before `from` (a folded row starts earlier)
   const text = rangeSql(options.events)
   let worker: Worker | null = null
   let port: MessagePort | null = null
   let flag: Int32Array | null = null
   let next = 0
-  let reads = 0
   let closed = false
 
-  const start = (sessionId: string): { port: MessagePort; flag: Int32Array } => {
+  const start = (): { port: MessagePort; flag: Int32Array } => {
     if (port !== null && flag !== null) return { port, flag }
-    let pgPath: string
-    try {
-      pgPath = require.resolve('pg')
-    } catch (error) {
-      throw new StoreError('STORE_FAULT', sessionId, 'reading stored events back needs the pg package: npm install pg', { cause: error })
-    }
     const channel = new MessageChannel()
     const shared = new Int32Array(new SharedArrayBuffer(4))
     const made = new Worker(WORKER, {
@@ -122,9 +123,8 @@ export function postgresReader(options: PostgresReaderOptions): PostgresReader {
   /** The rows holding seqs [from, to) of `sessionId`, read by the worker while this thread waits. */
   const query = (sessionId: string, from: number, to: number): StoredRow[] => {
     const first = worker === null
-    const { port: asking, flag: answered } = start(sessionId)
+    const { port: asking, flag: answered } = start()
     const id = ++next
-    reads++
     asking.postMessage({ id, values: [sessionId, from, to] })
     // the first read also waits for the worker to start and connect
     const bound = options.readTimeoutMs + (first ? options.connectTimeoutMs : 0)
@@ -160,9 +160,6 @@ export function postgresReader(options: PostgresReaderOptions): PostgresReader {
   let block: { readonly sessionId: string; readonly from: number; readonly events: unknown[] } | null = null
 
   return {
-    get reads() {
-      return reads
-    },
     read(sessionId, from, to) {
       if (to <= from) return []
       if (closed) throw new StoreError('STORE_CLOSED', sessionId, 'this PostgreSQL store is closed')

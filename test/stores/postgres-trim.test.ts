@@ -307,4 +307,30 @@ describe('a long PostgreSQL session', () => {
       await pool.end()
     }
   })
+
+  it('RS-8: a read after the read-through connection was killed connects again; a read after store.close() fails with STORE_CLOSED', async () => {
+    const store = postgresStore({ connectionString: url })
+    const agent = await createAgent({ model: scriptedModel(answers(8, 'g')), store, sessionId: 'reconnect', compaction, logger: quiet })
+    try {
+      await drive(agent, 8)
+      const stored = plain(await store.load('reconnect'))
+      expect(plain(agent.session.events)).toEqual(stored)
+      await sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'agentchart read-through'")
+      await until(async () => (await readerBackends()) === 0, 10_000, 'the read-through connection to end')
+      // the first read after finds the connection gone (a STORE_FAULT) or connects again at once; the next one reads
+      const again = (() => {
+        try {
+          return agent.session.events
+        } catch (error) {
+          expect(error).toMatchObject({ code: 'STORE_FAULT' })
+          return agent.session.events
+        }
+      })()
+      expect(plain(again)).toEqual(stored)
+    } finally {
+      await store.close()
+    }
+    expect(() => agent.session.at(0)).toThrow(expect.objectContaining({ code: 'STORE_CLOSED' }) as Error)
+    await agent.dispose().catch(() => {})
+  })
 })
