@@ -42,8 +42,18 @@ const settle = async () => {
   return process.memoryUsage().heapUsed
 }
 
-/** The heap `count` idle agents over sessions `name-*` keep, per agent. */
+/** The heap `count` idle agents over sessions `name-*` keep, per agent: the median of three rounds after an unmeasured one. */
 async function perAgent(name: string): Promise<number> {
+  const rounds: number[] = []
+  for (let round = 0; round < 4; round++) {
+    const bytes = await roundOf(name)
+    if (round > 0) rounds.push(bytes)
+  }
+  return rounds.sort((a, b) => a - b)[1]
+}
+
+/** One round of `perAgent`: opens the agents, measures, disposes them. */
+async function roundOf(name: string): Promise<number> {
   const before = await settle()
   const held: Agent[] = []
   for (let i = 0; i < count; i++) {
