@@ -428,13 +428,18 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
       const folder = new ChunkFolder(retention, opened.events)
       const from = opened.from
       const count = opened.events.length
-      // what the open read leaves memory once the session's first batch is in; later reads of it go through the reader
-      let kept: readonly unknown[] | null = opened.events
+      // with a reader, what the open read is held weakly: the session has its own copy, and a later look reads it again
+      const strong: readonly unknown[] | null = reader ? null : opened.events
+      let weak = new WeakRef(opened.events)
       const handle: SessionHandle = {
         sessionId: id,
         created: opened.created,
         get events() {
-          return kept ?? reader!.read(id, from, from + count)
+          const held = strong ?? weak.deref()
+          if (held !== undefined) return held
+          const again = reader!.read(id, from, from + count)
+          weak = new WeakRef(again)
+          return again
         },
         from,
         ...(reader && { read: (start: number, end: number) => reader.read(id, start, end) }),
@@ -453,7 +458,6 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
           }
           riders.settle()
           plan.commit()
-          if (reader) kept = null
         },
         async renew() {
           assertOpen(id)

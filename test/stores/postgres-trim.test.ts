@@ -264,6 +264,7 @@ describe('a long PostgreSQL session', () => {
 
   it('RS-8: an idle agent over a long PostgreSQL session keeps the heap of one over a short session, under 64 KiB', async () => {
     const idleUrl = await createDatabase(server, 'idle')
+    const fullUrl = await createDatabase(server, 'idle_full')
     const child = fileURLToPath(new URL('./idle-memory-child.ts', import.meta.url))
     const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--import', 'tsx', child, idleUrl, '100', '20000', '12'], {
       timeout: 170_000,
@@ -282,7 +283,15 @@ describe('a long PostgreSQL session', () => {
     expect(long - short).toBeLessThan(16 * 1024)
     expect(long).toBeLessThan(64 * 1024)
     expect(session).toBeLessThan(64 * 1024)
-  }, 180_000)
+    // an open that validates the whole log keeps none of what it read (a kept log would be about 800 KiB here)
+    const full = await promisify(execFile)(process.execPath, ['--expose-gc', '--import', 'tsx', child, fullUrl, '100', '3000', '12', 'full'], {
+      timeout: 170_000,
+    })
+    const validated = JSON.parse(full.stdout.trim().split('\n').pop()!) as { lengths: { long: number }; long: number }
+    console.log(`idle PostgreSQL agent after a full validation: ${(validated.long / 1024).toFixed(1)} KiB at ${validated.lengths.long} events`)
+    expect(validated.lengths.long).toBeGreaterThan(2000)
+    expect(validated.long).toBeLessThan(64 * 1024)
+  }, 360_000)
 
   it("RS-8: over a pg.Pool of the application the reader connects with the pool's settings; over a pool whose settings it cannot see, the session keeps its log", async () => {
     const pool = new pg.Pool({ connectionString: url, max: 3 })
