@@ -9,10 +9,11 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createAgent, type Agent } from '../../src/index.js'
+import { z } from 'zod'
+import { createAgent, defineTool, type Agent } from '../../src/index.js'
 import { firstInMemory, recentEvents } from '../../src/session/session.js'
 import { postgresStore, type SessionStore } from '../../src/stores/index.js'
-import { checkSessionInvariants, scriptedModel, textResponse } from '../../src/testing/index.js'
+import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
 import { liveFeed } from '../../src/viewer/feed.js'
 import { createDatabase, startPostgres, type PostgresServer } from '../../scripts/embedded-postgres.js'
 import { recordCycle, seedLongSession } from './long-log.js'
@@ -47,6 +48,16 @@ async function drive(agent: Agent, turns: number, from = 0): Promise<number[]> {
 
 const answers = (n: number, tag: string) => Array.from({ length: n }, (_, i) => textResponse(`answer ${tag} ${i}`))
 
+const echo = defineTool({ name: 'echo', description: 'echo', input: z.object({ n: z.number() }), execute: ({ n }) => `echo ${n}` })
+
+/** `n` turns' answers, every third one calling a tool first. */
+const withTools = (n: number): ScriptEntry[] =>
+  Array.from({ length: n }, (_, i): ScriptEntry[] =>
+    i % 3 === 0
+      ? [toolCallResponse([{ id: `c${i}`, name: 'echo', arguments: JSON.stringify({ n: i }) }]), textResponse(`done ${i}`)]
+      : [textResponse(`answer ${i}`)],
+  ).flat()
+
 /** Runs SQL on the test's database. */
 async function sql(text: string, values: unknown[] = []): Promise<unknown[]> {
   const client = new pg.Client({ connectionString: url })
@@ -65,10 +76,10 @@ async function readerBackends(): Promise<number> {
 }
 
 describe('a long PostgreSQL session', () => {
-  it('RS-8: keeps a bounded number of events in memory over 40 turns, and reads none back while it drives them', async () => {
+  it('RS-8: keeps a bounded number of events in memory over 40 turns, tool calls and compactions among them, and reads none back while it drives them', async () => {
     const store = postgresStore({ connectionString: url })
     try {
-      const agent = await createAgent({ model: scriptedModel(answers(40, 'a')), store, sessionId: 'long', compaction, logger: quiet })
+      const agent = await createAgent({ model: scriptedModel(withTools(40)), store, sessionId: 'long', tools: [echo], compaction, logger: quiet })
       const held = await drive(agent, 40)
       // what stays is the history since the last compaction and the last turn, not the log
       expect(agent.session.length).toBeGreaterThan(500)
