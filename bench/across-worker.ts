@@ -1,7 +1,7 @@
 // A worker process of bench/across.ts: serves sessions of a PostgreSQL store
 // with a model that answers at once, until SIGTERM.
 import type { ModelAdapter } from '../src/adapters/types.js'
-import { postgresStore, serveSessions } from '../src/stores/index.js'
+import { postgresStore, serveSessions } from '../src/service/index.js'
 import { textResponse } from '../src/testing/index.js'
 
 const [url, concurrency] = process.argv.slice(2)

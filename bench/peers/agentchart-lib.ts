@@ -5,7 +5,7 @@
 import type * as Library from '../../src/index.js'
 import type * as Assemble from '../../src/adapters/assemble.js'
 import type * as Testing from '../../src/testing/index.js'
-import type * as Stores from '../../src/stores/index.js'
+import type * as Stores from '../../src/service/index.js'
 
 export type BenchSource = 'dist' | 'src'
 
@@ -22,4 +22,4 @@ export const assemble = (await import(file('adapters/assemble'))) as typeof Asse
 /** agentchart/testing (response helpers). */
 export const testing = (await import(file('testing/index'))) as typeof Testing
 /** agentchart/stores (the memory and SQLite stores the growth measure opens sessions on). */
-export const stores = (await import(file('stores/index'))) as typeof Stores
+export const stores = (await import(file('service/index'))) as typeof Stores

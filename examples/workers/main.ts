@@ -17,7 +17,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import type { SessionEvent } from '../../src/index.js'
-import { createSessionClient, postgresStore } from '../../src/stores/index.js'
+import { createSessionClient, postgresStore } from '../../src/service/index.js'
 import { checkSessionInvariants } from '../../src/testing/index.js'
 import { startPostgres } from '../../scripts/embedded-postgres.js'
 

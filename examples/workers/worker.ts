@@ -9,7 +9,7 @@
 // can be killed while it surely holds an open turn).
 import { z } from 'zod'
 import { defineTool, type ModelAdapter, type SessionEvent, type StreamChunk } from '../../src/index.js'
-import { postgresStore, serveSessions } from '../../src/stores/index.js'
+import { postgresStore, serveSessions } from '../../src/service/index.js'
 import { textResponse, toolCallResponse } from '../../src/testing/index.js'
 
 const name = process.env.WORKER ?? `worker-${process.pid}`

@@ -26,6 +26,7 @@ import { LiveTelemetry } from '../telemetry/live.js'
 import { withRecovered, type Durable } from './durable.js'
 import { LISTENER_NAMES, type AgentHooks, type ListenerName } from './hooks.js'
 import { Inbox } from './inbox.js'
+import type { AgentStatus } from './agent-type.js'
 import { checkGrace, checkOptions, DEFAULT_GRACE_MS, type AgentOptions, type CancelOptions, type CompactionResult, type DisposeOptions } from './options.js'
 import { collected, inspectors, liveAgents, mailReaders, telemetries } from './registry.js'
 
@@ -40,7 +41,13 @@ export function announceLater(agent: Agent): void {
 /** Starts an agent from outside the class: the only way to reach its private #start. */
 let startOf: (agent: Agent) => void
 
-export type AgentStatus = 'idle' | 'running'
+/** The class, under a name the merge below can refer to. */
+type AgentClass = Agent
+declare module './agent-type.js' {
+  /** The Agent class's members: what the options and listeners are handed is the whole agent. */
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the members come from the class it extends
+  interface Agent extends AgentClass {}
+}
 
 export class Agent {
   readonly id: string

@@ -7,7 +7,7 @@ import type { LlmCallConfig, LlmFailure, SessionEvent, StreamChunk, UserMessage 
 import type { Session } from '../session/session.js'
 import type { PromptAssembly, PromptContext } from '../runtime/assembly.js'
 import type { ToolResultValue } from '../tools/define.js'
-import type { Agent, AgentStatus } from './agent.js'
+import type { Agent, AgentStatus } from './agent-type.js'
 
 type WithAgent<P> = P & { agent: Agent }
 type Next<R> = () => Promise<R>

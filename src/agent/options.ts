@@ -17,7 +17,7 @@ import type { ToolEntry } from '../runtime/step-tools.js'
 import type { SystemPromptOption, ToolsOption } from '../runtime/assembly.js'
 import { resolveCompaction, type CompactionOptions } from '../compaction/options.js'
 import { checkTelemetryOptions, type TelemetryOptions } from '../telemetry/tracer.js'
-import type { Agent } from './agent.js'
+import type { Agent } from './agent-type.js'
 
 type AgentMachine = typeof agentMachine
 

@@ -1,6 +1,6 @@
 // Process-wide tables of agents: which live agent holds a session id (RS-7), and each agent's inspector, telemetry and mail reader.
 import type { LiveTelemetry } from '../telemetry/live.js'
-import type { Agent } from './agent.js'
+import type { Agent } from './agent-type.js'
 import type { AgentOptions } from './options.js'
 
 /** Each agent's inspector, so the children it delegates to (agentTool) report to the same one. */

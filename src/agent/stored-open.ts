@@ -1,16 +1,16 @@
 // Opening an agent over a store: the lease, the validated seed, crash recovery, the first commit and the mailbox reader.
 import { AgentchartError, ConfigError, StoredLogError } from '../errors.js'
 import { OutputSchemas, seedConfig } from '../request/options.js'
-import type { HookLogger } from '../runtime/hooks.js'
 import { createSession, type Session } from '../session/session.js'
 import { checkSessionId, DEFAULT_LEASE_MS } from '../stores/lease.js'
-import { mailboxIn, SessionMailbox, type HeldMail, type MailboxBackend } from '../stores/mailbox.js'
+import { mailboxIn } from '../stores/mailbox.js'
 import type { SessionHandle } from '../stores/types.js'
 import { SessionWriter } from '../stores/writer.js'
 import { factsOf, openedSession, recentEvents } from '../stores/checkpoint.js'
 import { describeValue } from '../values/foreign.js'
 import { Agent, announceLater } from './agent.js'
 import { recoverCalls, type RecoveredResult } from './durable.js'
+import { readMail } from './mail-reader.js'
 import { checkOptions, type StoredAgentOptions } from './options.js'
 import { mailReaders } from './registry.js'
 
@@ -92,34 +92,6 @@ export async function openStoredAgent(options: StoredAgentOptions): Promise<Agen
   }
   announceLater(agent)
   return agent
-}
-
-/** Applies the session's mail now and whenever the store signals more; returns what stops it. */
-function readMail(agent: Agent, backend: MailboxBackend, handle: SessionHandle, logger: HookLogger): (() => Promise<void>) | undefined {
-  let held: HeldMail
-  try {
-    held = backend.held(handle)
-  } catch {
-    // a handle the mailbox's store did not open (a wrapping store): this agent cannot consume rows with its commits
-    return undefined
-  }
-  const mailbox = new SessionMailbox(agent, backend, held)
-  mailbox.onError = (error) => logger.error(`agentchart: delivering mail to session ${agent.sessionId} failed`, error)
-  // a reading agent keeps no process alive by itself: dispose() or the end of the program stops it
-  const unsubscribe = backend.subscribe(
-    (signal) => {
-      if (signal.kind === 'mail' && (signal.sessionId === agent.sessionId || signal.sessionId === '*')) void mailbox.drain()
-    },
-    { keepAlive: false },
-  )
-  void backend.ready().then(
-    () => mailbox.drain(),
-    (error: unknown) => mailbox.onError(error),
-  )
-  return async () => {
-    unsubscribe()
-    await mailbox.stop()
-  }
 }
 
 /** The stored events as a validated seed; any refusal becomes a StoredLogError naming the session and seq. */

@@ -1,9 +1,8 @@
 // The mailbox: messages, cancels and approval answers sent to a session from
 // any process, kept as rows beside its log. The driver holding the lease
-// applies each row through the agent's own API and consumes it in the same
-// commit as the events that record it, so a row enters the log exactly once.
-import type { Agent } from '../agent/agent.js'
-import { AgentchartError, AgentStateError, StoreError } from '../errors.js'
+// consumes each row in the same commit as the events that record it, so a row
+// enters the log exactly once (agent/mail-reader.ts applies them).
+import { AgentchartError } from '../errors.js'
 import type { AgentCancelCause, InboxTarget, UserMessage } from '../session/schemas.js'
 import type { SessionHandle, SessionInfo, SessionStore } from './types.js'
 
@@ -152,110 +151,5 @@ export class RidingMail {
           else e.reject(error)
       },
     }
-  }
-}
-
-/** Errors after which a row is left for the session's next driver (this one can no longer record it). */
-function driverGone(error: unknown): boolean {
-  return error instanceof StoreError || (error instanceof AgentStateError && error.code === 'AGENT_DISPOSED')
-}
-
-/**
- * The driver's end of the mailbox: applies a session's rows to its agent in row order, each as the local call
- * would (followup/steer/inject/send, cancel, approve, deny), skipping rows it applied already. A row the agent
- * refuses (a duplicate pending id, an unknown approval) is consumed without effect.
- */
-export class SessionMailbox {
-  readonly #agent: Agent
-  readonly #backend: MailboxBackend
-  readonly #held: HeldMail
-  readonly #applied = new Set<string>()
-  #draining: Promise<void> | null = null
-  #again = false
-  #stopped = false
-  /** Called after each row is applied (workers note activity). */
-  onApplied: (() => void) | undefined
-  /** Where delivery troubles go. */
-  onError: (error: unknown) => void = () => {}
-
-  constructor(agent: Agent, backend: MailboxBackend, held: HeldMail) {
-    this.#agent = agent
-    this.#backend = backend
-    this.#held = held
-  }
-
-  /** Reads and applies what is pending; concurrent calls coalesce into one more pass. */
-  drain(): Promise<void> {
-    if (this.#stopped) return Promise.resolve()
-    if (this.#draining !== null) {
-      this.#again = true
-      return this.#draining
-    }
-    this.#draining = (async () => {
-      try {
-        do {
-          this.#again = false
-          const rows = await this.#backend.pending(this.#agent.sessionId)
-          for (const row of rows) {
-            if (this.#stopped) return
-            if (this.#applied.has(row.id)) continue
-            if (!this.#apply(row)) return
-          }
-        } while (this.#again && !this.#stopped)
-      } catch (error) {
-        this.onError(error)
-      } finally {
-        this.#draining = null
-      }
-    })()
-    return this.#draining
-  }
-
-  /** No more rows are applied; resolves once the pass in progress is over. */
-  async stop(): Promise<void> {
-    this.#stopped = true
-    await this.#draining
-  }
-
-  /** Applies one row; false when the driver can no longer record anything (the row stays for the next one). */
-  #apply(row: MailRecord): boolean {
-    const agent = this.#agent
-    const before = agent.session.length
-    const running = agent.status === 'running'
-    const ticket = this.#held.expect([row.id], before)
-    this.#applied.add(row.id)
-    try {
-      const body = row.body
-      switch (body.kind) {
-        case 'send':
-          agent.send(body.message, body.target, body.wakeup)
-          break
-        case 'cancel':
-          agent.cancel(body.cause, { keepInbox: body.keepInbox })
-          break
-        case 'approve':
-          agent.approve(body.callId)
-          break
-        case 'deny':
-          agent.deny(body.callId, body.reason)
-          break
-      }
-    } catch (error) {
-      if (driverGone(error)) {
-        this.#applied.delete(row.id)
-        ticket.withdraw()
-        return false
-      }
-      this.onError(error)
-    }
-    if (agent.session.length === before) void ticket.standalone().catch((error: unknown) => this.onError(error))
-    else {
-      ticket.done.catch((error: unknown) => this.onError(error))
-      // a send into a running turn only inserts: commit it now rather than at the writer's next batch (a send that
-      // woke the agent is committed by the turn it opened, before any work leaves the process)
-      if (running && row.body.kind === 'send') agent.flush().catch(() => {})
-    }
-    this.onApplied?.()
-    return true
   }
 }

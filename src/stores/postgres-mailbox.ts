@@ -4,7 +4,7 @@
 import { StoreError } from '../errors.js'
 import type { SessionHandle, SessionInfo } from './types.js'
 import { MailboxError, RidingMail, wakes, type HeldMail, type MailBody, type MailboxBackend, type MailRecord, type StoreSignal } from './mailbox.js'
-import type { PgPoolLike, PgQueryable } from './postgres.js'
+import type { PgPoolLike, PgQueryable } from './postgres-pool.js'
 import { decodeRows, type StoredRow } from './rows.js'
 
 const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint'

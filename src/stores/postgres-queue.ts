@@ -5,7 +5,7 @@ import { createRequire } from 'node:module'
 import { ConfigError } from '../errors.js'
 import type { SessionQueue } from './mailbox.js'
 import type { PostgresMailbox } from './postgres-mailbox.js'
-import type { PgPoolLike } from './postgres.js'
+import type { PgPoolLike } from './postgres-pool.js'
 
 const require = createRequire(import.meta.url)
 const noop = () => {}

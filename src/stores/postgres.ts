@@ -12,19 +12,9 @@ import type { CheckpointText, OpenSessionOptions, SessionHandle, SessionInfo, Se
 import { checkpointLength, parseCheckpoint, type StoredCheckpoint } from './checkpoint.js'
 import { MAILBOX, type MailboxBackend } from './mailbox.js'
 import { mailboxDdl, postgresMailbox } from './postgres-mailbox.js'
+import type { PgPoolLike, PgQueryable } from './postgres-pool.js'
 import { postgresQueue } from './postgres-queue.js'
 import { openRead, postgresReader, readerConnection } from './postgres-reader.js'
-
-/** The part of a `pg` client the store uses. */
-export interface PgQueryable {
-  query(text: string | { name: string; text: string }, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>
-}
-
-/** The part of a `pg.Pool` the store uses: bring your own to share connections with the rest of the app. */
-export interface PgPoolLike extends PgQueryable {
-  connect(): Promise<PgQueryable & { release(error?: Error | boolean): void }>
-  end?(): Promise<void>
-}
 
 export type PostgresStoreOptions = ({ connectionString: string; pool?: undefined } | { pool: PgPoolLike; connectionString?: undefined }) & {
   /** Schema of the two tables (default `public`; created if missing). */

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createChatHandler } from '../../src/chat/index.js'
 import { createAgent, defineTool } from '../../src/index.js'
-import { createSessionClient, memoryStore } from '../../src/stores/index.js'
+import { createSessionClient, memoryStore } from '../../src/service/index.js'
 import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { chatFor, gate, heldStream, logged, textOf, typesOf, until } from './helpers.js'
 

@@ -151,12 +151,12 @@ export const PARTIAL_REST = PARTIAL.slice(2)
 
 export type Pending =
   | { kind: 'hook'; id: number; name: string; payload: Record<string, unknown>; fallback: unknown; abandonOnCancel: boolean }
-  | { kind: 'prepare'; id: number; seed: LlmCallConfig }
+  | { kind: 'prepare'; id: number; seed: LlmCallConfig; abandonOnCancel: true }
   | { kind: 'model'; id: number; turn: number; step: number; partial?: { chunkSeqs: number[]; chunks: StreamChunk[] } }
   | { kind: 'tool'; id: number; call: RequestedCall }
   | { kind: 'job'; id: number }
-  | { kind: 'wait'; id: number; ms: number }
-  | { kind: 'summary'; id: number; plan: CompactionPlan }
+  | { kind: 'wait'; id: number; ms: number; abandonOnCancel: true }
+  | { kind: 'summary'; id: number; plan: CompactionPlan; abandonOnCancel: true }
 
 export interface TraceEvent {
   type: string
@@ -504,11 +504,9 @@ class Step {
         return
       case 'fx.abort': {
         s.aborted = true
-        // the runtime stops reading an aborted stream at once; the machine stops waiting for the
-        // work it abandons on cancel, whose late answers it would drop, so it is no longer pending
-        const dropped = s.pending.filter(
-          (p) => (p.kind === 'hook' && p.abandonOnCancel) || p.kind === 'prepare' || p.kind === 'model' || p.kind === 'wait' || p.kind === 'summary',
-        )
+        // the runtime stops reading an aborted stream at once; the work the machine marked abandonOnCancel
+        // it no longer waits for (its late answers would be dropped), so it is no longer pending
+        const dropped = s.pending.filter((p) => p.kind === 'model' || ('abandonOnCancel' in p && p.abandonOnCancel))
         s.pending = s.pending.filter((p) => !dropped.includes(p))
         for (const p of dropped) if (p.kind === 'model') this.send(this.#cancelledModel(p))
         return
@@ -525,6 +523,8 @@ class Step {
       batch.unstarted.push(effect.id)
       return
     }
+    // as the runtime: work the machine abandons on cancel does not start once the signal has aborted
+    if ('abandonOnCancel' in effect && effect.abandonOnCancel && s.aborted) return
     switch (effect.type) {
       case 'fx.confirm':
         return this.send({ type: 'appends.confirmed', id: effect.id })
@@ -534,12 +534,9 @@ class Step {
         // as the runtime: the real plan over the walk's own log, answered at once
         return this.send({ type: 'compaction.measured', id: effect.id, plan: this.#measure(effect.reason, effect.entering) })
       case 'fx.summarise':
-        if (s.aborted) return
-        s.pending.push({ kind: 'summary', id: effect.id, plan: effect.plan })
+        s.pending.push({ kind: 'summary', id: effect.id, plan: effect.plan, abandonOnCancel: effect.abandonOnCancel })
         return
       case 'fx.hook':
-        // the runtime does not start abandoned work once the signal has aborted
-        if (effect.abandonOnCancel && s.aborted) return
         s.pending.push({
           kind: 'hook',
           id: effect.id,
@@ -550,8 +547,7 @@ class Step {
         })
         return
       case 'fx.prepare':
-        if (s.aborted) return
-        s.pending.push({ kind: 'prepare', id: effect.id, seed: effect.seed })
+        s.pending.push({ kind: 'prepare', id: effect.id, seed: effect.seed, abandonOnCancel: effect.abandonOnCancel })
         return
       case 'fx.model':
         if (s.aborted) {
@@ -563,9 +559,7 @@ class Step {
         s.pending.push({ kind: 'tool', id: effect.id, call: effect.call })
         return
       case 'fx.wait':
-        // a backoff is abandoned on cancel: the runtime does not start its timer once the signal has aborted
-        if (s.aborted) return
-        s.pending.push({ kind: 'wait', id: effect.id, ms: effect.ms })
+        s.pending.push({ kind: 'wait', id: effect.id, ms: effect.ms, abandonOnCancel: effect.abandonOnCancel })
         return
     }
   }

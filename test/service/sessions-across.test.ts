@@ -19,7 +19,7 @@ import {
   type SessionClient,
   type SessionStore,
   type SessionWorkers,
-} from '../../src/stores/index.js'
+} from '../../src/service/index.js'
 import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { createDatabase, startPostgres, type PostgresServer } from '../../scripts/embedded-postgres.js'
 import { slowModel } from './sessions-support.js'

@@ -8,9 +8,9 @@ import { OutputSchemas } from '../request/options.js'
 import { LogIndex, zeroUsage, type RunResult } from '../agent/results.js'
 import { AgentCancelCauseSchema, type AgentCancelCause, type InboxTarget, type SessionEvent, type UserMessage } from '../session/schemas.js'
 import { createSession } from '../session/session.js'
-import { checkSessionId } from './lease.js'
-import { mailboxOf, MailboxError, wakes, type MailBody, type MailboxBackend } from './mailbox.js'
-import type { SessionStore } from './types.js'
+import { checkSessionId } from '../stores/lease.js'
+import { mailboxOf, MailboxError, wakes, type MailBody, type MailboxBackend } from '../stores/mailbox.js'
+import type { SessionStore } from '../stores/types.js'
 
 /** What a client learns about a session from the store. */
 export interface SessionStatus {

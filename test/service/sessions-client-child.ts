@@ -4,7 +4,7 @@
 import { writeFileSync } from 'node:fs'
 import type { RunResult, SessionEvent, SessionEventOf } from '../../src/index.js'
 import { userMessage } from '../../src/index.js'
-import { createSessionClient, postgresStore, sqliteStore } from '../../src/stores/index.js'
+import { createSessionClient, postgresStore, sqliteStore } from '../../src/service/index.js'
 
 const [kind, target, count, out, prefix = ''] = process.argv.slice(2)
 const store = kind === 'postgres' ? postgresStore({ connectionString: target }) : sqliteStore({ path: target })

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { agentTool, createAgent, defineTool, subagentsOf, type Agent } from '../../src/index.js'
-import { createSessionClient, memoryStore, sqliteStore, type SessionStore } from '../../src/stores/index.js'
+import { createSessionClient, memoryStore, sqliteStore, type SessionStore } from '../../src/service/index.js'
 import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { ofType, tick } from '../helpers.js'
 

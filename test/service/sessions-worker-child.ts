@@ -1,6 +1,6 @@
 // A worker process of the sessions-across scale test: serves sessions of a
 // PostgreSQL or SQLite store until SIGTERM, reporting each turn it starts.
-import { postgresStore, serveSessions, sqliteStore } from '../../src/stores/index.js'
+import { postgresStore, serveSessions, sqliteStore } from '../../src/service/index.js'
 import { slowModel } from './sessions-support.js'
 
 const [kind, target, name, delay] = process.argv.slice(2)

@@ -5,11 +5,12 @@
 // then disposes it and gives the lease back.
 import type { Agent } from '../agent/agent.js'
 import { createAgent } from '../agent/create.js'
+import { SessionMailbox } from '../agent/mail-reader.js'
 import type { StoredAgentOptions } from '../agent/options.js'
 import { ConfigError, SessionInUseError } from '../errors.js'
-import { defaultHolder } from './lease.js'
-import { mailboxOf, SessionMailbox, wakes, type MailboxBackend } from './mailbox.js'
-import type { SessionHandle, SessionStore } from './types.js'
+import { defaultHolder } from '../stores/lease.js'
+import { mailboxOf, wakes, type MailboxBackend } from '../stores/mailbox.js'
+import type { SessionHandle, SessionStore } from '../stores/types.js'
 
 /** What a worker needs to make a session's agent: everything createAgent takes except the store and the id. */
 export type ServedAgentOptions = Omit<StoredAgentOptions, 'store' | 'sessionId' | 'id'>

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RunResult, SessionEvent, SessionEventOf } from '../../src/index.js'
-import { postgresStore, sqliteStore, type SessionStore } from '../../src/stores/index.js'
+import { postgresStore, sqliteStore, type SessionStore } from '../../src/service/index.js'
 import { checkSessionInvariants } from '../../src/testing/index.js'
 import { createDatabase, startPostgres, type PostgresServer } from '../../scripts/embedded-postgres.js'
 
