@@ -5,9 +5,8 @@
 // appends and turns never do, so the wait is off the hot path.
 import { createRequire } from 'node:module'
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads'
-import { FULL_OPEN_UP_TO } from '../agent/stored-open.js'
 import { StoreError, StoredLogError } from '../errors.js'
-import { parseCheckpoint, type StoredCheckpoint } from './checkpoint.js'
+import { FULL_OPEN_UP_TO, parseCheckpoint, type StoredCheckpoint } from './checkpoint.js'
 import { sliceDecoded, type StoredRow } from './rows.js'
 
 /** What a store hands the reader: where to connect, its events table, and its bounds (ms). */
