@@ -6,16 +6,13 @@ import { checkSessionId, DEFAULT_LEASE_MS } from '../stores/lease.js'
 import { mailboxIn } from '../stores/mailbox.js'
 import type { SessionHandle } from '../stores/types.js'
 import { SessionWriter } from '../stores/writer.js'
-import { factsOf, openedSession, recentEvents } from '../stores/checkpoint.js'
+import { factsOf, FULL_OPEN_UP_TO, openedSession, recentEvents } from '../stores/checkpoint.js'
 import { describeValue } from '../values/foreign.js'
 import { Agent, announceLater } from './agent.js'
 import { recoverCalls, type RecoveredResult } from './durable.js'
 import { readMail } from './mail-reader.js'
 import { checkOptions, type StoredAgentOptions } from './options.js'
 import { mailReaders } from './registry.js'
-
-/** Stored logs up to this many events are validated whole on open by default (`validate: 'auto'`) (about 12 ms at 6 µs an event). */
-export const FULL_OPEN_UP_TO = 2000
 
 /**
  * Opens (or creates) the session in the store under a lease, rebuilds it as a seed (validated, structure

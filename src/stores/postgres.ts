@@ -14,6 +14,7 @@ import { MAILBOX, type MailboxBackend } from './mailbox.js'
 import { mailboxDdl, postgresMailbox } from './postgres-mailbox.js'
 import type { PgPoolLike, PgQueryable } from './postgres-pool.js'
 import { postgresQueue } from './postgres-queue.js'
+import { openRead, postgresReader, readerConnection } from './postgres-reader.js'
 
 export type PostgresStoreOptions = ({ connectionString: string; pool?: undefined } | { pool: PgPoolLike; connectionString?: undefined }) & {
   /** Schema of the two tables (default `public`; created if missing). */
@@ -118,6 +119,9 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
   const events = `"${schema}".agentchart_events`
   const mailTable = `"${schema}".agentchart_mail`
   const checkpoints = `"${schema}".agentchart_checkpoints`
+  // sessions read their trimmed events back through it; without one (a pool whose settings cannot cross threads) they keep their log
+  const connection = readerConnection(options.connectionString, options.pool)
+  const reader = connection && postgresReader({ connection, events, connectTimeoutMs, readTimeoutMs: commitTimeoutMs })
   let closed = false
   let closing: Promise<void> | null = null
   let ready: Promise<void> | null = null
@@ -249,9 +253,8 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
   }
 
   /**
-   * The latest checkpoint, handed to the opener with the whole log as its read. Why the whole log: reads here are
-   * asynchronous and the session's are not, so a session over this store keeps its log in memory; what the
-   * checkpoint saves is validating and replaying all of it.
+   * The latest checkpoint, handed to the opener with the whole log as its read: the open of a store without a
+   * reader (a pool whose settings cannot reach a worker thread), whose sessions keep their log in memory.
    */
   async function storedCheckpoint(client: PgQueryable, id: string, row: SessionRow, all: readonly unknown[]): Promise<StoredCheckpoint | undefined> {
     const saved = (await client.query(sql.checkpoint, [id])).rows[0] as { body: string } | undefined
@@ -270,12 +273,18 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
         if (row.lease_holder !== null && Number(row.lease_expires_at) > Number(row.now)) {
           throw new SessionInUseError(id, row.lease_holder, Number(row.lease_expires_at))
         }
-        const all = await readEvents(client, id, row)
-        const saved = options?.checkpoint === true && !created ? await storedCheckpoint(client, id, row, all) : undefined
+        const fromCheckpoint = options?.checkpoint === true && !created
+        const read = reader && fromCheckpoint ? await openRead(client, events, checkpoints, id, row, reader) : undefined
+        const all = read === undefined ? await readEvents(client, id, row) : []
+        const saved = read !== undefined ? read.stored : fromCheckpoint ? await storedCheckpoint(client, id, row, all) : undefined
         const from = saved === undefined ? 0 : checkpointLength(saved.checkpoint)!
-        const stored = from === 0 ? all : all.slice(from)
-        if (saved === undefined) check?.(stored)
-        else check?.(stored, saved)
+        const stored = read !== undefined ? read.tail : from === 0 ? all : all.slice(from)
+        try {
+          if (saved === undefined) check?.(stored)
+          else check?.(stored, saved)
+        } finally {
+          read?.done()
+        }
         const leased = (await client.query(sql.lease, [id, holder, leaseMs])).rows[0] as { lease_token: string; lease_expires_at: string }
         await client.query('COMMIT')
         return { created, events: stored, from, token: Number(leased.lease_token), expiresAt: Number(leased.lease_expires_at) }
@@ -399,18 +408,31 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
       const opened = await wrapped(id, () => open(id, holder, leaseMs, openOptions))
       if (closed) {
         // close() ran while this open was on its way: the lease it just took goes at once, like the others
-        await withClient(id, 'releasing the lease', due(), (client) => client.query(sql.release, [id, opened.token])).catch(noop)
+        const { token } = opened
+        await withClient(id, 'releasing the lease', due(), (client) => client.query(sql.release, [id, token])).catch(noop)
         throw new StoreError('STORE_CLOSED', id, 'this PostgreSQL store was closed while the session was being opened')
       }
       const lease = Object.freeze({ holder, token: opened.token, expiresAt: opened.expiresAt })
       const mine = { id, token: opened.token }
       held.add(mine)
       const folder = new ChunkFolder(retention, opened.events)
+      const from = opened.from
+      const count = opened.events.length
+      // with a reader, what the open read is held weakly: the session has its own copy, and a later look reads it again
+      const strong: readonly unknown[] | null = reader ? null : opened.events
+      let weak = new WeakRef(opened.events)
       const handle: SessionHandle = {
         sessionId: id,
         created: opened.created,
-        events: opened.events,
-        from: opened.from,
+        get events() {
+          const held = strong ?? weak.deref()
+          if (held !== undefined) return held
+          const again = reader!.read(id, from, from + count)
+          weak = new WeakRef(again)
+          return again
+        },
+        from,
+        ...(reader && { read: (start: number, end: number) => reader.read(id, start, end) }),
         lease,
         async append(batch: readonly SessionEvent[], checkpoint?: CheckpointText) {
           if (batch.length === 0) return
@@ -473,6 +495,7 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
         closed = true
         await queue?.close().catch(noop)
         await mailbox.close()
+        await reader?.close(closeTimeoutMs)
         const deadline = performance.now() + closeTimeoutMs
         // the leases this store still holds go with it: the next opener need not wait for them to lapse
         const releases = [...held].map(({ id, token }) =>

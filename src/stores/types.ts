@@ -48,8 +48,8 @@ export interface SessionHandle {
   /** The seq of `events[0]`: past 0 when the open started from a checkpoint (absent: 0). */
   readonly from?: number
   /**
-   * Reads stored events [from, to) synchronously, chunk rows expanded; absent where reads are asynchronous
-   * (PostgreSQL, most custom stores): the session then keeps its whole log in memory.
+   * Reads stored events [from, to) synchronously, chunk rows expanded (PostgreSQL through a worker thread); absent
+   * where no synchronous read exists (most custom stores): the session then keeps its whole log in memory.
    */
   readonly read?: (from: number, to: number) => readonly unknown[]
   readonly lease: Lease

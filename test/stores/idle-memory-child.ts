@@ -1,16 +1,18 @@
 // Run by idle-memory.test.ts as `node --expose-gc --import tsx`: seeds short and
-// long stored sessions in one SQLite file, gives each a checkpoint (one open and
+// long stored sessions in one SQLite file (or a PostgreSQL database given by URL), gives each a checkpoint (one open and
 // one turn), then opens them all again and prints, as JSON, the heap each idle
 // agent keeps (a heap delta over many agents, after collection), per length.
 import { createAgent, type Agent } from '../../src/index.js'
-import { sqliteStore } from '../../src/stores/index.js'
+import { postgresStore, sqliteStore } from '../../src/stores/index.js'
 import { scriptedModel, textResponse } from '../../src/testing/index.js'
 import { recordCycle, seedLongSession } from './long-log.js'
 
 const gc = globalThis.gc
 if (typeof gc !== 'function') throw new Error('idle-memory-child needs node --expose-gc')
 const [path, short, long, count] = process.argv.slice(2).map((v, i) => (i === 0 ? v : Number(v))) as [string, number, number, number]
-const store = sqliteStore({ path })
+// how the measured opens validate (default: the agent's own, 'auto')
+const validate = (process.argv[6] ?? 'auto') as 'auto' | 'full'
+const store = path.startsWith('postgres://') ? postgresStore({ connectionString: path }) : sqliteStore({ path })
 const recorded = await recordCycle()
 const quiet = { error: () => {} }
 const compaction = { contextWindow: 400, auto: false, keepRecent: 0, summarise: () => 'what was said so far' } as const
@@ -40,12 +42,22 @@ const settle = async () => {
   return process.memoryUsage().heapUsed
 }
 
-/** The heap `count` idle agents over sessions `name-*` keep, per agent. */
+/** The heap `count` idle agents over sessions `name-*` keep, per agent: the median of three rounds after an unmeasured one. */
 async function perAgent(name: string): Promise<number> {
+  const rounds: number[] = []
+  for (let round = 0; round < 4; round++) {
+    const bytes = await roundOf(name)
+    if (round > 0) rounds.push(bytes)
+  }
+  return rounds.sort((a, b) => a - b)[1]
+}
+
+/** One round of `perAgent`: opens the agents, measures, disposes them. */
+async function roundOf(name: string): Promise<number> {
   const before = await settle()
   const held: Agent[] = []
   for (let i = 0; i < count; i++) {
-    const agent = await createAgent({ model: scriptedModel([]), store, sessionId: `${name}-${i}`, compaction, logger: quiet })
+    const agent = await createAgent({ model: scriptedModel([]), store, sessionId: `${name}-${i}`, compaction, logger: quiet, validate })
     await agent.whenIdle()
     held.push(agent)
   }
@@ -59,7 +71,7 @@ async function perSession(name: string): Promise<number> {
   const before = await settle()
   const held: unknown[] = []
   for (let i = 0; i < count; i++) {
-    const agent = await createAgent({ model: scriptedModel([]), store, sessionId: `${name}-${i}`, compaction, logger: quiet })
+    const agent = await createAgent({ model: scriptedModel([]), store, sessionId: `${name}-${i}`, compaction, logger: quiet, validate })
     await agent.whenIdle()
     await agent.dispose()
     held.push(agent.session)
