@@ -334,7 +334,7 @@ describe('the tail after a checkpoint is judged as a full open judges it', () =>
     return to
   }
 
-  type Damage = 'orphan-result' | 'duplicate-call' | 'step-outside-turn' | 'after-turn-end' | 'second-turn-start' | 'bad-seq' | 'copy'
+  type Damage = 'orphan-result' | 'duplicate-call' | 'step-outside-turn' | 'after-turn-end' | 'second-turn-start' | 'turn-renumbered' | 'bad-seq' | 'copy'
   const clone = (event: Stored, seq: number): Stored => ({ ...(structuredClone(event) as Stored), seq })
 
   /** The tail with `how` done to it at the `pick`-th place it applies to; undefined when it applies nowhere. */
@@ -381,6 +381,13 @@ describe('the tail after a checkpoint is judged as a full open judges it', () =>
         out[i] = { seq: seqAt(i), time: out[i].time, type: 'turn/start', data: { turn: (out[i].data.turn as number) + 1 } } as Stored
         return out
       }
+      case 'turn-renumbered': {
+        // a turn/start numbered as the turn before it (the first of the tail: as the checkpoint's last turn)
+        const i = choose(places((e) => e.type === 'turn/start'))
+        if (i === undefined) return undefined
+        out[i].data.turn = (out[i].data.turn as number) - 1
+        return out
+      }
       case 'bad-seq': {
         const i = pick % out.length
         out[i].seq += other % 2 === 0 ? 1 : -1
@@ -413,7 +420,7 @@ describe('the tail after a checkpoint is judged as a full open judges it', () =>
   })
 
   it('RS-8: for random sessions, a tail that breaks a structure rule is refused by a checkpoint open with the error a full open gives', async () => {
-    const hows = fc.constantFrom<Damage>('orphan-result', 'duplicate-call', 'step-outside-turn', 'after-turn-end', 'second-turn-start', 'bad-seq')
+    const hows = fc.constantFrom<Damage>('orphan-result', 'duplicate-call', 'step-outside-turn', 'after-turn-end', 'second-turn-start', 'turn-renumbered', 'bad-seq')
     await fc.assert(
       fc.asyncProperty(before, after, hows, fc.nat(), fc.nat(), async (ops, more, how, pick, other) => {
         const { path, base, events } = await withTail([{ kind: 'text' }, ...ops], [{ kind: 'tools' }, ...more])
