@@ -525,8 +525,7 @@ class Checker {
     if (step.waitingRetry !== undefined) this.#add('retry-sequence', index, `llm/retry while retry ${step.waitingRetry.retryId} still waits`)
     if (retry !== step.retries + 1) this.#add('retry-sequence', index, `llm/retry numbered ${retry}, expected ${step.retries + 1}`)
     const last = step.chunks.at(-1)
-    if (last === undefined || !isFailedFinish(this.#event(last)))
-      this.#add('retry-sequence', index, 'llm/retry does not follow a failed finish of its step')
+    if (last === undefined || !isFailedFinish(this.#event(last))) this.#add('retry-sequence', index, 'llm/retry does not follow a failed finish of its step')
     step.waitingRetry = { retryId, retry }
   }
 
@@ -743,7 +742,8 @@ class Checker {
 function summaryOf(event: LooseEvent, index: number): { index: number; messageId: string; start: number; end: number } | undefined {
   const op = event.surfaceOp
   const message = event.data as { id?: unknown; source?: { kind?: unknown; plugin?: unknown } } | undefined
-  if (event.type !== 'user/message' || op === undefined || op === 'append' || message?.source?.kind !== 'plugin' || message.source.plugin !== 'compaction') return undefined
+  if (event.type !== 'user/message' || op === undefined || op === 'append' || message?.source?.kind !== 'plugin' || message.source.plugin !== 'compaction')
+    return undefined
   return { index, messageId: String(message.id), start: op.start, end: op.end }
 }
 

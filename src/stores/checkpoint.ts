@@ -57,7 +57,15 @@ export interface StoredCheckpoint {
 
 const hash = (text: string) => createHash('sha256').update(text).digest('base64url')
 
-const emptyFacts = (): ResumeFacts => ({ length: 0, lastTurn: 0, priorHeader: false, lastRoute: null, inbox: { nextTurn: [], nextStep: [] }, openTurn: false, endSeed: false })
+const emptyFacts = (): ResumeFacts => ({
+  length: 0,
+  lastTurn: 0,
+  priorHeader: false,
+  lastRoute: null,
+  inbox: { nextTurn: [], nextStep: [] },
+  openTurn: false,
+  endSeed: false,
+})
 
 /** Folds one event into `facts` (its seq must be `facts.length`); an inbox splice that does not replay throws, naming its seq, and changes nothing. */
 export function foldFact(facts: ResumeFacts, event: SessionEvent): void {
@@ -181,7 +189,14 @@ export function sessionFromCheckpoint(sessionId: string, stored: StoredCheckpoin
   if (!Array.isArray(surface) || !surface.every((seq: unknown) => isSeq(seq) && seq < length)) return refuse('names a surface node outside what it covers')
   if (!isSeq(cp.generation)) refuse('has no replace generation')
   const facts = cp.facts
-  if (typeof facts !== 'object' || facts === null || facts.length !== length || facts.openTurn !== false || typeof facts.endSeed !== 'boolean' || !isSeq(facts.lastTurn))
+  if (
+    typeof facts !== 'object' ||
+    facts === null ||
+    facts.length !== length ||
+    facts.openTurn !== false ||
+    typeof facts.endSeed !== 'boolean' ||
+    !isSeq(facts.lastTurn)
+  )
     return refuse('has no facts for its length')
   const [last] = stored.read(length - 1, length) as [SessionEvent | undefined]
   const named = cp.last

@@ -355,7 +355,14 @@ describe('the tail after a checkpoint is judged as a full open judges it', () =>
       }
       case 'duplicate-call': {
         // the second call of a step takes the first one's id
-        const i = choose(places((e, k) => e.type === 'tool/call' && k > 0 && out.slice(0, k).some((p) => p.type === 'tool/call' && p.data.turn === e.data.turn && p.data.step === e.data.step)))
+        const i = choose(
+          places(
+            (e, k) =>
+              e.type === 'tool/call' &&
+              k > 0 &&
+              out.slice(0, k).some((p) => p.type === 'tool/call' && p.data.turn === e.data.turn && p.data.step === e.data.step),
+          ),
+        )
         if (i === undefined) return undefined
         const first = out.find((p) => p.type === 'tool/call' && p.data.turn === out[i].data.turn && p.data.step === out[i].data.step)!
         out[i].data.callId = first.data.callId
@@ -420,7 +427,15 @@ describe('the tail after a checkpoint is judged as a full open judges it', () =>
   })
 
   it('RS-8: for random sessions, a tail that breaks a structure rule is refused by a checkpoint open with the error a full open gives', async () => {
-    const hows = fc.constantFrom<Damage>('orphan-result', 'duplicate-call', 'step-outside-turn', 'after-turn-end', 'second-turn-start', 'turn-renumbered', 'bad-seq')
+    const hows = fc.constantFrom<Damage>(
+      'orphan-result',
+      'duplicate-call',
+      'step-outside-turn',
+      'after-turn-end',
+      'second-turn-start',
+      'turn-renumbered',
+      'bad-seq',
+    )
     await fc.assert(
       fc.asyncProperty(before, after, hows, fc.nat(), fc.nat(), async (ops, more, how, pick, other) => {
         const { path, base, events } = await withTail([{ kind: 'text' }, ...ops], [{ kind: 'tools' }, ...more])
@@ -439,6 +454,46 @@ describe('the tail after a checkpoint is judged as a full open judges it', () =>
       { numRuns: propertyRuns(16) },
     )
   }, 480_000)
+
+  it('RS-1: a checkpoint taken before any end-seed: a tail turn numbered past a gap before the first end-seed opens as from the whole log', async () => {
+    // one instance from the first event: its first checkpoint comes at a turn end 256 events on, with no end-seed before it
+    const path = fresh()
+    const first = await open(
+      path,
+      Array.from({ length: 40 }, (_, i) => textResponse(`answer ${i}`)),
+    )
+    for (let i = 0; i < 40; i++) {
+      first.agent.followup(`question ${i}`)
+      await first.agent.whenIdle()
+    }
+    await first.agent.dispose()
+    await first.store.close()
+    const older = rowsOf(path).checkpoint
+    // the next open logs the first end-seed, after the checkpoint's tail
+    const again = await open(path, [])
+    await again.agent.dispose()
+    await again.store.close()
+    const db = new Database(path)
+    db.prepare('UPDATE agentchart_checkpoints SET length = ?, body = ?').run(older.length, older.body)
+    db.close()
+    const { length } = rowsOf(path)
+    const reader = await open(copy(path), [], { validate: 'full' })
+    const events = plain(reader.agent.session.events.slice(0, length)) as Stored[]
+    await reader.agent.dispose()
+    await reader.store.close()
+    const tail = events.slice(older.length)
+    expect(events.slice(0, older.length).some((e) => e.type === 'session/end-seed')).toBe(false)
+    const last = tail.findLast((e) => e.type === 'turn/start')!.data.turn as number
+    expect(tail.findIndex((e) => e.type === 'turn/start')).toBeLessThan(tail.findIndex((e) => e.type === 'session/end-seed'))
+    // the tail's last turn renumbered one past the next number: before the first end-seed, numbers only increase
+    const renumbered = tail.map((e) => (e.data.turn === last ? { ...e, data: { ...e.data, turn: last + 1 } } : e))
+    const stored = rewritten(path, older.length, renumbered)
+    const logged: string[] = []
+    const full = await outcome(stored, 'full', [])
+    expect(full.refused).toBeUndefined()
+    expect(await outcome(stored, 'checkpoint', logged)).toEqual(full)
+    expect(logged).toEqual([])
+  }, 60_000)
 
   it('RS-1: for random sessions, a tail with any event put in place of another opens from the checkpoint as from the whole log, or is refused alike', async () => {
     await fc.assert(
