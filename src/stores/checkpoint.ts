@@ -204,6 +204,17 @@ export function sessionFromCheckpoint(sessionId: string, stored: StoredCheckpoin
     refuse(`ends with an event the log does not hold at seq ${length - 1}`)
   if (hash(JSON.stringify(last)) !== named!.hash) refuse(`ends with seq ${length - 1} as it was not stored`)
   const surfaceEvents = (surface as number[]).map((seq) => stored.read(seq, seq + 1)[0])
+  // the history the surface events give must be the one the checkpoint was taken with; only then is the tail judged on it
+  let before: unknown
+  try {
+    before = surfaceEvents.flatMap((event) => {
+      const message = surfaceNodeOf(event as SessionEvent).message
+      return message === undefined ? [] : [message]
+    })
+  } catch {
+    refuse('names surface nodes that are not surface events')
+  }
+  if (hash(JSON.stringify(before)) !== cp.messages) refuse('names surface nodes whose history is not the one it was taken with')
   const { lastTurn, endSeed } = facts
   const resume: SessionResume = { base: length, surface: surfaceEvents, last, generation: cp.generation!, lastTurn, endSeed, tail, read: stored.read }
   let session: Session
@@ -216,12 +227,6 @@ export function sessionFromCheckpoint(sessionId: string, stored: StoredCheckpoin
       cause: error,
     })
   }
-  // the history the surface events give must be the one the checkpoint was taken with
-  const before = surfaceEvents.flatMap((event) => {
-    const message = surfaceNodeOf(event as SessionEvent).message
-    return message === undefined ? [] : [message]
-  })
-  if (hash(JSON.stringify(before)) !== cp.messages) refuse('names surface nodes whose history is not the one it was taken with')
   factsBySession.set(session, { ...facts, inbox: { nextTurn: [...facts.inbox.nextTurn], nextStep: [...facts.inbox.nextStep] } })
   try {
     factsOf(session)

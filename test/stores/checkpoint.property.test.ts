@@ -455,6 +455,23 @@ describe('the tail after a checkpoint is judged as a full open judges it', () =>
     )
   }, 480_000)
 
+  it('RS-1: for random sessions, a checkpoint that disagrees with the log is refused before its tail is judged on it: the whole log is validated instead', async () => {
+    const hows = fc.constantFrom<Tamper>('last-seq', 'stale-length', 'drop-node', 'foreign-node', 'facts-undigested')
+    await fc.assert(
+      fc.asyncProperty(before, after, hows, async (ops, more, how) => {
+        const { path } = await withTail([{ kind: 'text' }, ...ops], [{ kind: 'tools' }, ...more])
+        const tampered = copy(path)
+        fc.pre(tamper(tampered, how))
+        const logged: string[] = []
+        const full = await outcome(path, 'full', [])
+        expect(full.refused).toBeUndefined()
+        expect(await outcome(tampered, 'checkpoint', logged)).toEqual(full)
+        expect(logged.some((message) => /checkpoint/.test(message))).toBe(true)
+      }),
+      { numRuns: propertyRuns(10) },
+    )
+  }, 480_000)
+
   it('RS-1: a checkpoint taken before any end-seed: a tail turn numbered past a gap before the first end-seed opens as from the whole log', async () => {
     // one instance from the first event: its first checkpoint comes at a turn end 256 events on, with no end-seed before it
     const path = fresh()
