@@ -50,11 +50,12 @@
 // |                                  | followed at once by its compaction/completed, which names its message id and range; a          |
 // |                                  | compaction/completed follows nothing else (CP-2)                                               |
 //
-// Violations name the offending event by its position in the list (its seq in a
+// Violations name the offending event by its position in the log (its seq in a
 // contiguous log); a non-array input is reported as `shape` at seq -1. A malformed
 // event is reported once as `shape` and otherwise ignored, so events that depended
 // on it may report further violations. The log itself cannot show where a
 // proposal was rejected, so `no-step-after-reject` checks the boundary shape only.
+// A check can resume after a safe point from the state a checkpoint gives (CheckStart).
 import {
   EventDataSchemas,
   SessionEventEnvelopeSchema,
@@ -192,27 +193,19 @@ export function seedViolations(events: readonly SessionEvent[] | readonly unknow
   return new Checker(events, false, false).run().filter((v) => SEED_RULES.has(v.rule))
 }
 
-/**
- * Where a check resumes: what a checkpoint says of the log before `base`, a safe point with no turn open.
- * The running state at `base` follows from it, so the rules run over the tail alone.
- */
+/** Where a check resumes: a safe point `base` (no turn open) and what a checkpoint says of the log before it. */
 export interface CheckStart {
-  /** The seq of the first event checked. */
   readonly base: number
   /** The surface node seqs at `base`, in surface order. */
   readonly surface: readonly number[]
-  /** The highest turn/start turn before `base` (0 for none). */
+  /** The highest turn/start turn before `base` (0 for none), and whether a session/end-seed came before it. */
   readonly lastTurn: number
-  /** Whether a session/end-seed lies before `base`. */
   readonly endSeed: boolean
-  /** An event before `base` (citations and replaced nodes may name one; `base - 1` is read for a pending summary). */
+  /** An event before `base` by seq (what the tail cites or replaces; `base - 1` may be a summary awaiting its record). */
   readonly at: (seq: number) => SessionEvent | undefined
 }
 
-/**
- * seedViolations over events the session already validated one by one (SS-10): no second schema pass. With
- * `start`, `events` are the log from `start.base` on and the check goes on from the state `start` describes.
- */
+/** seedViolations over events the session already validated (SS-10); with `start`, over the log from `start.base` on. */
 export function validatedSeedViolations(events: readonly SessionEvent[], start?: CheckStart): SessionInvariantViolation[] {
   return new Checker(events, false, true, start).run().filter((v) => SEED_RULES.has(v.rule))
 }
