@@ -27,9 +27,9 @@ export interface ResumeFacts {
   endSeed: boolean
 }
 
-/** The stored form of a checkpoint (JSON). */
+/** The stored form of a checkpoint (JSON); a form of another `v` is refused (the open validates the whole log and stores a new one). */
 interface Checkpoint {
-  readonly v: 1
+  readonly v: 2
   readonly session: string
   /** The events [0, length) it describes: the tail starts at this seq. */
   readonly length: number
@@ -121,7 +121,7 @@ export function takeCheckpoint(session: Session): { length: number; text: string
   if (facts.openTurn || session.length === 0) return undefined
   const last = session.at(session.length - 1)!
   const body = {
-    v: 1 as const,
+    v: 2 as const,
     session: session.id,
     length: session.length,
     last: { seq: last.seq, time: last.time, type: last.type, hash: hash(JSON.stringify(last)) },
@@ -178,7 +178,7 @@ export function sessionFromCheckpoint(sessionId: string, stored: StoredCheckpoin
     throw new CheckpointRefusal(`session ${sessionId}: the checkpoint ${why}`)
   }
   const cp = stored.checkpoint as Partial<Checkpoint> | null
-  if (typeof cp !== 'object' || cp === null || cp.v !== 1) return refuse('has an unknown form')
+  if (typeof cp !== 'object' || cp === null || cp.v !== 2) return refuse('has an unknown form')
   const { digest, ...body } = cp
   if (typeof digest !== 'string' || hash(JSON.stringify(body)) !== digest) refuse('does not match its digest')
   if (cp.session !== sessionId) refuse(`belongs to session ${String(cp.session)}`)
