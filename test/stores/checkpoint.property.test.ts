@@ -2,7 +2,9 @@
 // tool calls, pending inbox items, compactions, reopens), an open from the
 // latest checkpoint gives the same session state and the same next request as
 // an open that validates and replays the whole log; a checkpoint that
-// disagrees with the log is refused and the open validates the whole log.
+// disagrees with the log is refused and the open validates the whole log; a
+// tail after the checkpoint that breaks a rule (a structure rule included) is
+// refused with the very error a full open gives, without that fallback.
 import { createHash } from 'node:crypto'
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
