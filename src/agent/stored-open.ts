@@ -1,12 +1,12 @@
 // Opening an agent over a store: the lease, the validated seed, crash recovery, the first commit and the mailbox reader.
-import { AgentchartError, ConfigError, StoredLogError } from '../errors.js'
+import { AgentchartError, ConfigError } from '../errors.js'
 import { OutputSchemas, seedConfig } from '../request/options.js'
 import { createSession, type Session } from '../session/session.js'
 import { checkSessionId, DEFAULT_LEASE_MS } from '../stores/lease.js'
 import { mailboxIn } from '../stores/mailbox.js'
 import type { SessionHandle } from '../stores/types.js'
 import { SessionWriter } from '../stores/writer.js'
-import { factsOf, FULL_OPEN_UP_TO, openedSession, recentEvents } from '../stores/checkpoint.js'
+import { factsOf, FULL_OPEN_UP_TO, openedSession, recentEvents, storedLogError } from '../stores/checkpoint.js'
 import { describeValue } from '../values/foreign.js'
 import { Agent, announceLater } from './agent.js'
 import { recoverCalls, type RecoveredResult } from './durable.js'
@@ -99,9 +99,6 @@ function seedSession(sessionId: string, events: readonly unknown[]): Session {
     return session
   } catch (error) {
     if (!(error instanceof AgentchartError)) throw error
-    const at = /^(?:seed|events)\[(\d+)\]/.exec(error.path ?? error.message)
-    const seq = at ? Number(at[1]) : -1
-    const detail = error.message.replace(/^seed\[\d+\]:?\s*/, '')
-    throw new StoredLogError(sessionId, seq, detail, { cause: error, ...(error.path !== undefined ? { path: error.path } : {}) })
+    throw storedLogError(sessionId, error)
   }
 }

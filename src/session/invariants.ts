@@ -50,11 +50,12 @@
 // |                                  | followed at once by its compaction/completed, which names its message id and range; a          |
 // |                                  | compaction/completed follows nothing else (CP-2)                                               |
 //
-// Violations name the offending event by its position in the list (its seq in a
+// Violations name the offending event by its position in the log (its seq in a
 // contiguous log); a non-array input is reported as `shape` at seq -1. A malformed
 // event is reported once as `shape` and otherwise ignored, so events that depended
 // on it may report further violations. The log itself cannot show where a
 // proposal was rejected, so `no-step-after-reject` checks the boundary shape only.
+// A check can resume after a safe point from the state a checkpoint gives (CheckStart).
 import {
   EventDataSchemas,
   SessionEventEnvelopeSchema,
@@ -192,9 +193,21 @@ export function seedViolations(events: readonly SessionEvent[] | readonly unknow
   return new Checker(events, false, false).run().filter((v) => SEED_RULES.has(v.rule))
 }
 
-/** seedViolations over events the session already validated one by one (SS-10): no second schema pass. */
-export function validatedSeedViolations(events: readonly SessionEvent[]): SessionInvariantViolation[] {
-  return new Checker(events, false, true).run().filter((v) => SEED_RULES.has(v.rule))
+/** Where a check resumes: a safe point `base` (no turn open) and what a checkpoint says of the log before it. */
+export interface CheckStart {
+  readonly base: number
+  /** The surface node seqs at `base`, in surface order. */
+  readonly surface: readonly number[]
+  /** The highest turn/start turn before `base` (0 for none), and whether a session/end-seed came before it. */
+  readonly lastTurn: number
+  readonly endSeed: boolean
+  /** An event before `base` by seq (what the tail cites or replaces; `base - 1` may be a summary awaiting its record). */
+  readonly at: (seq: number) => SessionEvent | undefined
+}
+
+/** seedViolations over events the session already validated (SS-10); with `start`, over the log from `start.base` on. */
+export function validatedSeedViolations(events: readonly SessionEvent[], start?: CheckStart): SessionInvariantViolation[] {
+  return new Checker(events, false, true, start).run().filter((v) => SEED_RULES.has(v.rule))
 }
 
 /** The step stops parked (TL-18): its last tool/call waits for approval and every other call has its result. */
@@ -223,11 +236,22 @@ class Checker {
     readonly complete: boolean,
     /** The events were validated by the session already: skip the schema pass. */
     readonly validated: boolean,
+    /** The events start at `start.base`, after a safe point. */
+    readonly start?: CheckStart,
   ) {}
 
   run(): SessionInvariantViolation[] {
-    this.#firstEndSeed = this.events.findIndex((e) => isObject(e) && e.type === 'session/end-seed')
-    this.events.forEach((raw, index) => {
+    const base = this.start?.base ?? 0
+    const firstEndSeed = this.events.findIndex((e) => isObject(e) && e.type === 'session/end-seed')
+    this.#firstEndSeed = this.start?.endSeed === true || firstEndSeed < 0 ? -1 : base + firstEndSeed
+    if (this.start !== undefined) {
+      this.#surface.push(...this.start.surface)
+      this.#highestTurn = this.start.lastTurn > 0 ? this.start.lastTurn : undefined
+      const last = this.start.at(base - 1)
+      this.#summary = last === undefined ? undefined : summaryOf(last, base - 1)
+    }
+    this.events.forEach((raw, i) => {
+      const index = base + i
       try {
         const event = this.#parse(raw, index)
         if (event !== undefined) this.#visit(event, index)
@@ -244,6 +268,12 @@ class Checker {
 
   #add(rule: SessionInvariantRule, seq: number, message: string): void {
     this.#out.push({ rule, seq, message })
+  }
+
+  /** A checked event by seq; one before a resumed check's base is read from what the check started from. */
+  #event(seq: number): SessionEvent | undefined {
+    const start = this.start
+    return this.#bySeq.get(seq) ?? (start !== undefined && seq < start.base ? start.at(seq) : undefined)
   }
 
   #parse(raw: unknown, index: number): LooseEvent | undefined {
@@ -488,8 +518,7 @@ class Checker {
     if (step.waitingRetry !== undefined) this.#add('retry-sequence', index, `llm/retry while retry ${step.waitingRetry.retryId} still waits`)
     if (retry !== step.retries + 1) this.#add('retry-sequence', index, `llm/retry numbered ${retry}, expected ${step.retries + 1}`)
     const last = step.chunks.at(-1)
-    if (last === undefined || !isFailedFinish(this.#bySeq.get(last)))
-      this.#add('retry-sequence', index, 'llm/retry does not follow a failed finish of its step')
+    if (last === undefined || !isFailedFinish(this.#event(last))) this.#add('retry-sequence', index, 'llm/retry does not follow a failed finish of its step')
     step.waitingRetry = { retryId, retry }
   }
 
@@ -530,7 +559,7 @@ class Checker {
     const cited = e.sourceEventSeqs ?? []
     let sound = true
     cited.forEach((seq, k) => {
-      const target = this.#bySeq.get(seq)
+      const target = this.#event(seq)
       if (target === undefined || target.type !== 'assistant/chunk' || target.data.turn !== step.turn || target.data.step !== step.step) {
         this.#add('chunk-citation', index, `cites seq ${seq}, not an assistant/chunk of turn ${step.turn} step ${step.step}`)
         sound = false
@@ -550,10 +579,10 @@ class Checker {
       this.#add('chunk-citation', index, "does not cite exactly its attempt's chunks (the step's latest chunks)")
       return undefined
     }
-    if (cut > 0 && !isFailedFinish(this.#bySeq.get(pending[cut - 1]))) {
+    if (cut > 0 && !isFailedFinish(this.#event(pending[cut - 1]))) {
       this.#add('chunk-citation', index, `uncited chunks ${pending[0]}..${pending[cut - 1]} do not end with a failed finish`)
     }
-    const chunks = cited.map((seq) => (this.#bySeq.get(seq) as SessionEventOf<'assistant/chunk'>).data.chunk)
+    const chunks = cited.map((seq) => (this.#event(seq) as SessionEventOf<'assistant/chunk'>).data.chunk)
     let finish: string | undefined
     let usage: unknown
     chunks.forEach((chunk, k) => {
@@ -658,7 +687,7 @@ class Checker {
     const shadowed = this.#surface.slice(from, to + 1)
     if (shadowed.some((seq) => !cites?.includes(seq))) this.#add('surface-metadata', index, 'replace does not cite every shadowed node')
     if (e.type === 'tool/result') {
-      const old = this.#bySeq.get(op.start)
+      const old = this.#event(op.start)
       const callId = (e.data as { message?: { source?: { callId?: unknown } } } | undefined)?.message?.source?.callId
       if (from !== to || old?.type !== 'tool/result' || old.data.message.source.callId !== callId) {
         this.#add('surface-metadata', index, 'a tool/result replace must shadow exactly one result of the same call')
@@ -680,11 +709,7 @@ class Checker {
       return
     }
     if (summary !== undefined) this.#add('compaction-record', summary.index, 'compaction summary not followed at once by its compaction/completed')
-    const op = event.surfaceOp
-    const message = event.data as { id?: unknown; source?: { kind?: unknown; plugin?: unknown } } | undefined
-    if (event.type === 'user/message' && op !== undefined && op !== 'append' && message?.source?.kind === 'plugin' && message.source.plugin === 'compaction') {
-      this.#summary = { index, messageId: String(message.id), start: op.start, end: op.end }
-    }
+    this.#summary = summaryOf(event, index)
   }
 
   #finish(): void {
@@ -699,11 +724,20 @@ class Checker {
       this.#turn = undefined
       return
     }
-    const last = this.events.length - 1
+    const last = (this.start?.base ?? 0) + this.events.length - 1
     if (turn.step !== undefined) this.#add('balanced', last, `log ends inside turn ${turn.turn} step ${turn.step.step}`)
     this.#add('balanced', last, `log ends inside turn ${turn.turn}`)
     this.#closeTurn(turn, last, false)
   }
+}
+
+/** The compaction summary `event` is (a user/message from the `compaction` plugin replacing a range), if it is one. */
+function summaryOf(event: LooseEvent, index: number): { index: number; messageId: string; start: number; end: number } | undefined {
+  const op = event.surfaceOp
+  const message = event.data as { id?: unknown; source?: { kind?: unknown; plugin?: unknown } } | undefined
+  if (event.type !== 'user/message' || op === undefined || op === 'append' || message?.source?.kind !== 'plugin' || message.source.plugin !== 'compaction')
+    return undefined
+  return { index, messageId: String(message.id), start: op.start, end: op.end }
 }
 
 /** Any non-null object, arrays included (deep equality compares both kinds). */

@@ -3,7 +3,7 @@
 // model-visible surface and the derived history are maintained alongside.
 import { Observable, Subscriber, type Observer, type Operator, type Subscription } from 'rxjs'
 import { ConfigError, SeedRefusedError, SessionAppendError } from '../errors.js'
-import { validatedSeedViolations } from './invariants.js'
+import { validatedSeedViolations, type CheckStart } from './invariants.js'
 import { describeValue, isArrayLike, isRecordLike } from '../values/foreign.js'
 import { formatPath, toFrozenJson } from './lossless.js'
 import { frozenArrayOf } from './array-view.js'
@@ -546,24 +546,28 @@ export class Session {
   /** SS-9, SS-10: validates and commits the seed, checks its structure, then closes it with `session/end-seed`. */
   #loadSeed(seed: readonly unknown[], checkStructure: boolean): void {
     if (!Array.isArray(seed)) throw new SessionAppendError('seed must be an array of session events', { path: 'seed' })
-    seed.forEach((raw: unknown, i) => this.#commitStored(raw, i, `seed[${i}]`, 'seed'))
+    seed.forEach((raw: unknown, i) => this.#commitStored(raw, i))
     if (seed.length === 0) return
-    if (checkStructure) {
-      const [first] = validatedSeedViolations(this.#events)
-      if (first !== undefined) throw new SeedRefusedError(first.seq, first.rule, first.message)
-    }
+    if (checkStructure) this.#checkStructure()
     this.#closeSeed()
   }
 
-  /** Validates and commits one stored event at `seq`; a refusal names its place (`at`) in message and path. */
-  #commitStored(raw: unknown, seq: number, at: string, what: 'seed' | 'stored'): void {
+  /** Refuses the seed (or the tail after a checkpoint, from `start`) by its first broken structure rule. */
+  #checkStructure(start?: CheckStart): void {
+    const [first] = validatedSeedViolations(this.#events, start)
+    if (first !== undefined) throw new SeedRefusedError(first.seq, first.rule, first.message)
+  }
+
+  /** Validates and commits one seed (or stored tail) event at `seq`; a refusal names `seed[seq]` in message and path. */
+  #commitStored(raw: unknown, seq: number): void {
+    const at = `seed[${seq}]`
     const copy = toFrozenJson(raw, at)
-    if (!isRecordLike(copy)) throw new SessionAppendError(`${at}: a ${what} event must be an object`, { path: at })
+    if (!isRecordLike(copy)) throw new SessionAppendError(`${at}: a seed event must be an object`, { path: at })
     for (const key of Object.keys(copy)) {
       if (!ENVELOPE_KEYS.has(key)) throw new SessionAppendError(`${at}: unknown envelope key ${JSON.stringify(key)}`, { path: formatPath(at, [key]) })
     }
     if (copy.seq !== seq)
-      throw new SessionAppendError(`${at}.seq: expected ${seq}${what === 'seed' ? ' (seqs are contiguous from 0)' : ''}, got ${String(copy.seq)}`, {
+      throw new SessionAppendError(`${at}.seq: expected ${seq} (seqs are contiguous from 0), got ${String(copy.seq)}`, {
         path: `${at}.seq`,
       })
     if (!Object.hasOwn(copy, 'data')) throw new SessionAppendError(`${at}.data: missing`, { path: `${at}.data` })
@@ -619,7 +623,8 @@ export class Session {
 
   /**
    * Builds the session from a checkpoint's parts: the surface events (each checked against its schema and copied),
-   * then the tail after it, validated and committed like seed events. Pure until it returns: a throw leaves nothing.
+   * then the tail after it, validated, committed and structure-checked like a seed's events from where the
+   * checkpoint stands (a refusal names `seed[seq]`, as a whole seed's would). Pure until it returns: a throw leaves nothing.
    */
   #loadResume(resume: SessionResume): void {
     const { base, surface, last, tail, read } = resume
@@ -657,7 +662,9 @@ export class Session {
       if (lastEvent.seq !== base - 1) throw new SessionAppendError(`last: expected seq ${base - 1}, got ${lastEvent.seq}`)
       this.#kept.set(lastEvent.seq, lastEvent)
     }
-    tail.forEach((raw: unknown, i) => this.#commitStored(raw, base + i, `events[${base + i}]`, 'stored'))
+    tail.forEach((raw: unknown, i) => this.#commitStored(raw, base + i))
+    const { lastTurn, endSeed } = resume
+    this.#checkStructure({ base, surface: nodes.map((event) => event.seq), lastTurn, endSeed, at: (seq) => this.#eventAt(seq) })
     this.#closeSeed()
   }
 
@@ -724,6 +731,9 @@ export interface SessionResume {
   /** The stored event at `base - 1`. */
   readonly last: unknown
   readonly generation: number
+  /** The highest turn/start turn before `base` (0 for none) and whether a session/end-seed lies before it. */
+  readonly lastTurn: number
+  readonly endSeed: boolean
   /** The stored events from `base` on. */
   readonly tail: readonly unknown[]
   /** Read-through of the events before `base`. */

@@ -3,7 +3,7 @@
 // batch that reaches them. An open reads the latest one and the log's tail
 // after it instead of the whole log; one that disagrees with the log is refused.
 import { createHash } from 'node:crypto'
-import { ConfigError } from '../errors.js'
+import { AgentchartError, ConfigError, StoredLogError } from '../errors.js'
 import { applySplice, duplicatePending } from '../machines/inbox.js'
 import type { InboxLists } from '../machines/types.js'
 import type { SessionEvent } from '../session/schemas.js'
@@ -23,11 +23,13 @@ export interface ResumeFacts {
   inbox: InboxLists
   /** Whether a turn is open (a checkpoint is taken only when none is). */
   openTurn: boolean
+  /** Whether any `session/end-seed` was logged (turn numbering before the first one only increases). */
+  endSeed: boolean
 }
 
-/** The stored form of a checkpoint (JSON). */
+/** The stored form of a checkpoint (JSON); a form of another `v` is refused (the open validates the whole log and stores a new one). */
 interface Checkpoint {
-  readonly v: 1
+  readonly v: 2
   readonly session: string
   /** The events [0, length) it describes: the tail starts at this seq. */
   readonly length: number
@@ -55,7 +57,15 @@ export interface StoredCheckpoint {
 
 const hash = (text: string) => createHash('sha256').update(text).digest('base64url')
 
-const emptyFacts = (): ResumeFacts => ({ length: 0, lastTurn: 0, priorHeader: false, lastRoute: null, inbox: { nextTurn: [], nextStep: [] }, openTurn: false })
+const emptyFacts = (): ResumeFacts => ({
+  length: 0,
+  lastTurn: 0,
+  priorHeader: false,
+  lastRoute: null,
+  inbox: { nextTurn: [], nextStep: [] },
+  openTurn: false,
+  endSeed: false,
+})
 
 /** Folds one event into `facts` (its seq must be `facts.length`); an inbox splice that does not replay throws, naming its seq, and changes nothing. */
 export function foldFact(facts: ResumeFacts, event: SessionEvent): void {
@@ -74,6 +84,7 @@ export function foldFact(facts: ResumeFacts, event: SessionEvent): void {
       facts.lastRoute = event.data
       break
     case 'session/end-seed':
+      facts.endSeed = true
       // a fork starts with empty lists: splices before its marker are its parent's
       if (event.data.fork !== undefined) facts.inbox = { nextTurn: [], nextStep: [] }
       break
@@ -110,7 +121,7 @@ export function takeCheckpoint(session: Session): { length: number; text: string
   if (facts.openTurn || session.length === 0) return undefined
   const last = session.at(session.length - 1)!
   const body = {
-    v: 1 as const,
+    v: 2 as const,
     session: session.id,
     length: session.length,
     last: { seq: last.seq, time: last.time, type: last.type, hash: hash(JSON.stringify(last)) },
@@ -141,6 +152,14 @@ export function parseCheckpoint(text: string): { value: unknown; length: number 
   return length === undefined ? undefined : { value, length }
 }
 
+/** A refusal of stored events (a seed's, or a tail's after its checkpoint) as the StoredLogError an open fails with, naming the seq. */
+export function storedLogError(sessionId: string, error: AgentchartError): StoredLogError {
+  const at = /^(?:seed|events)\[(\d+)\]/.exec(error.path ?? error.message)
+  const seq = at ? Number(at[1]) : -1
+  const detail = error.message.replace(/^seed\[\d+\]:?\s*/, '')
+  return new StoredLogError(sessionId, seq, detail, { cause: error, ...(error.path !== undefined ? { path: error.path } : {}) })
+}
+
 /** Why a checkpoint was not used: the open validates the whole log instead. */
 export class CheckpointRefusal extends Error {
   override readonly name = 'CheckpointRefusal'
@@ -159,7 +178,7 @@ export function sessionFromCheckpoint(sessionId: string, stored: StoredCheckpoin
     throw new CheckpointRefusal(`session ${sessionId}: the checkpoint ${why}`)
   }
   const cp = stored.checkpoint as Partial<Checkpoint> | null
-  if (typeof cp !== 'object' || cp === null || cp.v !== 1) return refuse('has an unknown form')
+  if (typeof cp !== 'object' || cp === null || cp.v !== 2) return refuse('has an unknown form')
   const { digest, ...body } = cp
   if (typeof digest !== 'string' || hash(JSON.stringify(body)) !== digest) refuse('does not match its digest')
   if (cp.session !== sessionId) refuse(`belongs to session ${String(cp.session)}`)
@@ -170,33 +189,50 @@ export function sessionFromCheckpoint(sessionId: string, stored: StoredCheckpoin
   if (!Array.isArray(surface) || !surface.every((seq: unknown) => isSeq(seq) && seq < length)) return refuse('names a surface node outside what it covers')
   if (!isSeq(cp.generation)) refuse('has no replace generation')
   const facts = cp.facts
-  if (typeof facts !== 'object' || facts === null || facts.length !== length || facts.openTurn !== false) return refuse('has no facts for its length')
+  if (
+    typeof facts !== 'object' ||
+    facts === null ||
+    facts.length !== length ||
+    facts.openTurn !== false ||
+    typeof facts.endSeed !== 'boolean' ||
+    !isSeq(facts.lastTurn)
+  )
+    return refuse('has no facts for its length')
   const [last] = stored.read(length - 1, length) as [SessionEvent | undefined]
   const named = cp.last
   if (last === undefined || named === undefined || last.seq !== named.seq || last.time !== named.time || last.type !== named.type)
     refuse(`ends with an event the log does not hold at seq ${length - 1}`)
   if (hash(JSON.stringify(last)) !== named!.hash) refuse(`ends with seq ${length - 1} as it was not stored`)
   const surfaceEvents = (surface as number[]).map((seq) => stored.read(seq, seq + 1)[0])
-  const resume: SessionResume = { base: length, surface: surfaceEvents, last, generation: cp.generation!, tail, read: stored.read }
+  // the history the surface events give must be the one the checkpoint was taken with; only then is the tail judged on it
+  let before: unknown
+  try {
+    before = surfaceEvents.flatMap((event) => {
+      const message = surfaceNodeOf(event as SessionEvent).message
+      return message === undefined ? [] : [message]
+    })
+  } catch {
+    refuse('names surface nodes that are not surface events')
+  }
+  if (hash(JSON.stringify(before)) !== cp.messages) refuse('names surface nodes whose history is not the one it was taken with')
+  const { lastTurn, endSeed } = facts
+  const resume: SessionResume = { base: length, surface: surfaceEvents, last, generation: cp.generation!, lastTurn, endSeed, tail, read: stored.read }
   let session: Session
   try {
     session = new Session({ id: sessionId, ...(now !== undefined ? { now } : {}), [RESUME]: resume } as ConstructorParameters<typeof Session>[0])
   } catch (error) {
+    // the tail is refused as a full open refuses it: the log is damaged there, whatever the checkpoint says
+    if (error instanceof AgentchartError && error.path?.startsWith('seed[') === true) throw storedLogError(sessionId, error)
     throw new CheckpointRefusal(`session ${sessionId}: the checkpoint and the log's tail do not make a valid session: ${(error as Error).message}`, {
       cause: error,
     })
   }
-  // the history the surface events give must be the one the checkpoint was taken with
-  const before = surfaceEvents.flatMap((event) => {
-    const message = surfaceNodeOf(event as SessionEvent).message
-    return message === undefined ? [] : [message]
-  })
-  if (hash(JSON.stringify(before)) !== cp.messages) refuse('names surface nodes whose history is not the one it was taken with')
   factsBySession.set(session, { ...facts, inbox: { nextTurn: [...facts.inbox.nextTurn], nextStep: [...facts.inbox.nextStep] } })
   try {
     factsOf(session)
   } catch (error) {
-    throw new CheckpointRefusal(`session ${sessionId}: the log's tail does not replay on the checkpoint: ${(error as Error).message}`, { cause: error })
+    // an inbox splice of the tail that does not replay is refused as a full open refuses it (IN-14)
+    throw error instanceof ConfigError ? storedLogError(sessionId, error) : error
   }
   return session
 }
