@@ -377,12 +377,23 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
         const mine = { id, token: opened.token, key: opened.key }
         held.add(mine)
         const folder = new ChunkFolder(retention, opened.events)
+        const { from, key } = opened
+        const count = opened.events.length
+        const read = (start: number, end: number) => guard(id, () => wrapped(id, busyTimeoutMs, () => readRange(id, key, start, end)))
+        // what the open read is held weakly: the session keeps its own copy, and a later look reads it again
+        let weak = new WeakRef(opened.events)
         const handle: SessionHandle = {
           sessionId: id,
           created: opened.created,
-          events: opened.events,
-          from: opened.from,
-          read: (start, end) => guard(id, () => wrapped(id, busyTimeoutMs, () => readRange(id, opened.key, start, end))),
+          get events() {
+            const held = weak.deref()
+            if (held !== undefined) return held
+            const again = read(from, from + count)
+            weak = new WeakRef(again)
+            return again
+          },
+          from,
+          read,
           lease,
           append(batch: readonly SessionEvent[], checkpoint?: CheckpointText) {
             if (batch.length === 0) return
@@ -391,7 +402,7 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
             // mailbox rows whose splice is in this batch are deleted by the same transaction
             const riders = mailbox.riding(handle).take(batch[batch.length - 1].seq + 1)
             try {
-              guard(id, () => wrapped(id, busyTimeoutMs, () => appendTx.immediate(id, opened.key, lease.token, batch, leaseMs, plan, riders.ids, checkpoint)))
+              guard(id, () => wrapped(id, busyTimeoutMs, () => appendTx.immediate(id, key, lease.token, batch, leaseMs, plan, riders.ids, checkpoint)))
             } catch (error) {
               riders.settle(error)
               throw error
