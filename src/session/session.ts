@@ -7,7 +7,7 @@ import { validatedSeedViolations } from './invariants.js'
 import { describeValue, isArrayLike, isRecordLike } from '../values/foreign.js'
 import { formatPath, toFrozenJson } from './lossless.js'
 import { frozenArrayOf } from './array-view.js'
-import { nodeMessage, Surface } from './surface.js'
+import { messageOf, nodeMessage, Surface } from './surface.js'
 import {
   EventDataSchemas,
   SURFACE_TYPES,
@@ -177,6 +177,8 @@ export let recentEvents: (session: Session) => readonly SessionEvent[]
 export let firstInMemory: (session: Session) => number
 /** In-house: takes a trimmed prefix back into memory. */
 export let restoreEvents: (session: Session) => void
+/** In-house: lets the history's messages go until next read, when the store gives them back (a trimmed session only). */
+export let releaseHistory: (session: Session) => void
 /** In-house: drops committed events before `upTo` from memory (the store writer calls it once a checkpoint is stored). */
 export let trimEvents: (session: Session, upTo: number, read: PrefixReader) => void
 
@@ -198,12 +200,10 @@ export class Session {
   #seedLength = 0
   /** How many events precede `#events` (0 unless opened from a checkpoint or trimmed: stores/checkpoint.ts). */
   #base = 0
-  /** The surface events older than `#base` (replace checks read them) and the one at `#base - 1`. */
+  /** The event at `#base - 1`, and until the first trim the surface events a checkpoint opened with (the opener reads them). */
   #kept = new Map<number, SessionEvent>()
   /** Reads stored events [from, to) of the part before `#base`. */
   #prefix: PrefixReader | null = null
-  /** The replace generation `#kept` was last pruned at. */
-  #keptGeneration = 0
   #fullView: WeakRef<readonly SessionEvent[]> | null = null
   #surface = new Surface()
   #observers: ObserverEntry[] = []
@@ -596,7 +596,7 @@ export class Session {
   }
 
   /** Stored events [from, to) before `#base`, copied and frozen as the log holds them (they were validated when logged). */
-  #readPrefix(from: number, to: number): SessionEvent[] {
+  #readPrefix(from: number, to: number, asHistoryHolds = true): SessionEvent[] {
     const reader = this.#prefix
     if (reader === null) return []
     const raw = reader(from, to)
@@ -604,8 +604,29 @@ export class Session {
     return raw.map((value, i) => {
       const event = toFrozenJson(value, `events[${from + i}]`) as SessionEvent
       if (!isRecordLike(event) || event.seq !== from + i) throw new SessionAppendError(`session ${this.id}: the store gave a wrong event for seq ${from + i}`)
-      return event
+      return event.surfaceOp === undefined || !asHistoryHolds ? event : this.#withHistoryMessage(event)
     })
+  }
+
+  #releaseHistory(): void {
+    if (this.#prefix === null) return
+    this.#surface.release(() => {
+      const messages: Message[] = []
+      for (const seq of this.#surface.seqs) {
+        const event = seq >= this.#base ? this.#events[seq - this.#base] : (this.#kept.get(seq) ?? this.#readPrefix(seq, seq + 1, false)[0])
+        const message = nodeMessage(event)
+        if (message !== undefined) messages.push(message)
+      }
+      return messages
+    })
+  }
+
+  /** A stored surface event carrying the history's own message value, as a current node's event in memory does (SS-7). */
+  #withHistoryMessage(event: SessionEvent): SessionEvent {
+    const message = this.#surface.messageAt(event.seq)
+    if (message === undefined || messageOf(event) === message) return event
+    const data = event.type === 'user/message' ? message : Object.freeze({ ...(event.data as object), message })
+    return Object.freeze({ ...event, data }) as SessionEvent
   }
 
   /** The whole log read through the store: held only while someone holds it (a WeakRef), so it is not kept heap. */
@@ -670,7 +691,6 @@ export class Session {
   #restore(): void {
     if (this.#base === 0) return
     const prefix = this.#readPrefix(0, this.#base)
-    // the kept events stay the very objects the history holds
     for (const [seq, event] of this.#kept) prefix[seq] = event
     this.#events.unshift(...prefix)
     this.#base = 0
@@ -680,24 +700,15 @@ export class Session {
   }
 
   /**
-   * Drops the events before `upTo` from memory, keeping the surface ones; later reads of them go through `read`.
+   * Drops the events before `upTo` from memory (the history keeps its messages); later reads of them go through `read`.
    * Why: with a store, a long session keeps what its history needs, not its whole log (docs/persistence.md).
    */
   #trim(upTo: number, read: PrefixReader): void {
     if (upTo <= this.#base || upTo > this.length) return
     if (this.#prefix === null) this.#prefix = read
     const dropped = this.#events.splice(0, upTo - this.#base)
-    // surface events stay (the history reads them); the ones a replace shadowed go once the surface changed
-    if (this.#surface.generation !== this.#keptGeneration) {
-      const onSurface = new Set(this.#surface.seqs)
-      for (const [seq] of this.#kept) if (!onSurface.has(seq)) this.#kept.delete(seq)
-      this.#keptGeneration = this.#surface.generation
-      for (const event of dropped) if (onSurface.has(event.seq)) this.#kept.set(event.seq, event)
-    } else {
-      const previous = this.#kept.get(this.#base - 1)
-      if (previous !== undefined && previous.surfaceOp === undefined) this.#kept.delete(previous.seq)
-      for (const event of dropped) if (event.surfaceOp !== undefined) this.#kept.set(event.seq, event)
-    }
+    // the history holds the surface nodes' messages; their events are read back through the store like any other
+    this.#kept.clear()
     const lastDropped = dropped[dropped.length - 1]
     this.#kept.set(lastDropped.seq, lastDropped)
     this.#base = upTo
@@ -709,6 +720,7 @@ export class Session {
     firstInMemory = (session) => session.#base
     restoreEvents = (session) => session.#restore()
     trimEvents = (session, upTo, read) => session.#trim(upTo, read)
+    releaseHistory = (session) => session.#releaseHistory()
   }
 }
 

@@ -5,7 +5,7 @@
 // commit halts the session, so the stored prefix stays one a resume can repair.
 import { StoreError } from '../errors.js'
 import type { SessionEvent, SessionEventType } from '../session/schemas.js'
-import { restoreEvents, trimEvents, type Session, type SessionSink } from '../session/session.js'
+import { releaseHistory, restoreEvents, trimEvents, type Session, type SessionSink } from '../session/session.js'
 import { factsOf, takeCheckpoint } from './checkpoint.js'
 import type { CheckpointText, SessionHandle } from './types.js'
 
@@ -252,9 +252,14 @@ export class SessionWriter implements SessionSink, Durability {
     return inflight
   }
 
-  /** Drops what is stored before the last safe point from memory now. Why: an open that appends nothing makes no commit to trim after. */
+  /**
+   * Drops what is stored before the last safe point from memory now, and the history until a turn reads it again.
+   * Why: an open that appends nothing makes no commit to trim after, and an opened session may stay idle.
+   */
   trim(): void {
-    if (this.#fault === null && !this.#closed) this.#trim()
+    if (this.#fault !== null || this.#closed) return
+    this.#trim()
+    if (this.#session.length === this.#committed && typeof this.#handle.read === 'function') releaseHistory(this.#session)
   }
 
   /** Once a turn's end is stored, the events before it leave memory: the store reads them back when asked (synchronous stores only). */
