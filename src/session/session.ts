@@ -202,6 +202,8 @@ export class Session {
   #base = 0
   /** The event at `#base - 1`, and until the first trim the surface events a checkpoint opened with (the opener reads them). */
   #kept = new Map<number, SessionEvent>()
+  /** The messages of the interrupted answers logged, by seq: a released history gives these back as the very values (CX-7 finds them by identity). */
+  readonly #interrupted = new Map<number, Message>()
   /** Reads stored events [from, to) of the part before `#base`. */
   #prefix: PrefixReader | null = null
   #fullView: WeakRef<readonly SessionEvent[]> | null = null
@@ -501,6 +503,7 @@ export class Session {
   #commit(event: SessionEvent): void {
     this.#events.push(event)
     this.#surface.apply(event)
+    if (event.type === 'assistant/message' && event.data.interrupted === true) this.#interrupted.set(event.seq, event.data.message)
   }
 
   /** Runs observers (contained, SS-11), then delivers to events$ subscribers. */
@@ -610,15 +613,21 @@ export class Session {
 
   #releaseHistory(): void {
     if (this.#prefix === null) return
+    for (const seq of this.#interrupted.keys()) if (this.#surface.indexOf(seq) === undefined) this.#interrupted.delete(seq)
     this.#surface.release(() => {
       const messages: Message[] = []
       for (const seq of this.#surface.seqs) {
-        const event = seq >= this.#base ? this.#events[seq - this.#base] : (this.#kept.get(seq) ?? this.#readPrefix(seq, seq + 1, false)[0])
-        const message = nodeMessage(event)
+        const message = this.#interrupted.get(seq) ?? nodeMessage(this.#unreleasedAt(seq))
         if (message !== undefined) messages.push(message)
       }
       return messages
     })
+  }
+
+  /** An event as the log holds it, a stored one as stored (the history it would be matched to is not there). */
+  #unreleasedAt(seq: number): SessionEvent {
+    if (seq >= this.#base) return this.#events[seq - this.#base]
+    return this.#kept.get(seq) ?? this.#readPrefix(seq, seq + 1, false)[0]
   }
 
   /** A stored surface event carrying the history's own message value, as a current node's event in memory does (SS-7). */
@@ -665,6 +674,7 @@ export class Session {
       if (!SURFACE.has(event.type) || event.surfaceOp === undefined) throw new SessionAppendError(`surface[${i}]: seq ${event.seq} is not a surface event`)
       if (this.#kept.has(event.seq)) throw new SessionAppendError(`surface[${i}]: seq ${event.seq} appears twice`)
       this.#kept.set(event.seq, event)
+      if (event.type === 'assistant/message' && event.data.interrupted === true) this.#interrupted.set(event.seq, event.data.message)
       return event
     })
     // the nodes as they stand on the surface now: a replacement's own range is gone with the nodes it shadowed
