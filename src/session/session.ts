@@ -613,6 +613,10 @@ export class Session {
 
   #releaseHistory(): void {
     if (this.#prefix === null) return
+    // the surface events an open from a checkpoint read go too: only the one at `#base - 1` stays
+    const last = this.#kept.get(this.#base - 1)
+    this.#kept.clear()
+    if (last !== undefined) this.#kept.set(last.seq, last)
     for (const seq of this.#interrupted.keys()) if (this.#surface.indexOf(seq) === undefined) this.#interrupted.delete(seq)
     this.#surface.release(() => {
       const messages: Message[] = []

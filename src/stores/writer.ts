@@ -5,7 +5,7 @@
 // commit halts the session, so the stored prefix stays one a resume can repair.
 import { StoreError } from '../errors.js'
 import type { SessionEvent, SessionEventType } from '../session/schemas.js'
-import { releaseHistory, restoreEvents, trimEvents, type Session, type SessionSink } from '../session/session.js'
+import { firstInMemory, releaseHistory, restoreEvents, trimEvents, type Session, type SessionSink } from '../session/session.js'
 import { factsOf, takeCheckpoint } from './checkpoint.js'
 import type { CheckpointText, SessionHandle } from './types.js'
 
@@ -97,8 +97,10 @@ export class SessionWriter implements SessionSink, Durability {
     this.#committed = stored
     this.#pushed = stored
     for (let seq = stored; seq < session.length; seq++) this.push(session.at(seq)!)
-    // a resumed session outside a turn is at a safe point: its first commit carries a checkpoint and lets the log leave memory
-    if (stored > 0) this.#takeCheckpoint()
+    // a resumed session outside a turn is at a safe point: its first commit carries a checkpoint and lets the log leave
+    // memory; one opened from a checkpoint that covers all of it is there already
+    if (stored > 0 && session.length === stored && handle.from === stored && firstInMemory(session) === stored) this.#checkpointed = this.#safe = stored
+    else if (stored > 0) this.#takeCheckpoint()
     session.connect(this)
     if (options.leaseMs !== undefined) {
       this.#renewal = setInterval(() => this.#renew(), Math.max(5, Math.floor(options.leaseMs / 3)))
