@@ -208,6 +208,28 @@ describe('what a checkpoint open reads', () => {
     db.close()
   }
 
+  it('SS-7: an opened idle session reads its history back from the store: the same messages, the events of its nodes carry the very values, and the next request holds them', async () => {
+    const { path, events } = await threeTurns()
+    const logged = plain(events.filter((e) => e.surfaceOp !== undefined).map((e) => (e.type === 'user/message' ? e.data : (e.data as { message: unknown }).message)))
+    const { agent, model, store } = await open(path, [textResponse('c')])
+    const session = agent.session
+    const history = session.deriveMessages()
+    expect(plain(history)).toEqual(logged)
+    const nodes = session.surface()
+    expect(nodes).toHaveLength(4)
+    nodes.forEach((seq, i) => {
+      const event = session.at(seq)!
+      expect(event.type === 'user/message' ? event.data : (event.data as { message: unknown }).message).toBe(history[i])
+    })
+    agent.followup('three')
+    await agent.whenIdle()
+    expect(plain(model.requests[0].messages.slice(0, 4))).toEqual(logged)
+    expect(plain(session.deriveMessages().slice(0, 4))).toEqual(logged)
+    expect(checkSessionInvariants(session.events)).toEqual([])
+    await agent.dispose()
+    await store.close()
+  })
+
   it('RS-8: a row made malformed before the checkpoint does not stop the open; reading it through the store names its seq', async () => {
     const { path, events } = await threeTurns()
     const seq = events.find((e) => e.type === 'step/start')!.seq
