@@ -614,31 +614,25 @@ export class Session {
   #releaseHistory(): void {
     if (this.#prefix === null) return
     // the surface events an open from a checkpoint read go too: only the one at `#base - 1` stays
-    const last = this.#kept.get(this.#base - 1)
-    this.#kept.clear()
-    if (last !== undefined) this.#kept.set(last.seq, last)
+    for (const seq of this.#kept.keys()) if (seq !== this.#base - 1) this.#kept.delete(seq)
     for (const seq of this.#interrupted.keys()) if (this.#surface.indexOf(seq) === undefined) this.#interrupted.delete(seq)
     this.#surface.release(() => {
       const messages: Message[] = []
       for (const seq of this.#surface.seqs) {
-        const message = this.#interrupted.get(seq) ?? nodeMessage(this.#unreleasedAt(seq))
+        // a stored event as stored: the history it would be matched to is what is being read
+        const event = seq >= this.#base ? this.#events[seq - this.#base] : (this.#kept.get(seq) ?? this.#readPrefix(seq, seq + 1, false)[0])
+        const message = this.#interrupted.get(seq) ?? nodeMessage(event)
         if (message !== undefined) messages.push(message)
       }
       return messages
     })
   }
 
-  /** An event as the log holds it, a stored one as stored (the history it would be matched to is not there). */
-  #unreleasedAt(seq: number): SessionEvent {
-    if (seq >= this.#base) return this.#events[seq - this.#base]
-    return this.#kept.get(seq) ?? this.#readPrefix(seq, seq + 1, false)[0]
-  }
-
   /** A stored surface event carrying the history's own message value, as a current node's event in memory does (SS-7). */
   #withHistoryMessage(event: SessionEvent): SessionEvent {
     const message = this.#surface.messageAt(event.seq)
     if (message === undefined || messageOf(event) === message) return event
-    const data = event.type === 'user/message' ? message : Object.freeze({ ...(event.data as object), message })
+    const data = event.type === 'user/message' ? message : Object.freeze({ ...(event.data), message })
     return Object.freeze({ ...event, data }) as SessionEvent
   }
 
@@ -704,9 +698,7 @@ export class Session {
   /** Reads the trimmed prefix back into memory: its store is about to close (the writer calls it for a short log). */
   #restore(): void {
     if (this.#base === 0) return
-    const prefix = this.#readPrefix(0, this.#base)
-    for (const [seq, event] of this.#kept) prefix[seq] = event
-    this.#events.unshift(...prefix)
+    this.#events.unshift(...this.#readPrefix(0, this.#base))
     this.#base = 0
     this.#kept.clear()
     this.#prefix = null

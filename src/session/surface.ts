@@ -37,9 +37,8 @@ export class Surface {
   /** The seqs of the current nodes, in surface order. */
   readonly seqs: number[] = []
   generation = 0
-  #history: PersistentList<Message> | null = PersistentList.empty<Message>()
-  /** Gives a released history's messages back, in history order (see `release`). */
-  #reload: (() => readonly Message[]) | null = null
+  /** The history, or while released what gives its messages back in order (see `release`). */
+  #history: PersistentList<Message> | (() => readonly Message[]) = PersistentList.empty<Message>()
   /** The keys of the current replacement nodes, by seq; every other node's key is its seq. */
   readonly #keys = new Map<number, number>()
   /** Positions of the nodes without a message (empty assistant messages), rising: they hold no history item. */
@@ -136,15 +135,11 @@ export class Surface {
    * session need not hold a history its store can give back when a turn starts (docs/persistence.md).
    */
   release(reload: () => readonly Message[]): void {
-    this.#history = null
-    this.#reload = reload
+    this.#history = reload
   }
 
   #held(): PersistentList<Message> {
-    if (this.#history === null) {
-      this.#history = PersistentList.from(this.#reload!())
-      this.#reload = null
-    }
+    if (typeof this.#history === 'function') this.#history = PersistentList.from(this.#history())
     return this.#history
   }
 

@@ -210,7 +210,9 @@ describe('what a checkpoint open reads', () => {
 
   it('SS-7: an opened idle session reads its history back from the store: the same messages, the events of its nodes carry the very values, and the next request holds them', async () => {
     const { path, events } = await threeTurns()
-    const logged = plain(events.filter((e) => e.surfaceOp !== undefined).map((e) => (e.type === 'user/message' ? e.data : (e.data as { message: unknown }).message)))
+    const logged = plain(
+      events.filter((e) => e.surfaceOp !== undefined).map((e) => (e.type === 'user/message' ? e.data : (e.data as { message: unknown }).message)),
+    )
     const { agent, model, store } = await open(path, [textResponse('c')])
     const session = agent.session
     const history = session.deriveMessages()
