@@ -632,7 +632,7 @@ export class Session {
   #withHistoryMessage(event: SessionEvent): SessionEvent {
     const message = this.#surface.messageAt(event.seq)
     if (message === undefined || messageOf(event) === message) return event
-    const data = event.type === 'user/message' ? message : Object.freeze({ ...(event.data), message })
+    const data = event.type === 'user/message' ? message : Object.freeze({ ...event.data, message })
     return Object.freeze({ ...event, data }) as SessionEvent
   }
 
