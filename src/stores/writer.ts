@@ -281,12 +281,13 @@ export class SessionWriter implements SessionSink, Durability {
 
   /**
    * A session of at most RESTORE_LIMIT events takes its trimmed prefix back before the lease goes, so it stays
-   * readable after its store closes; a longer one reads it through the store while the store is open.
+   * readable after its store closes; a longer one reads it through the store while the store is open, and takes
+   * back only a history it let go, so the history stays readable.
    */
   #restore(): void {
-    if (this.#session.length > RESTORE_LIMIT) return
     try {
-      restoreEvents(this.#session)
+      if (this.#session.length > RESTORE_LIMIT) this.#session.deriveMessages()
+      else restoreEvents(this.#session)
     } catch (error) {
       this.#options.logger?.error(`agentchart: reading session ${this.#session.id} back from the store failed`, error)
     }

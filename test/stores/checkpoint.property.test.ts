@@ -13,6 +13,9 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createAgent, defineTool, type Agent } from '../../src/index.js'
 import { sqliteStore } from '../../src/stores/index.js'
+import { RESTORE_LIMIT } from '../../src/stores/writer.js'
+import { deriveMessagesFrom } from '../../src/session/session.js'
+import { longLog, recordCycle, seedLongSession } from './long-log.js'
 import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
 import { propertyRuns } from '../helpers.js'
 
@@ -230,6 +233,19 @@ describe('what a checkpoint open reads', () => {
     expect(checkSessionInvariants(session.events)).toEqual([])
     await agent.dispose()
     await store.close()
+  })
+
+  it('SS-7: a long stored session opened and disposed unused still gives its history once its store is closed', async () => {
+    const recorded = await recordCycle()
+    const events = [...longLog(recorded, 12_000)].flat()
+    const path = fresh()
+    const store = sqliteStore({ path })
+    await seedLongSession(store, 'long', recorded, 12_000)
+    const agent = await createAgent({ model: scriptedModel([]), store, sessionId: 'long', compaction, logger: quiet })
+    await agent.dispose()
+    await store.close()
+    expect(agent.session.length).toBeGreaterThan(RESTORE_LIMIT)
+    expect(plain(agent.session.deriveMessages())).toEqual(plain(deriveMessagesFrom(events)))
   })
 
   it('RS-8: a row made malformed before the checkpoint does not stop the open; reading it through the store names its seq', async () => {
