@@ -154,15 +154,13 @@ class UsageCounter {
 /** Where the turn results look things up, advanced lazily over new events. */
 export class LogIndex {
   readonly #session: Session
-  /** Where the headers and turn starts are read up to: from the events in memory on (a stored session's older ones are closed turns). */
+  /** Where the headers are read up to: from the events in memory on (a stored session's older ones are closed turns). */
   #cursor: number
   /** Where the usage totals are read up to: from the first event (a stored session reads its older ones through its store once). */
   #usageCursor = 0
   readonly #usage = new UsageCounter()
   /** Seqs of `request/header` events, ascending. */
   readonly #headers: number[] = []
-  /** Seq of each turn's `turn/start`. */
-  readonly #turnStarts = new Map<number, number>()
 
   constructor(session: Session) {
     this.#session = session
@@ -188,7 +186,7 @@ export class LogIndex {
     this.#advance()
     const session = this.#session
     const end = session.at(endSeq) as SessionEventOf<'turn/end'>
-    const start = this.#turnStarts.get(turn) ?? endSeq
+    const start = this.#turnStart(turn, endSeq)
     const counter = new UsageCounter()
     let steps = 0
     let anchorSeq = -1
@@ -234,6 +232,16 @@ export class LogIndex {
     else result.objectError = `the answer does not match the response schema: ${describeIssues(outcome.issues)}`
   }
 
+  /** The seq of `turn`'s `turn/start`, found back from its end (a turn's events are together, and the newest in memory). */
+  #turnStart(turn: number, endSeq: number): number {
+    const session = this.#session
+    for (let seq = endSeq; seq >= 0; seq--) {
+      const event = session.at(seq)!
+      if (event.type === 'turn/start' && event.data.turn === turn) return seq
+    }
+    return endSeq
+  }
+
   /** The latest `request/header` before `seq`: the config the request at `seq` was made with. */
   #headerBefore(seq: number): number | undefined {
     const below = countBelow(this.#headers, seq)
@@ -245,7 +253,6 @@ export class LogIndex {
     for (; this.#cursor < session.length; this.#cursor++) {
       const event = session.at(this.#cursor)!
       if (event.type === 'request/header') this.#headers.push(event.seq)
-      else if (event.type === 'turn/start') this.#turnStarts.set(event.data.turn, event.seq)
     }
   }
 

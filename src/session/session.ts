@@ -7,7 +7,7 @@ import { validatedSeedViolations, type CheckStart } from './invariants.js'
 import { describeValue, isArrayLike, isRecordLike } from '../values/foreign.js'
 import { formatPath, toFrozenJson } from './lossless.js'
 import { frozenArrayOf } from './array-view.js'
-import { nodeMessage, Surface } from './surface.js'
+import { messageOf, nodeMessage, Surface } from './surface.js'
 import {
   EventDataSchemas,
   SURFACE_TYPES,
@@ -177,6 +177,8 @@ export let recentEvents: (session: Session) => readonly SessionEvent[]
 export let firstInMemory: (session: Session) => number
 /** In-house: takes a trimmed prefix back into memory. */
 export let restoreEvents: (session: Session) => void
+/** In-house: lets the history's messages go until next read, when the store gives them back (a trimmed session only). */
+export let releaseHistory: (session: Session) => void
 /** In-house: drops committed events before `upTo` from memory (the store writer calls it once a checkpoint is stored). */
 export let trimEvents: (session: Session, upTo: number, read: PrefixReader) => void
 
@@ -198,12 +200,12 @@ export class Session {
   #seedLength = 0
   /** How many events precede `#events` (0 unless opened from a checkpoint or trimmed: stores/checkpoint.ts). */
   #base = 0
-  /** The surface events older than `#base` (replace checks read them) and the one at `#base - 1`. */
+  /** The event at `#base - 1`, and until the first trim the surface events a checkpoint opened with (the opener reads them). */
   #kept = new Map<number, SessionEvent>()
+  /** The messages of the interrupted answers logged, by seq: a released history gives these back as the very values (CX-7 finds them by identity). */
+  readonly #interrupted = new Map<number, Message>()
   /** Reads stored events [from, to) of the part before `#base`. */
   #prefix: PrefixReader | null = null
-  /** The replace generation `#kept` was last pruned at. */
-  #keptGeneration = 0
   #fullView: WeakRef<readonly SessionEvent[]> | null = null
   #surface = new Surface()
   #observers: ObserverEntry[] = []
@@ -501,6 +503,7 @@ export class Session {
   #commit(event: SessionEvent): void {
     this.#events.push(event)
     this.#surface.apply(event)
+    if (event.type === 'assistant/message' && event.data.interrupted === true) this.#interrupted.set(event.seq, event.data.message)
   }
 
   /** Runs observers (contained, SS-11), then delivers to events$ subscribers. */
@@ -600,7 +603,7 @@ export class Session {
   }
 
   /** Stored events [from, to) before `#base`, copied and frozen as the log holds them (they were validated when logged). */
-  #readPrefix(from: number, to: number): SessionEvent[] {
+  #readPrefix(from: number, to: number, asHistoryHolds = true): SessionEvent[] {
     const reader = this.#prefix
     if (reader === null) return []
     const raw = reader(from, to)
@@ -608,8 +611,33 @@ export class Session {
     return raw.map((value, i) => {
       const event = toFrozenJson(value, `events[${from + i}]`) as SessionEvent
       if (!isRecordLike(event) || event.seq !== from + i) throw new SessionAppendError(`session ${this.id}: the store gave a wrong event for seq ${from + i}`)
-      return event
+      return event.surfaceOp === undefined || !asHistoryHolds ? event : this.#withHistoryMessage(event)
     })
+  }
+
+  #releaseHistory(): void {
+    if (this.#prefix === null) return
+    // the surface events an open from a checkpoint read go too: only the one at `#base - 1` stays
+    for (const seq of this.#kept.keys()) if (seq !== this.#base - 1) this.#kept.delete(seq)
+    for (const seq of this.#interrupted.keys()) if (this.#surface.indexOf(seq) === undefined) this.#interrupted.delete(seq)
+    this.#surface.release(() => {
+      const messages: Message[] = []
+      for (const seq of this.#surface.seqs) {
+        // a stored event as stored: the history it would be matched to is what is being read
+        const event = seq >= this.#base ? this.#events[seq - this.#base] : (this.#kept.get(seq) ?? this.#readPrefix(seq, seq + 1, false)[0])
+        const message = this.#interrupted.get(seq) ?? nodeMessage(event)
+        if (message !== undefined) messages.push(message)
+      }
+      return messages
+    })
+  }
+
+  /** A stored surface event carrying the history's own message value, as a current node's event in memory does (SS-7). */
+  #withHistoryMessage(event: SessionEvent): SessionEvent {
+    const message = this.#surface.messageAt(event.seq)
+    if (message === undefined || messageOf(event) === message) return event
+    const data = event.type === 'user/message' ? message : Object.freeze({ ...event.data, message })
+    return Object.freeze({ ...event, data }) as SessionEvent
   }
 
   /** The whole log read through the store: held only while someone holds it (a WeakRef), so it is not kept heap. */
@@ -649,6 +677,7 @@ export class Session {
       if (!SURFACE.has(event.type) || event.surfaceOp === undefined) throw new SessionAppendError(`surface[${i}]: seq ${event.seq} is not a surface event`)
       if (this.#kept.has(event.seq)) throw new SessionAppendError(`surface[${i}]: seq ${event.seq} appears twice`)
       this.#kept.set(event.seq, event)
+      if (event.type === 'assistant/message' && event.data.interrupted === true) this.#interrupted.set(event.seq, event.data.message)
       return event
     })
     // the nodes as they stand on the surface now: a replacement's own range is gone with the nodes it shadowed
@@ -676,10 +705,7 @@ export class Session {
   /** Reads the trimmed prefix back into memory: its store is about to close (the writer calls it for a short log). */
   #restore(): void {
     if (this.#base === 0) return
-    const prefix = this.#readPrefix(0, this.#base)
-    // the kept events stay the very objects the history holds
-    for (const [seq, event] of this.#kept) prefix[seq] = event
-    this.#events.unshift(...prefix)
+    this.#events.unshift(...this.#readPrefix(0, this.#base))
     this.#base = 0
     this.#kept.clear()
     this.#prefix = null
@@ -687,24 +713,15 @@ export class Session {
   }
 
   /**
-   * Drops the events before `upTo` from memory, keeping the surface ones; later reads of them go through `read`.
+   * Drops the events before `upTo` from memory (the history keeps its messages); later reads of them go through `read`.
    * Why: with a store, a long session keeps what its history needs, not its whole log (docs/persistence.md).
    */
   #trim(upTo: number, read: PrefixReader): void {
     if (upTo <= this.#base || upTo > this.length) return
     if (this.#prefix === null) this.#prefix = read
     const dropped = this.#events.splice(0, upTo - this.#base)
-    // surface events stay (the history reads them); the ones a replace shadowed go once the surface changed
-    if (this.#surface.generation !== this.#keptGeneration) {
-      const onSurface = new Set(this.#surface.seqs)
-      for (const [seq] of this.#kept) if (!onSurface.has(seq)) this.#kept.delete(seq)
-      this.#keptGeneration = this.#surface.generation
-      for (const event of dropped) if (onSurface.has(event.seq)) this.#kept.set(event.seq, event)
-    } else {
-      const previous = this.#kept.get(this.#base - 1)
-      if (previous !== undefined && previous.surfaceOp === undefined) this.#kept.delete(previous.seq)
-      for (const event of dropped) if (event.surfaceOp !== undefined) this.#kept.set(event.seq, event)
-    }
+    // the history holds the surface nodes' messages; their events are read back through the store like any other
+    this.#kept.clear()
     const lastDropped = dropped[dropped.length - 1]
     this.#kept.set(lastDropped.seq, lastDropped)
     this.#base = upTo
@@ -716,6 +733,7 @@ export class Session {
     firstInMemory = (session) => session.#base
     restoreEvents = (session) => session.#restore()
     trimEvents = (session, upTo, read) => session.#trim(upTo, read)
+    releaseHistory = (session) => session.#releaseHistory()
   }
 }
 

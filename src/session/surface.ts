@@ -37,7 +37,8 @@ export class Surface {
   /** The seqs of the current nodes, in surface order. */
   readonly seqs: number[] = []
   generation = 0
-  #history = PersistentList.empty<Message>()
+  /** The history, or while released what gives its messages back in order (see `release`). */
+  #history: PersistentList<Message> | (() => readonly Message[]) = PersistentList.empty<Message>()
   /** The keys of the current replacement nodes, by seq; every other node's key is its seq. */
   readonly #keys = new Map<number, number>()
   /** Positions of the nodes without a message (empty assistant messages), rising: they hold no history item. */
@@ -73,7 +74,7 @@ export class Surface {
     const message = nodeMessage(event)
     if (op === 'append') {
       if (message === undefined) this.#empty.push(this.seqs.length)
-      else this.#history = this.#history.push(message)
+      else this.#history = this.#held().push(message)
       this.seqs.push(event.seq)
       return
     }
@@ -83,7 +84,7 @@ export class Surface {
     const key = this.#keyAt(from)
     const start = from - this.#emptyBefore(from)
     const removed = to - from + 1 - (this.#emptyBefore(to + 1) - this.#emptyBefore(from))
-    this.#history = this.#history.splice(start, removed, message === undefined ? [] : [message])
+    this.#history = this.#held().splice(start, removed, message === undefined ? [] : [message])
     for (let at = from; at <= to; at++) this.#keys.delete(this.seqs[at])
     this.#keys.set(event.seq, key)
     this.seqs.splice(from, to - from + 1, event.seq)
@@ -111,14 +112,35 @@ export class Surface {
     return undefined
   }
 
+  /** The history's message of a current node (the very value the history holds), or undefined. */
+  messageAt(seq: number): Message | undefined {
+    const at = this.indexOf(seq)
+    if (at === undefined) return undefined
+    const empty = this.#emptyBefore(at)
+    return empty < this.#empty.length && this.#empty[empty] === at ? undefined : this.#held().at(at - empty)
+  }
+
   /** The history as it is now: a version that later appends and replaces never change. */
   history(): PersistentList<Message> {
-    return this.#history
+    return this.#held()
   }
 
   /** The history as a frozen array, without a copy (SS-8). */
   messages(): readonly Message[] {
-    return frozenArrayOf(this.#history)
+    return frozenArrayOf(this.#held())
+  }
+
+  /**
+   * Lets the messages go until the history is next read; `reload` gives them back as they were. Why: an idle stored
+   * session need not hold a history its store can give back when a turn starts (docs/persistence.md).
+   */
+  release(reload: () => readonly Message[]): void {
+    this.#history = reload
+  }
+
+  #held(): PersistentList<Message> {
+    if (typeof this.#history === 'function') this.#history = PersistentList.from(this.#history())
+    return this.#history
   }
 
   #keyAt(at: number): number {

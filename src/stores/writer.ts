@@ -5,7 +5,7 @@
 // commit halts the session, so the stored prefix stays one a resume can repair.
 import { StoreError } from '../errors.js'
 import type { SessionEvent, SessionEventType } from '../session/schemas.js'
-import { restoreEvents, trimEvents, type Session, type SessionSink } from '../session/session.js'
+import { firstInMemory, releaseHistory, restoreEvents, trimEvents, type Session, type SessionSink } from '../session/session.js'
 import { factsOf, takeCheckpoint } from './checkpoint.js'
 import type { CheckpointText, SessionHandle } from './types.js'
 
@@ -97,8 +97,10 @@ export class SessionWriter implements SessionSink, Durability {
     this.#committed = stored
     this.#pushed = stored
     for (let seq = stored; seq < session.length; seq++) this.push(session.at(seq)!)
-    // a resumed session outside a turn is at a safe point: its first commit carries a checkpoint and lets the log leave memory
-    if (stored > 0) this.#takeCheckpoint()
+    // a resumed session outside a turn is at a safe point: its first commit carries a checkpoint and lets the log leave
+    // memory; one opened from a checkpoint that covers all of it is there already
+    if (stored > 0 && session.length === stored && handle.from === stored && firstInMemory(session) === stored) this.#checkpointed = this.#safe = stored
+    else if (stored > 0) this.#takeCheckpoint()
     session.connect(this)
     if (options.leaseMs !== undefined) {
       this.#renewal = setInterval(() => this.#renew(), Math.max(5, Math.floor(options.leaseMs / 3)))
@@ -252,9 +254,14 @@ export class SessionWriter implements SessionSink, Durability {
     return inflight
   }
 
-  /** Drops what is stored before the last safe point from memory now. Why: an open that appends nothing makes no commit to trim after. */
+  /**
+   * Drops what is stored before the last safe point from memory now, and the history until a turn reads it again.
+   * Why: an open that appends nothing makes no commit to trim after, and an opened session may stay idle.
+   */
   trim(): void {
-    if (this.#fault === null && !this.#closed) this.#trim()
+    if (this.#fault !== null || this.#closed) return
+    this.#trim()
+    if (this.#session.length === this.#committed && typeof this.#handle.read === 'function') releaseHistory(this.#session)
   }
 
   /** Once a turn's end is stored, the events before it leave memory: the store reads them back when asked (synchronous stores only). */
@@ -274,12 +281,13 @@ export class SessionWriter implements SessionSink, Durability {
 
   /**
    * A session of at most RESTORE_LIMIT events takes its trimmed prefix back before the lease goes, so it stays
-   * readable after its store closes; a longer one reads it through the store while the store is open.
+   * readable after its store closes; a longer one reads it through the store while the store is open, and takes
+   * back only a history it let go, so the history stays readable.
    */
   #restore(): void {
-    if (this.#session.length > RESTORE_LIMIT) return
     try {
-      restoreEvents(this.#session)
+      if (this.#session.length > RESTORE_LIMIT) this.#session.deriveMessages()
+      else restoreEvents(this.#session)
     } catch (error) {
       this.#options.logger?.error(`agentchart: reading session ${this.#session.id} back from the store failed`, error)
     }

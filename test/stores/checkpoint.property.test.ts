@@ -16,6 +16,9 @@ import { z } from 'zod'
 import { createAgent, defineTool, type Agent } from '../../src/index.js'
 import { AgentchartError, type StoredLogError } from '../../src/errors.js'
 import { sqliteStore } from '../../src/stores/index.js'
+import { RESTORE_LIMIT } from '../../src/stores/writer.js'
+import { deriveMessagesFrom } from '../../src/session/session.js'
+import { longLog, recordCycle, seedLongSession } from './long-log.js'
 import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
 import { propertyRuns } from '../helpers.js'
 
@@ -223,6 +226,43 @@ describe('what a checkpoint open reads', () => {
     db.prepare('UPDATE agentchart_events SET event = replace(event, ?, ?) WHERE seq = ?').run(find, replace, seq)
     db.close()
   }
+
+  it('SS-7: an opened idle session reads its history back from the store: the same messages, the events of its nodes carry the very values, and the next request holds them', async () => {
+    const { path, events } = await threeTurns()
+    const logged = plain(
+      events.filter((e) => e.surfaceOp !== undefined).map((e) => (e.type === 'user/message' ? e.data : (e.data as { message: unknown }).message)),
+    )
+    const { agent, model, store } = await open(path, [textResponse('c')])
+    const session = agent.session
+    const history = session.deriveMessages()
+    expect(plain(history)).toEqual(logged)
+    const nodes = session.surface()
+    expect(nodes).toHaveLength(4)
+    nodes.forEach((seq, i) => {
+      const event = session.at(seq)!
+      expect(event.type === 'user/message' ? event.data : (event.data as { message: unknown }).message).toBe(history[i])
+    })
+    agent.followup('three')
+    await agent.whenIdle()
+    expect(plain(model.requests[0].messages.slice(0, 4))).toEqual(logged)
+    expect(plain(session.deriveMessages().slice(0, 4))).toEqual(logged)
+    expect(checkSessionInvariants(session.events)).toEqual([])
+    await agent.dispose()
+    await store.close()
+  })
+
+  it('SS-7: a long stored session opened and disposed unused still gives its history once its store is closed', async () => {
+    const recorded = await recordCycle()
+    const events = [...longLog(recorded, 12_000)].flat()
+    const path = fresh()
+    const store = sqliteStore({ path })
+    await seedLongSession(store, 'long', recorded, 12_000)
+    const agent = await createAgent({ model: scriptedModel([]), store, sessionId: 'long', compaction, logger: quiet })
+    await agent.dispose()
+    await store.close()
+    expect(agent.session.length).toBeGreaterThan(RESTORE_LIMIT)
+    expect(plain(agent.session.deriveMessages())).toEqual(plain(deriveMessagesFrom(events)))
+  })
 
   it('RS-8: a row made malformed before the checkpoint does not stop the open; reading it through the store names its seq', async () => {
     const { path, events } = await threeTurns()
