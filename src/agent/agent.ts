@@ -7,7 +7,7 @@ import { toInboxMessage } from '../request/messages.js'
 import { Hooks } from '../runtime/hooks.js'
 import { canonical } from '../values/canonical.js'
 import { MAX_TIMER_MS, Runtime } from '../runtime/runtime.js'
-import { AgentCancelCauseSchema, type AgentCancelCause, type InboxTarget, type Message, type UserMessage } from '../session/schemas.js'
+import { AgentCancelCauseSchema, type AgentCancelCause, type InboxTarget, type Message, type SessionEvent, type UserMessage } from '../session/schemas.js'
 import { OutputSchemas, seedConfig } from '../request/options.js'
 import { LogIndex, type RunResult, type UsageTotals } from './results.js'
 import { RunTracker } from './runs.js'
@@ -70,6 +70,8 @@ export class Agent {
   readonly #outputSchemas: OutputSchemas
   /** Prompts whose run options carry a signal, until their turn ends (created on first use). */
   #signals: TurnSignals | null = null
+  /** What each pending compact() listens for: its record as it is appended (a stored session may trim it by the time compact() settles). */
+  readonly #compactions = new Set<(event: SessionEvent) => void>()
 
   /** Use createAgent; `durable` is how the stored form hands over its store writer. */
   constructor(options: AgentOptions, durable?: Durable) {
@@ -152,6 +154,7 @@ export class Agent {
       onAppend: (event) => {
         this.#runs?.onAppend(event)
         this.#signals?.onAppend(event)
+        for (const see of this.#compactions) see(event)
         spans?.catchUp()
       },
     })
@@ -367,17 +370,21 @@ export class Agent {
   async compact(): Promise<CompactionResult> {
     this.#assertLive()
     if (this.#disposed) throw new AgentStateError('AGENT_DISPOSED', 'this agent is being disposed')
-    const from = this.session.length
-    this.#start()
-    this.#runtime.dispatch({ type: 'compaction.start' })
-    // the agent's whenIdle: over a store, the summary and its record are committed before compact() reports them
-    await this.whenIdle()
-    for (let seq = from; seq < this.session.length; seq++) {
-      const event = this.session.at(seq)!
-      if (event.type === 'compaction/completed' && event.data.reason === 'manual') return { compacted: true, record: event.data }
-      if (event.type === 'compaction/failed' && event.data.reason === 'manual') return { compacted: false, record: event.data }
+    let result: CompactionResult | undefined
+    const see = (event: SessionEvent) => {
+      if (result !== undefined || (event.type !== 'compaction/completed' && event.type !== 'compaction/failed') || event.data.reason !== 'manual') return
+      result = event.type === 'compaction/completed' ? { compacted: true, record: event.data } : { compacted: false, record: event.data }
     }
-    return { compacted: false }
+    this.#compactions.add(see)
+    try {
+      this.#start()
+      this.#runtime.dispatch({ type: 'compaction.start' })
+      // the agent's whenIdle: over a store, the summary and its record are committed before compact() reports them
+      await this.whenIdle()
+    } finally {
+      this.#compactions.delete(see)
+    }
+    return result ?? { compacted: false }
   }
 
   /** Listen to an extension point or notification; returns a disposer. */

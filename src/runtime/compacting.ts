@@ -7,7 +7,7 @@ import { runSummariser } from '../compaction/summarise.js'
 import type { AgentEvent, CompactionReason, Effect } from '../machines/types.js'
 import { estimateTextTokens, planCompaction, SUMMARY_SOURCE, summaryText, type CompactionPlan } from '../compaction/plan.js'
 import type { Message, UserMessage } from '../session/schemas.js'
-import { messageOf, surfaceNodeOf, type Session } from '../session/session.js'
+import { messageOf, surfaceNodes, type Session } from '../session/session.js'
 import type { Assembled } from './assembly.js'
 
 export class Compacting {
@@ -45,7 +45,7 @@ export class Compacting {
       const tokensBefore = this.#baseTokens.tokens + this.#historyTokens() + entering.reduce((sum, m) => sum + this.#estimate(m), 0)
       if (tokensBefore <= policy.threshold * policy.contextWindow) return null
     }
-    const nodes = session.surface().map((seq) => surfaceNodeOf(session.at(seq)!))
+    const nodes = surfaceNodes(session)
     return planCompaction({ nodes, entering, baseTokens: this.#baseTokens.tokens, policy, reason, estimate: this.#estimate })
   }
 
@@ -74,7 +74,13 @@ export class Compacting {
   async summarise(signal: AbortSignal, effect: Extract<Effect, { type: 'fx.summarise' }>, assembly: Assembled): Promise<AgentEvent> {
     const { compaction, session, model } = this
     const { plan } = effect
-    const messages = plan.sources.map((seq) => messageOf(session.at(seq)!)).filter((message) => message.content.length > 0)
+    // the range's messages as the history holds them (a node gone since the plan is read from the log)
+    const nodes = new Map(surfaceNodes(session).map((node) => [node.seq, node]))
+    const messages = plan.sources.flatMap((seq) => {
+      const node = nodes.get(seq)
+      const message = node ? node.message : messageOf(session.at(seq)!)
+      return message !== undefined && message.content.length > 0 ? [message] : []
+    })
     const { summary, usage } = await runSummariser({
       compaction,
       model,

@@ -18,7 +18,7 @@ import { deepFreeze, toFrozenJson } from '../session/lossless.js'
 import type { LlmCallConfig, LlmFailure, Message, RequestHeader, SessionEvent, SessionEventType } from '../session/schemas.js'
 import { pendingApprovals } from '../session/approvals.js'
 import { InterruptedAnswers, type InterruptedHistory } from '../session/interrupted.js'
-import { SCHEMA_CHECKED, logSnapshot, type CheckedIntent, type Session } from '../session/session.js'
+import { SCHEMA_CHECKED, interruptedAnswers, logSnapshot, type CheckedIntent, type Session } from '../session/session.js'
 import type { Durability } from '../stores/writer.js'
 import { classify, type ToolDefinition } from '../tools/define.js'
 import { toLoggedConfig, type OutputSchemas } from '../request/options.js'
@@ -173,7 +173,7 @@ export class Runtime {
     this.#facts = this.#currentFacts()
     this.#interrupted = options.interrupted === 'keep' ? null : new InterruptedAnswers()
     // only answers still on the surface can reach a request: a shadowed node never comes back
-    if (this.#interrupted) for (const seq of options.session.surface()) this.#interrupted.see(options.session.at(seq)!)
+    if (this.#interrupted) for (const message of interruptedAnswers(options.session)) this.#interrupted.seeAnswer(message)
     const input: AgentInput = {
       seedConfig: options.seedConfig,
       priorHeader: options.priorHeader,

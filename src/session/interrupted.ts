@@ -29,8 +29,12 @@ export class InterruptedAnswers {
 
   /** Reads one logged event (every seeded event once, then each appended one). */
   see(event: SessionEvent): void {
-    if (event.type !== 'assistant/message' || event.data.interrupted !== true) return
-    this.#answers.add(event.data.message)
+    if (event.type === 'assistant/message' && event.data.interrupted === true) this.seeAnswer(event.data.message)
+  }
+
+  /** Takes one interrupted answer, as the history holds it. */
+  seeAnswer(message: Message): void {
+    this.#answers.add(message)
     this.#count++
   }
 

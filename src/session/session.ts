@@ -7,7 +7,7 @@ import { validatedSeedViolations, type CheckStart } from './invariants.js'
 import { describeValue, isArrayLike, isRecordLike } from '../values/foreign.js'
 import { formatPath, toFrozenJson } from './lossless.js'
 import { frozenArrayOf } from './array-view.js'
-import { messageOf, nodeMessage, Surface } from './surface.js'
+import { messageOf, nodeMessage, Surface, type SurfaceNode } from './surface.js'
 import {
   EventDataSchemas,
   SURFACE_TYPES,
@@ -179,6 +179,10 @@ export let firstInMemory: (session: Session) => number
 export let restoreEvents: (session: Session) => void
 /** In-house: lets the history's messages go until next read, when the store gives them back (a trimmed session only). */
 export let releaseHistory: (session: Session) => void
+/** In-house: the current surface nodes, read from the history (no event is read back from a store). */
+export let surfaceNodes: (session: Session) => SurfaceNode[]
+/** In-house: the interrupted answers on the surface now, as the history holds them (CX-7). */
+export let interruptedAnswers: (session: Session) => Message[]
 /** In-house: drops committed events before `upTo` from memory (the store writer calls it once a checkpoint is stored). */
 export let trimEvents: (session: Session, upTo: number, read: PrefixReader) => void
 
@@ -733,6 +737,8 @@ export class Session {
     firstInMemory = (session) => session.#base
     restoreEvents = (session) => session.#restore()
     trimEvents = (session, upTo, read) => session.#trim(upTo, read)
+    surfaceNodes = (session) => session.#surface.nodes()
+    interruptedAnswers = (session) => [...session.#interrupted].filter(([seq]) => session.#surface.indexOf(seq) !== undefined).map(([, message]) => message)
     releaseHistory = (session) => session.#releaseHistory()
   }
 }

@@ -22,6 +22,17 @@ export function nodeMessage(event: SessionEvent): Message | undefined {
   return message.role === 'assistant' && message.content.length === 0 ? undefined : message
 }
 
+/**
+ * The event type of a surface node, from its message: a tool result is a user message from a tool holding one
+ * result for that tool's call (a message of that shape reaches the model as a result, whichever event logged it).
+ */
+function nodeType(message: Message | undefined): string {
+  if (message === undefined || message.role === 'assistant') return 'assistant/message'
+  const [first] = message.content
+  const result = message.source.kind === 'tool' && message.content.length === 1 && first.type === 'tool-result' && first.toolCallId === message.source.callId
+  return result ? 'tool/result' : 'user/message'
+}
+
 /** The surface node a surface event makes: what the history derivation and the compaction planner both read. */
 export function surfaceNodeOf(event: SessionEvent): SurfaceNode {
   return { seq: event.seq, type: event.type, message: nodeMessage(event) }
@@ -118,6 +129,20 @@ export class Surface {
     if (at === undefined) return undefined
     const empty = this.#emptyBefore(at)
     return empty < this.#empty.length && this.#empty[empty] === at ? undefined : this.#held().at(at - empty)
+  }
+
+  /** The current nodes, from the history alone: a node's event type follows from its message's role (SS-7). */
+  nodes(): SurfaceNode[] {
+    const history = this.#held()
+    const nodes: SurfaceNode[] = []
+    let empties = 0
+    for (let at = 0; at < this.seqs.length; at++) {
+      const empty = empties < this.#empty.length && this.#empty[empties] === at
+      const message = empty ? undefined : history.at(at - empties)
+      if (empty) empties++
+      nodes.push({ seq: this.seqs[at], type: nodeType(message), message })
+    }
+    return nodes
   }
 
   /** The history as it is now: a version that later appends and replaces never change. */

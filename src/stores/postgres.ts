@@ -432,7 +432,7 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
           return again
         },
         from,
-        ...(reader && { read: (start: number, end: number) => reader.read(id, start, end) }),
+        ...(reader && { read: (start: number, end: number) => reader.read(id, start, end), readBlocks: true }),
         lease,
         async append(batch: readonly SessionEvent[], checkpoint?: CheckpointText) {
           if (batch.length === 0) return

@@ -52,6 +52,8 @@ export interface SessionHandle {
    * where no synchronous read exists (most custom stores): the session then keeps its whole log in memory.
    */
   readonly read?: (from: number, to: number) => readonly unknown[]
+  /** True when `read` blocks this thread on another process (PostgreSQL's worker): the session reads back only old events, never what a turn needs. */
+  readonly readBlocks?: boolean
   readonly lease: Lease
   /**
    * Commits `events` in one transaction. They must continue the stored log

@@ -261,7 +261,8 @@ export class SessionWriter implements SessionSink, Durability {
   trim(): void {
     if (this.#fault !== null || this.#closed) return
     this.#trim()
-    if (this.#session.length === this.#committed && typeof this.#handle.read === 'function') releaseHistory(this.#session)
+    // an idle session lets its history go only where reading it back does not block the next turn on another process
+    if (this.#session.length === this.#committed && typeof this.#handle.read === 'function' && this.#handle.readBlocks !== true) releaseHistory(this.#session)
   }
 
   /** Once a turn's end is stored, the events before it leave memory: the store reads them back when asked (synchronous stores only). */

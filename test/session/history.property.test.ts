@@ -20,6 +20,7 @@ import {
   type StreamChunk,
 } from '../../src/index.js'
 import { deriveMessagesFrom } from '../../src/session/index.js'
+import { surfaceNodeOf, surfaceNodes } from '../../src/session/session.js'
 import { frozenArrayOf } from '../../src/session/array-view.js'
 import { PersistentList } from '../../src/session/persistent-list.js'
 import { Surface, nodeMessage } from '../../src/session/surface.js'
@@ -120,6 +121,10 @@ function expectHistoryOf(session: Session): void {
   )
   expect([...restored.messages()]).toEqual([...history])
   seqs.forEach((seq, at) => expect(restored.indexOf(seq)).toBe(at))
+  // the compaction planner's nodes, read from the history alone, are the nodes the events make
+  const fromEvents = seqs.map((seq) => surfaceNodeOf(session.at(seq)!))
+  expect(surfaceNodes(session)).toEqual(fromEvents)
+  expect(restored.nodes()).toEqual(fromEvents)
   // a shadowed node is found by neither
   const current = new Set(seqs)
   for (const e of session.events) if (e.surfaceOp !== undefined && !current.has(e.seq)) expect(restored.indexOf(e.seq)).toBeUndefined()
