@@ -20,8 +20,7 @@ import type {
   CompactionPlan,
   CompactionReason,
 } from '../session/schemas.js'
-import type { ApprovalWait } from '../session/approvals.js'
-import type { RepairCloser } from '../session/repair.js'
+import type { ApprovalWait, RepairCloser } from '../session/vocabulary.js'
 
 export type { CompactionPlan, CompactionReason }
 

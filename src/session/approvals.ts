@@ -2,6 +2,9 @@
 // log says of a tool batch whose call waits for a person's answer.
 // Pure: it reads a log; the machines append everything.
 import { parseArguments, type SessionEvent, type ToolCallBlock } from './schemas.js'
+import type { ApprovalWait } from './vocabulary.js'
+
+export type { ApprovalWait }
 
 /** A question that waits for `agent.approve(callId)` or `agent.deny(callId, reason)`. */
 export interface PendingApproval {
@@ -93,20 +96,6 @@ export function parkedCallOf(events: readonly SessionEvent[]): string | null {
   const started = [...open.calls.keys()]
   const last = started[started.length - 1]
   return last === pending[0].callId && started.slice(0, -1).every((callId) => open.results.has(callId)) ? last : null
-}
-
-/**
- * What the log says of a call that waits for approval: the open turn and step, the anchor's calls in model order,
- * which of them started and which have a result, and the call that waits (the machine resumes from these facts).
- */
-export interface ApprovalWait {
-  readonly turn: number
-  readonly step: number
-  readonly maxTokensSeen: boolean
-  readonly calls: readonly { callId: string; name: string; arguments: string }[]
-  readonly started: readonly string[]
-  readonly committed: readonly string[]
-  readonly waiting: string
 }
 
 /**

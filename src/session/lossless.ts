@@ -110,10 +110,7 @@ function visit(v: unknown, walk: Walk): unknown {
 
 /** Freezes an already-checked JSON value all the way down (for values built in-house, not taken from callers). */
 export function deepFreeze<T>(v: T): T {
-  if (typeof v === 'object' && v !== null) {
-    Object.freeze(v)
-    for (const key of Object.keys(v)) deepFreeze((v as Record<string, unknown>)[key])
-  }
+  freezeParsed(v)
   return v
 }
 
