@@ -11,7 +11,7 @@ import { compactionState } from './compaction.js'
 import { dropTurnOptions } from './turn-options.js'
 import { turnSetup, turnState, type TurnImplementations } from './turn.js'
 
-export const agentImplementations = named({
+const agentImplementations = named({
   actions: {
     /** RS-4: a crash-truncated log gets its closers before this instance does anything else. */
     appendRepairClosers: action((d) => {
@@ -96,7 +96,7 @@ export const agentImplementations = named({
   },
 })
 
-export type AgentImplementations = typeof agentImplementations & TurnImplementations
+type AgentImplementations = typeof agentImplementations & TurnImplementations
 
 /** The setup every machine's implementations are in: extend it, or `.provide()` on a machine to swap one. */
 export const agentSetup = turnSetup.extend(agentImplementations)

@@ -16,7 +16,7 @@ function begin(d: Draft, reason: CompactionReason, patch: Partial<CompactionCont
   d.set({ compaction: { ...d.get('compaction'), reason, plan: null, compacted: false, ...patch } })
 }
 
-export const compactionImplementations = named({
+const compactionImplementations = named({
   actions: {
     /** CP-1: the policy is checked at the pre-step checkpoint, over the history plus the input the step will enter. */
     beginAutoCompaction: action((d) => begin(d, 'auto')),

@@ -65,7 +65,7 @@ export function duplicatedBy(lists: InboxLists, event: AgentEvent): string | nul
 export const alreadyPending = (id: string) => `message ${JSON.stringify(id)} is already pending (IN-6)`
 
 /** The text of the NOT_PENDING refusal (`inbox.remove` and `inbox.replace` answer false with it, IN-5). */
-export const notPending = (id: string) => `message ${JSON.stringify(id)} is not pending`
+const notPending = (id: string) => `message ${JSON.stringify(id)} is not pending`
 
 /** The list a target names. */
 export function listOf(lists: InboxLists, target: InboxTarget): readonly UserMessage[] {

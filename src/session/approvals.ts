@@ -68,21 +68,13 @@ export function pendingApprovals(events: readonly SessionEvent[]): PendingApprov
 export function pendingApprovalsWithin(events: readonly SessionEvent[], length: number): PendingApproval[] {
   const open = openStepOf(events, Math.min(length, events.length))
   if (open === null) return []
-  const out: PendingApproval[] = []
-  for (const [callId, request] of open.requests) {
-    if (open.answered.has(callId) || open.results.has(callId)) continue
-    const block = open.planned.find((b) => b.id === callId)
-    out.push({
-      turn: open.turn,
-      step: open.step,
-      callId,
-      name: request.data.name,
-      arguments: block ? parseArguments(block.arguments) : undefined,
-      reason: request.data.reason,
-      seq: request.seq,
+  const open_ = open
+  return [...open.requests.values()]
+    .filter(({ data: { callId } }) => !open.answered.has(callId) && !open.results.has(callId))
+    .map(({ seq, data: { callId, name, reason } }) => {
+      const block = open_.planned.find((b) => b.id === callId)
+      return { turn: open_.turn, step: open_.step, callId, name, arguments: block ? parseArguments(block.arguments) : undefined, reason, seq }
     })
-  }
-  return out
 }
 
 /**
@@ -94,7 +86,7 @@ export function parkedCallOf(events: readonly SessionEvent[]): string | null {
   if (pending.length !== 1) return null
   const open = openStepOf(events)!
   const started = [...open.calls.keys()]
-  const last = started[started.length - 1]
+  const last = started.at(-1)
   return last === pending[0].callId && started.slice(0, -1).every((callId) => open.results.has(callId)) ? last : null
 }
 
