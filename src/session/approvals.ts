@@ -68,12 +68,11 @@ export function pendingApprovals(events: readonly SessionEvent[]): PendingApprov
 export function pendingApprovalsWithin(events: readonly SessionEvent[], length: number): PendingApproval[] {
   const open = openStepOf(events, Math.min(length, events.length))
   if (open === null) return []
-  const open_ = open
   return [...open.requests.values()]
     .filter(({ data: { callId } }) => !open.answered.has(callId) && !open.results.has(callId))
     .map(({ seq, data: { callId, name, reason } }) => {
-      const block = open_.planned.find((b) => b.id === callId)
-      return { turn: open_.turn, step: open_.step, callId, name, arguments: block ? parseArguments(block.arguments) : undefined, reason, seq }
+      const block = open.planned.find((b) => b.id === callId)
+      return { turn: open.turn, step: open.step, callId, name, arguments: block ? parseArguments(block.arguments) : undefined, reason, seq }
     })
 }
 
