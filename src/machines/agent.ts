@@ -15,10 +15,7 @@ const agentImplementations = named({
   actions: {
     /** RS-4: a crash-truncated log gets its closers before this instance does anything else. */
     appendRepairClosers: action((d) => {
-      for (const closer of d.get('instance').repair) {
-        const { type, data, intent } = closer
-        d.emit({ type: 'fx.append', eventType: type, data, ...intent })
-      }
+      for (const { type, data, intent } of d.get('instance').repair) d.emit({ type: 'fx.append', eventType: type, data, ...intent })
       d.set({ instance: { ...d.get('instance'), repair: [] } })
       d.confirm()
     }),

@@ -4,6 +4,7 @@
 // or compared as text, and thrown values stay with the runtime.
 import type {
   AgentCancelCause,
+  AppendIntent,
   ContentBlock,
   FinishReason,
   InboxTarget,
@@ -12,7 +13,6 @@ import type {
   RequestHeader,
   SessionEventType,
   StreamChunk,
-  SurfaceOp,
   TokenUsage,
   ToolCallBlock,
   TurnEndReason,
@@ -364,17 +364,13 @@ export interface ActionEffects {
   effects: readonly Effect[]
 }
 
-/** Append one session event; `citeKeys` resolve to seqs of earlier appends labelled `key`. */
-export interface AppendEffect {
+/** Append one session event with its intent; `citeKeys` resolve to seqs of earlier appends labelled `key`. */
+export interface AppendEffect extends Omit<AppendIntent, 'ignorable'> {
   type: 'fx.append'
   eventType: SessionEventType
   data: unknown
-  surfaceOp?: SurfaceOp
-  sourceEventSeqs?: readonly number[]
   citeKeys?: readonly string[]
   key?: string
-  /** An explicit time instead of the clock (repair closers). */
-  time?: number
   /** An inbox request of the public API: a refusal is thrown to that caller (IN-7) and handed back in `append.failed`. */
   caller?: CallerUndo
 }

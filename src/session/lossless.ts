@@ -50,7 +50,7 @@ function visit(v: unknown, walk: Walk): unknown {
       return v
     case 'number':
       if (!Number.isFinite(v)) fail(walk, `${v} is not a finite number`)
-      if (v === 0 && 1 / v < 0) fail(walk, '-0 does not survive JSON')
+      if (!notMinusZero(v)) fail(walk, '-0 does not survive JSON')
       return v
     case 'object':
       if (v === null) return null
@@ -120,7 +120,7 @@ export function deepFreeze<T>(v: T): T {
  */
 export function freezeParsed(v: unknown): boolean {
   if (v === undefined) return false
-  if (typeof v === 'number') return Number.isFinite(v) && !(v === 0 && 1 / v < 0)
+  if (typeof v === 'number') return Number.isFinite(v) && notMinusZero(v)
   if (typeof v !== 'object' || v === null) return true
   Object.freeze(v)
   let lossless = true
