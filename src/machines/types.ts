@@ -5,6 +5,7 @@
 import type {
   AgentCancelCause,
   AppendIntent,
+  RepairCloser,
   ContentBlock,
   FinishReason,
   InboxTarget,
@@ -20,7 +21,7 @@ import type {
   CompactionPlan,
   CompactionReason,
 } from '../session/schemas.js'
-import type { ApprovalWait, RepairCloser } from '../session/vocabulary.js'
+import type { ApprovalWait } from '../session/vocabulary.js'
 
 export type { CompactionPlan, CompactionReason }
 

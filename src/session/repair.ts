@@ -1,8 +1,7 @@
 // Repair: the synthetic closers a crash-truncated log needs before a new
 // agent instance may continue it (RS-4..RS-6). Pure: it reads a log and
 // returns events to append; the agent machine appends them.
-import { NOT_STARTED, UNKNOWN_OUTCOME, type SessionEvent, type TurnEndReason } from './schemas.js'
-import type { RepairCloser } from './vocabulary.js'
+import { NOT_STARTED, UNKNOWN_OUTCOME, type RepairCloser, type SessionEvent, type TurnEndReason } from './schemas.js'
 
 export type { RepairCloser }
 

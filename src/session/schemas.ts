@@ -393,4 +393,11 @@ export interface AppendIntent {
   time?: number
 }
 
+/** One event to append (a repair closer, RS-4), with the intent (citations, the reused time) it needs. */
+export interface RepairCloser {
+  type: SessionEventType
+  data: unknown
+  intent?: AppendIntent
+}
+
 export { parseArguments, UNKNOWN_OUTCOME, NOT_STARTED, SUMMARY_SOURCE, summaryText } from './vocabulary.js'

@@ -1,8 +1,7 @@
 // What the loop itself writes: plain values (no schema library) that the
 // machines log and the readers of a log (repair, approvals, compaction,
-// viewers) recognise, so both sides share one spelling; and the shapes in
-// which repair and approvals hand what they read of a log to the machines.
-import type { AppendIntent, SessionEventType } from './schemas.js'
+// viewers) recognise, so both sides share one spelling; and the shape in
+// which approvals hand a waiting call they read in a log to the machines.
 
 /** TL-1: an empty string is `{}`, valid JSON its value, anything else stays the raw text. */
 export function parseArguments(raw: string): unknown {
@@ -26,13 +25,6 @@ export const SUMMARY_SOURCE = Object.freeze({ kind: 'plugin' as const, plugin: '
 /** The text a summary message carries: a marker line, then the summary. */
 export function summaryText(summary: string): string {
   return `[Summary of the earlier conversation, compacted to fit the context window]\n\n${summary}`
-}
-
-/** One closer to append, with the intent (citations, the reused time) it needs. */
-export interface RepairCloser {
-  type: SessionEventType
-  data: unknown
-  intent?: AppendIntent
 }
 
 /**
