@@ -4,8 +4,6 @@
 import { parseArguments, type SessionEvent, type ToolCallBlock } from './schemas.js'
 import type { ApprovalWait } from './vocabulary.js'
 
-export type { ApprovalWait }
-
 /** A question that waits for `agent.approve(callId)` or `agent.deny(callId, reason)`. */
 export interface PendingApproval {
   readonly turn: number
