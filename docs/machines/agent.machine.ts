@@ -26,7 +26,7 @@ export const agentMachine = createMachine({
       entry: 'appendRepairClosers',
       on: {
         'appends.confirmed': { target: 'idle', guard: 'isAwaited' },
-        'append.failed': { target: 'idle', guard: 'isAwaited', actions: ['restoreInbox', 'reportRepairFailure'] },
+        'append.failed': { target: 'idle', guard: 'isAwaited', actions: ['restoreInbox', 'reportStoreFailure'] },
       },
     },
     idle: {
@@ -305,7 +305,7 @@ export const agentMachine = createMachine({
       exit: 'clearCancelCause',
       on: {
         'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), actions: ['insertSent', 'latchWake'] },
-        'append.failed': { target: 'idle', actions: ['restoreInbox', 'reportCompactionStoreFailure'] },
+        'append.failed': { target: 'idle', actions: ['restoreInbox', 'reportStoreFailure'] },
       },
       onDone: { target: 'idle' },
       states: {

@@ -72,12 +72,8 @@ export type WaitLane = 'preId' | 'postId' | 'classifyId'
 export function awaiting<const T extends Record<string, unknown>>(on: T, lane?: WaitLane): T {
   const awaited = lane ? { type: 'isAwaited' as const, params: { lane } } : 'isAwaited'
   const wrap = (t: Transition): Transition => ({ ...t, guard: t.guard === undefined ? awaited : and([awaited as never, t.guard as never]) })
-  const out: Record<string, unknown> = {}
-  for (const [event, transitions] of Object.entries(on)) {
-    if (!ANSWER_TYPES.has(event)) out[event] = transitions
-    else out[event] = Array.isArray(transitions) ? transitions.map((t: Transition) => wrap(t)) : wrap(transitions as Transition)
-  }
-  return out as T
+  const guarded = (t: unknown) => (Array.isArray(t) ? t.map(wrap) : wrap(t as Transition))
+  return Object.fromEntries(Object.entries(on).map(([event, t]) => [event, ANSWER_TYPES.has(event) ? guarded(t) : t])) as T
 }
 
 /**
@@ -111,7 +107,6 @@ const asList = (t: unknown): readonly unknown[] => (t === undefined ? [] : Array
  * activity's for the same event (what would bubble up to the agent's levels if it ran inside it).
  */
 export function standaloneOn<T extends Transitions>(own: T): T & typeof activityOn {
-  const merged: Transitions = { ...activityOn }
-  for (const [event, transitions] of Object.entries(own)) merged[event] = [...asList(transitions), ...asList((activityOn as Transitions)[event])]
-  return merged as T & typeof activityOn
+  const merged = Object.entries(own).map(([event, t]) => [event, [...asList(t), ...asList((activityOn as Transitions)[event])]])
+  return { ...activityOn, ...Object.fromEntries(merged) } as T & typeof activityOn
 }

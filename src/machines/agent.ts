@@ -11,18 +11,16 @@ import { compactionState } from './compaction.js'
 import { dropTurnOptions } from './turn-options.js'
 import { turnSetup, turnState, type TurnImplementations } from './turn.js'
 
-export const agentImplementations = named({
+const agentImplementations = named({
   actions: {
     /** RS-4: a crash-truncated log gets its closers before this instance does anything else. */
     appendRepairClosers: action((d) => {
-      for (const closer of d.get('instance').repair) {
-        const { type, data, intent } = closer
-        d.emit({ type: 'fx.append', eventType: type, data, ...intent })
-      }
+      for (const { type, data, intent } of d.get('instance').repair) d.emit({ type: 'fx.append', eventType: type, data, ...intent })
       d.set({ instance: { ...d.get('instance'), repair: [] } })
       d.confirm()
     }),
-    reportRepairFailure: actionOn(['append.failed'], (d, e) => d.notify('agent/error', { turn: d.get('turn'), step: 0, failure: e.failure })),
+    /** A refused repair closer, or a refused summary of agent.compact(), goes to agent/error; no turn is involved. */
+    reportStoreFailure: actionOn(['append.failed'], (d, e) => d.notify('agent/error', { turn: d.get('turn'), step: 0, failure: e.failure })),
     /** PH-2: a fresh signal and status running; when watched, confirmed before turn/start so a cancel from that listener opens no turn (TU-3). */
     announceRunning: action((d) => {
       d.setActivity({ cancelCause: null, wakeLatched: false })
@@ -47,21 +45,13 @@ export const agentImplementations = named({
       if (e.cause.kind === 'disposed') d.setActivity({ disposing: true })
       if (!e.keepInbox) clearInbox(d)
     }),
-    /** A refused summary of agent.compact() goes to agent/error; no turn is involved. */
-    reportCompactionStoreFailure: actionOn(['append.failed'], (d, e) => d.notify('agent/error', { turn: d.get('turn'), step: 0, failure: e.failure })),
     /** TL-18: an answer for a call that does not wait now is refused, naming why. */
     refuseApproval: actionOn(['approval.answered'], (d, e) => {
-      const answered = e.logged === true || d.get('toolBatch').asked.includes(e.callId)
-      d.emit(
-        answered
-          ? {
-              type: 'fx.reject',
-              code: 'APPROVAL_ALREADY_ANSWERED',
-              message: `the approval of call ${e.callId} was already answered or closed`,
-              callId: e.callId,
-            }
-          : { type: 'fx.reject', code: 'APPROVAL_UNKNOWN', message: `no call waits for approval under id ${JSON.stringify(e.callId)}`, callId: e.callId },
-      )
+      const [code, message] =
+        e.logged === true || d.get('toolBatch').asked.includes(e.callId)
+          ? (['APPROVAL_ALREADY_ANSWERED', `the approval of call ${e.callId} was already answered or closed`] as const)
+          : (['APPROVAL_UNKNOWN', `no call waits for approval under id ${JSON.stringify(e.callId)}`] as const)
+      d.emit({ type: 'fx.reject', code, message, callId: e.callId })
     }),
     /** MT-1: a job is accepted only from idle. */
     refuseBusy: action((d) => d.emit({ type: 'fx.reject', code: 'AGENT_BUSY', message: 'accepted only while the agent is idle with no job running' })),
@@ -103,7 +93,7 @@ export const agentImplementations = named({
   },
 })
 
-export type AgentImplementations = typeof agentImplementations & TurnImplementations
+type AgentImplementations = typeof agentImplementations & TurnImplementations
 
 /** The setup every machine's implementations are in: extend it, or `.provide()` on a machine to swap one. */
 export const agentSetup = turnSetup.extend(agentImplementations)
@@ -134,7 +124,7 @@ const agentConfig = labelGuards(
           entry: 'appendRepairClosers',
           on: awaiting({
             'appends.confirmed': { target: 'idle' },
-            'append.failed': { target: 'idle', actions: ['restoreInbox', 'reportRepairFailure'] },
+            'append.failed': { target: 'idle', actions: ['restoreInbox', 'reportStoreFailure'] },
           }),
         },
         idle: {
@@ -214,7 +204,7 @@ const agentConfig = labelGuards(
             // like maintenance (MT-3): waking sends latch until it ends (a cancel ends the summariser's wait, in the region)
             'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), actions: ['insertSent', 'latchWake'] },
             // the summary or its record was refused: reported, and the agent is idle again
-            'append.failed': { target: 'idle', actions: ['restoreInbox', 'reportCompactionStoreFailure'] },
+            'append.failed': { target: 'idle', actions: ['restoreInbox', 'reportStoreFailure'] },
           },
         },
         disposed: { type: 'final' },

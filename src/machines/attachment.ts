@@ -18,16 +18,9 @@ type ActionNames<A> = A extends string ? A : A extends { type: infer T } ? T : A
 /** The names a `guard` slot refers to, through `and`, `or` and `not`. */
 type GuardNames<G> = G extends string ? G : G extends { _out_TGuard?: infer T } ? GuardNames<T> : G extends { type: infer T } ? T : never
 
-type Misfit<I extends Implementations, Kind extends 'action' | 'guard', Name, E extends string> = Name extends string
-  ? (
-      Kind extends 'action'
-        ? Name extends keyof I['actions']
-          ? ForOf<I['actions'][Name]>
-          : never
-        : Name extends keyof I['guards']
-          ? ForOf<I['guards'][Name]>
-          : never
-    ) extends infer For
+/** `Kind Name on E` when the implementation `Name` is written for other events than `E` (never for one that reads no event). */
+type Misfit<I extends Implementations, Kind extends 'action' | 'guard', Name, E extends string> = Name extends keyof I[`${Kind}s`] & string
+  ? ForOf<I[`${Kind}s`][Name]> extends infer For
     ? [For] extends [never]
       ? never
       : '*' extends For

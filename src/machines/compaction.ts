@@ -10,13 +10,13 @@ import { SUMMARY_SOURCE, summaryText } from '../session/vocabulary.js'
 import { attached } from './attachment.js'
 import { action, actionOn, guard, guardOn, labelGuards, named, type Draft } from './setup.js'
 import { toolBatchSetup, type ToolBatchImplementations } from './tool-batch.js'
-import type { CompactionReason } from './types.js'
+import type { CompactionContext, CompactionReason } from './types.js'
 
-function begin(d: Draft, reason: CompactionReason): void {
-  d.set({ compaction: { ...d.get('compaction'), reason, plan: null, compacted: false } })
+function begin(d: Draft, reason: CompactionReason, patch: Partial<CompactionContext> = {}): void {
+  d.set({ compaction: { ...d.get('compaction'), reason, plan: null, compacted: false, ...patch } })
 }
 
-export const compactionImplementations = named({
+const compactionImplementations = named({
   actions: {
     /** CP-1: the policy is checked at the pre-step checkpoint, over the history plus the input the step will enter. */
     beginAutoCompaction: action((d) => begin(d, 'auto')),
@@ -27,10 +27,7 @@ export const compactionImplementations = named({
       d.emit({ type: 'fx.signal' })
     }),
     /** CP-6: a request refused for its size is met with one compaction per step. */
-    beginOverflowCompaction: action((d) => {
-      begin(d, 'overflow')
-      d.set({ compaction: { ...d.get('compaction'), overflowAt: { turn: d.get('turn'), step: d.get('step') } } })
-    }),
+    beginOverflowCompaction: action((d) => begin(d, 'overflow', { overflowAt: { turn: d.get('turn'), step: d.get('step') } })),
     /** Ask the runtime what the next request would weigh and which range would go. */
     measureHistory: action((d) => {
       const reason = d.get('compaction').reason ?? 'manual'

@@ -65,7 +65,7 @@ export function duplicatedBy(lists: InboxLists, event: AgentEvent): string | nul
 export const alreadyPending = (id: string) => `message ${JSON.stringify(id)} is already pending (IN-6)`
 
 /** The text of the NOT_PENDING refusal (`inbox.remove` and `inbox.replace` answer false with it, IN-5). */
-export const notPending = (id: string) => `message ${JSON.stringify(id)} is not pending`
+const notPending = (id: string) => `message ${JSON.stringify(id)} is not pending`
 
 /** The list a target names. */
 export function listOf(lists: InboxLists, target: InboxTarget): readonly UserMessage[] {
@@ -99,10 +99,22 @@ export function hasPending(lists: InboxLists): boolean {
 
 // ---- draft steps ---------------------------------------------------------------
 
-const listKey = (target: InboxTarget) => (target === 'next-turn' ? 'nextTurn' : 'nextStep')
+const listsOf = (d: Draft): InboxLists => ({ nextTurn: d.get('nextTurn'), nextStep: d.get('nextStep') })
 
 /** What an API request may change beside the lists, as it was before the request (restored if its splice is refused). */
 const undoOf = (d: Draft): CallerUndo => ({ wakeLatched: d.get('activity').wakeLatched })
+
+/** Log one splice and apply it, then announce what it removed and inserted; a removed prompt's options go with it. */
+function spliceInbox(d: Draft, splice: SpliceData, caller?: CallerUndo): void {
+  const lists = listsOf(d)
+  const removed = listOf(lists, splice.target).slice(splice.start, splice.start + (splice.removedCount ?? 0))
+  d.append('agent/inbox/spliced', splice, caller ? { caller } : undefined)
+  d.set(applySplice(lists, splice))
+  const gone = removed.filter((m) => !splice.inserted.some((n) => n.id === m.id))
+  forgetTurnOptions(d, gone)
+  for (const message of removed) d.notify('agent/inbox/discarded', { message })
+  for (const message of splice.inserted) d.notify('agent/inbox/inserted', { message })
+}
 
 /** Splice the next-step list (and at a turn boundary the first prompt) into the proposal's claim (IN-9). */
 export function claimInbox(d: Draft, turnBoundary: boolean): void {
@@ -127,35 +139,24 @@ export function claimInbox(d: Draft, turnBoundary: boolean): void {
 
 /** Insert messages at the end of a list as one splice, then announce them (TL-12 tool contexts). */
 export function insertInbox(d: Draft, target: InboxTarget, messages: readonly UserMessage[]): void {
-  if (messages.length === 0) return
-  const key = listKey(target)
-  const list = d.get(key)
-  d.append('agent/inbox/spliced', { target, start: list.length, inserted: [...messages] })
-  d.set({ [key]: [...list, ...messages] })
-  for (const message of messages) d.notify('agent/inbox/inserted', { message })
-}
-
-/** Durably discard one whole list as a canceled splice, then announce each message (IN-4). */
-function discardList(d: Draft, target: InboxTarget, caller: CallerUndo): void {
-  const key = listKey(target)
-  const list = d.get(key)
-  if (list.length === 0) return
-  d.append('agent/inbox/spliced', { target, start: 0, removedCount: list.length, inserted: [], outcome: 'canceled' }, { caller })
-  d.set({ [key]: [] })
-  if (target === 'next-turn')
-    forgetTurnOptions(
-      d,
-      list.map((m) => m.id),
-    )
-  for (const message of list) d.notify('agent/inbox/discarded', { message })
+  if (messages.length > 0) spliceInbox(d, { target, start: listOf(listsOf(d), target).length, inserted: [...messages] })
 }
 
 /** An API caller's clear: both lists, next-step first (IN-5), and the wake latch with them (CX-3). */
 export function clearInbox(d: Draft): void {
   const caller = undoOf(d)
-  discardList(d, 'next-step', caller)
-  discardList(d, 'next-turn', caller)
+  for (const target of ['next-step', 'next-turn'] as const) {
+    const removedCount = listOf(listsOf(d), target).length
+    if (removedCount > 0) spliceInbox(d, { target, start: 0, removedCount, inserted: [], outcome: 'canceled' }, caller)
+  }
   d.setActivity({ wakeLatched: false })
+}
+
+/** IN-4, IN-5: replace or remove one pending message in place as a canceled splice; refused when it is not pending. */
+function replaceFound(d: Draft, id: string, inserted: UserMessage[]): void {
+  const found = findPending(listsOf(d), id)
+  if (!found) return d.emit({ type: 'fx.reject', code: 'NOT_PENDING', message: notPending(id) })
+  spliceInbox(d, { target: found.target, start: found.index, removedCount: 1, inserted, outcome: 'canceled' }, undoOf(d))
 }
 
 // ---- named implementations -------------------------------------------------------
@@ -171,55 +172,21 @@ export const inboxImplementations = named({
     /** IN-1: insert at the end of the target; once the activity is cancelled a waking send waits in next-turn (CX-12, MT-5). */
     insertSent: actionOn(['inbox.send'], (d, e) => {
       const target: InboxTarget = e.wakeup && d.get('activity').cancelCause !== null ? 'next-turn' : e.target
-      const key = listKey(target)
-      const list = d.get(key)
+      const start = listOf(listsOf(d), target).length
       // next-step holds steers and injects alike: the log keeps which one this was
-      const splice: SpliceData = { target, start: list.length, inserted: [e.message], ...(target === 'next-step' ? { wakeup: e.wakeup } : {}) }
-      d.append('agent/inbox/spliced', splice, { caller: undoOf(d) })
-      d.set({ [key]: [...list, e.message] })
+      spliceInbox(d, { target, start, inserted: [e.message], ...(target === 'next-step' ? { wakeup: e.wakeup } : {}) }, undoOf(d))
       queueTurnOptions(d, e.message.id, target === 'next-turn' ? e.options : undefined)
-      d.notify('agent/inbox/inserted', { message: e.message })
     }),
     /** A waking send the current activity cannot deliver is replayed when it converges (CX-12, MT-3). */
     latchWake: actionOn(['inbox.send'], (d) => d.setActivity({ wakeLatched: true })),
     /** IN-5: remove one pending message as a canceled splice. */
-    removePending: actionOn(['inbox.remove'], (d, e) => {
-      const found = findPending(d.context, e.id)
-      if (!found) return d.emit({ type: 'fx.reject', code: 'NOT_PENDING', message: notPending(e.id) })
-      const key = listKey(found.target)
-      const list = d.get(key)
-      d.append('agent/inbox/spliced', { target: found.target, start: found.index, removedCount: 1, inserted: [], outcome: 'canceled' }, { caller: undoOf(d) })
-      d.set({ [key]: list.filter((_, i) => i !== found.index) })
-      forgetTurnOptions(d, [e.id])
-      d.notify('agent/inbox/discarded', { message: list[found.index] })
-    }),
+    removePending: actionOn(['inbox.remove'], (d, e) => replaceFound(d, e.id, [])),
     /** IN-4: replace in place with one canceled splice, then discarded(old) and inserted(new). */
-    replacePending: actionOn(['inbox.replace'], (d, e) => {
-      const found = findPending(d.context, e.id)
-      if (!found) return d.emit({ type: 'fx.reject', code: 'NOT_PENDING', message: notPending(e.id) })
-      const key = listKey(found.target)
-      const list = d.get(key)
-      const splice: SpliceData = { target: found.target, start: found.index, removedCount: 1, inserted: [e.message], outcome: 'canceled' }
-      d.append('agent/inbox/spliced', splice, { caller: undoOf(d) })
-      d.set({ [key]: list.map((m, i) => (i === found.index ? e.message : m)) })
-      if (e.message.id !== e.id) forgetTurnOptions(d, [e.id])
-      d.notify('agent/inbox/discarded', { message: list[found.index] })
-      d.notify('agent/inbox/inserted', { message: e.message })
-    }),
+    replacePending: actionOn(['inbox.replace'], (d, e) => replaceFound(d, e.id, [e.message])),
     /** IN-3: an Array-style splice of one list; removals are canceled, nothing wakes. */
     splicePending: actionOn(['inbox.splice'], (d, e) => {
-      const lists: InboxLists = d.context
-      const splice = spliceOf(lists, e.target, e.start, e.deleteCount, e.messages)
-      if (!splice) return
-      const removed = listOf(lists, e.target).slice(splice.start, splice.start + (splice.removedCount ?? 0))
-      d.append('agent/inbox/spliced', splice, { caller: undoOf(d) })
-      d.set(applySplice(lists, splice))
-      forgetTurnOptions(
-        d,
-        removed.filter((m) => !splice.inserted.some((n) => n.id === m.id)).map((m) => m.id),
-      )
-      for (const message of removed) d.notify('agent/inbox/discarded', { message })
-      for (const message of splice.inserted) d.notify('agent/inbox/inserted', { message })
+      const splice = spliceOf(listsOf(d), e.target, e.start, e.deleteCount, e.messages)
+      if (splice) spliceInbox(d, splice, undoOf(d))
     }),
     /** IN-5: discard everything pending, next-step first. */
     clearPending: actionOn(['inbox.clear'], (d) => clearInbox(d)),

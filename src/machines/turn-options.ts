@@ -8,18 +8,18 @@ import { NO_TURN_OPTIONS } from './context.js'
 
 /** A prompt enters next-turn: it keeps its options until a turn claims it (a send without options forgets older ones). */
 export function queueTurnOptions(d: Draft, id: string, options: TurnOptions | undefined): void {
-  const { queued } = d.get('turnOptions')
-  if (options === undefined && !(id in queued)) return
-  const { [id]: _old, ...rest } = queued
-  d.set({ turnOptions: { ...d.get('turnOptions'), queued: options === undefined ? rest : { ...rest, [id]: options } } })
+  forgetTurnOptions(d, [{ id }])
+  if (options === undefined) return
+  const all = d.get('turnOptions')
+  d.set({ turnOptions: { ...all, queued: { ...all.queued, [id]: options } } })
 }
 
 /** Queued prompts left next-turn without a turn (discarded, replaced by another id): their options go with them. */
-export function forgetTurnOptions(d: Draft, ids: readonly string[]): void {
+export function forgetTurnOptions(d: Draft, messages: readonly { id: string }[]): void {
   const all = d.get('turnOptions')
-  if (!ids.some((id) => id in all.queued)) return
+  if (!messages.some((m) => m.id in all.queued)) return
   const queued = { ...all.queued }
-  for (const id of ids) delete queued[id]
+  for (const m of messages) delete queued[m.id]
   d.set({ turnOptions: { ...all, queued } })
 }
 

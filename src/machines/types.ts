@@ -4,6 +4,8 @@
 // or compared as text, and thrown values stay with the runtime.
 import type {
   AgentCancelCause,
+  AppendIntent,
+  RepairCloser,
   ContentBlock,
   FinishReason,
   InboxTarget,
@@ -12,13 +14,14 @@ import type {
   RequestHeader,
   SessionEventType,
   StreamChunk,
-  SurfaceOp,
   TokenUsage,
   ToolCallBlock,
   TurnEndReason,
   UserMessage,
+  CompactionPlan,
+  CompactionReason,
 } from '../session/schemas.js'
-import type { CompactionPlan, CompactionReason } from '../session/schemas.js'
+import type { ApprovalWait } from '../session/vocabulary.js'
 
 export type { CompactionPlan, CompactionReason }
 
@@ -250,11 +253,7 @@ export interface ToolBatchContext {
 }
 
 /** A repair closer: a session event appended before anything else when the log ends inside a turn (RS-4). */
-export interface RepairAppend {
-  type: SessionEventType
-  data: unknown
-  intent?: { surfaceOp?: SurfaceOp; sourceEventSeqs?: readonly number[]; time?: number }
-}
+export type RepairAppend = RepairCloser
 
 export interface AgentInput {
   seedConfig: LlmCallConfig
@@ -283,24 +282,8 @@ export interface AgentInput {
   facts?: Partial<Facts>
 }
 
-/**
- * What the log says of a call that waits for approval when an instance starts (TL-18): the open turn and step, the
- * calls the step's anchor planned, which of them were logged as started and which have a result, and the call
- * that waits. The machine resumes inside that wait (`restoreApprovalWait`).
- */
-export interface ResumeInput {
-  turn: number
-  step: number
-  maxTokensSeen: boolean
-  /** The anchor's calls in model order, as the model sent them. */
-  calls: readonly { callId: string; name: string; arguments: string }[]
-  /** Call ids with a logged `tool/call`. */
-  started: readonly string[]
-  /** Call ids with a logged `tool/result`. */
-  committed: readonly string[]
-  /** The call whose question waits for an answer. */
-  waiting: string
-}
+/** What the log says of a call that waits for approval when an instance starts (TL-18); the machine resumes inside that wait. */
+export type ResumeInput = ApprovalWait
 
 // ---- events in ------------------------------------------------------------
 
@@ -364,8 +347,7 @@ export type AgentEvent =
   | { type: 'tool.classified'; id: number; mode: 'parallel' | 'exclusive' }
   /** The backoff of a retry is over (the answer to `fx.wait`). */
   | { type: 'backoff.elapsed'; id: number }
-  /** A person answered the approval the call `callId` waits for (TL-18); a denial's reason is what the model reads. */
-  /** `logged`: the log holds a question for this call (read by the caller), so one that no longer waits was answered or closed. */
+  /** A person answered call `callId`'s approval (TL-18); `logged`: the log holds its question, so a call no longer waiting was answered or closed. */
   | { type: 'approval.answered'; callId: string; approved: boolean; reason?: string; logged?: boolean }
   /** The runtime's facts changed (a listener was added or removed, an observer subscribed). */
   | { type: 'facts.changed'; facts: Partial<Facts> }
@@ -383,17 +365,13 @@ export interface ActionEffects {
   effects: readonly Effect[]
 }
 
-/** Append one session event; `citeKeys` resolve to seqs of earlier appends labelled `key`. */
-export interface AppendEffect {
+/** Append one session event with its intent; `citeKeys` resolve to seqs of earlier appends labelled `key`. */
+export interface AppendEffect extends Omit<AppendIntent, 'ignorable'> {
   type: 'fx.append'
   eventType: SessionEventType
   data: unknown
-  surfaceOp?: SurfaceOp
-  sourceEventSeqs?: readonly number[]
   citeKeys?: readonly string[]
   key?: string
-  /** An explicit time instead of the clock (repair closers). */
-  time?: number
   /** An inbox request of the public API: a refusal is thrown to that caller (IN-7) and handed back in `append.failed`. */
   caller?: CallerUndo
 }

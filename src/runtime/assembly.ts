@@ -33,10 +33,8 @@ export type SystemPromptOption<A = unknown> = string | ((context: PromptContext<
  * createAgent's `tools`: tools and tool sources (a source is read again at every step), or a function giving the
  * list for each step; a change takes effect at the next step (TL-5).
  */
-export type ToolsOption<A = unknown> =
-  | readonly (ToolDefinition<any> | ToolSource)[]
-  | ToolSource
-  | ((context: PromptContext<A>) => readonly ToolDefinition<any>[] | Promise<readonly ToolDefinition<any>[]>)
+export type ToolsOption<A = unknown> = readonly (ToolDefinition<any> | ToolSource)[] | ToolSource | ToolsFunction<A>
+type ToolsFunction<A> = (context: PromptContext<A>) => readonly ToolDefinition<any>[] | Promise<readonly ToolDefinition<any>[]>
 
 /** An assembly as requests use it: the joined text and the tools' schemas. */
 export interface Assembled {
@@ -48,7 +46,7 @@ export interface Assembled {
 /** The assembly of a step with no listener: the options, evaluated for this step. */
 export async function assembleFromOptions<A>(
   systemPrompt: SystemPromptOption<A> | undefined,
-  tools: readonly ToolDefinition<any>[] | ((context: PromptContext<A>) => readonly ToolDefinition<any>[] | Promise<readonly ToolDefinition<any>[]>),
+  tools: readonly ToolDefinition<any>[] | ToolsFunction<A>,
   context: PromptContext<A>,
 ): Promise<PromptAssembly> {
   const text = typeof systemPrompt === 'function' ? await systemPrompt(context) : systemPrompt

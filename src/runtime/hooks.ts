@@ -2,11 +2,7 @@
 // contained notifications (HK-1..HK-3). Listener lists are copied per call so
 // a listener that (de)registers others does not disturb the running chain.
 
-/** A waterfall listener: return a value, or call `next()` for what the rest of the chain decides. */
-export type WaterfallListener<P = any, R = any> = (payload: P, next: () => Promise<R>) => R | Promise<R>
-/** A serial or notification listener. */
-export type Listener<P = any> = (payload: P) => unknown
-/** What `on()` stores: any of the above, typed per name by the public API. */
+/** What `on()` stores: a waterfall listener (it returns a value or calls `next()`), a serial or a notification one, typed per name by the public API. */
 type AnyListener = (payload: unknown, next?: () => Promise<unknown>) => unknown
 
 export interface HookLogger {
@@ -63,8 +59,8 @@ export class Hooks {
 
   /** Run a waterfall: the first listener's return value is authoritative (HK-1). */
   async waterfall<R>(name: string, payload: unknown, fallback: () => R | Promise<R>): Promise<R> {
-    const chain = [...(this.#listeners.get(name) ?? [])] as WaterfallListener<unknown, R>[]
-    const run = async (i: number): Promise<R> => await (i >= chain.length ? fallback() : chain[i](payload, () => run(i + 1)))
+    const chain = [...(this.#listeners.get(name) ?? [])]
+    const run = async (i: number): Promise<R> => (await (i >= chain.length ? fallback() : chain[i](payload, () => run(i + 1)))) as R
     return run(0)
   }
 

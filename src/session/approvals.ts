@@ -2,6 +2,7 @@
 // log says of a tool batch whose call waits for a person's answer.
 // Pure: it reads a log; the machines append everything.
 import { parseArguments, type SessionEvent, type ToolCallBlock } from './schemas.js'
+import type { ApprovalWait } from './vocabulary.js'
 
 /** A question that waits for `agent.approve(callId)` or `agent.deny(callId, reason)`. */
 export interface PendingApproval {
@@ -65,21 +66,12 @@ export function pendingApprovals(events: readonly SessionEvent[]): PendingApprov
 export function pendingApprovalsWithin(events: readonly SessionEvent[], length: number): PendingApproval[] {
   const open = openStepOf(events, Math.min(length, events.length))
   if (open === null) return []
-  const out: PendingApproval[] = []
-  for (const [callId, request] of open.requests) {
-    if (open.answered.has(callId) || open.results.has(callId)) continue
-    const block = open.planned.find((b) => b.id === callId)
-    out.push({
-      turn: open.turn,
-      step: open.step,
-      callId,
-      name: request.data.name,
-      arguments: block ? parseArguments(block.arguments) : undefined,
-      reason: request.data.reason,
-      seq: request.seq,
+  return [...open.requests.values()]
+    .filter(({ data: { callId } }) => !open.answered.has(callId) && !open.results.has(callId))
+    .map(({ seq, data: { callId, name, reason } }) => {
+      const block = open.planned.find((b) => b.id === callId)
+      return { turn: open.turn, step: open.step, callId, name, arguments: block ? parseArguments(block.arguments) : undefined, reason, seq }
     })
-  }
-  return out
 }
 
 /**
@@ -91,22 +83,8 @@ export function parkedCallOf(events: readonly SessionEvent[]): string | null {
   if (pending.length !== 1) return null
   const open = openStepOf(events)!
   const started = [...open.calls.keys()]
-  const last = started[started.length - 1]
+  const last = started.at(-1)
   return last === pending[0].callId && started.slice(0, -1).every((callId) => open.results.has(callId)) ? last : null
-}
-
-/**
- * What the log says of a call that waits for approval: the open turn and step, the anchor's calls in model order,
- * which of them started and which have a result, and the call that waits (the machine resumes from these facts).
- */
-export interface ApprovalWait {
-  readonly turn: number
-  readonly step: number
-  readonly maxTokensSeen: boolean
-  readonly calls: readonly { callId: string; name: string; arguments: string }[]
-  readonly started: readonly string[]
-  readonly committed: readonly string[]
-  readonly waiting: string
 }
 
 /**

@@ -5,7 +5,7 @@
 import { ConfigError, ForkError } from '../errors.js'
 import { describeValue } from '../values/foreign.js'
 import { openTurnOf } from './repair.js'
-import type { SessionEvent } from './schemas.js'
+import type { SessionEvent, SessionEventOf } from './schemas.js'
 import { createSession, isSessionLike, type Session } from './session.js'
 
 export interface ForkOptions {
@@ -24,9 +24,20 @@ export interface ForkLineage {
   seedLength: number
 }
 
-/** Check a fork request against the parent's log; returns the inherited events. Throws ForkError. */
-export function forkPrefix(parent: Session, upTo: unknown): readonly SessionEvent[] {
+/**
+ * A new session whose history is the parent's prefix up to `upTo`. Why: "try another answer from here"
+ * without touching the parent; an agent created over the fork continues it like any stored log.
+ */
+export function forkSession(parent: Session, options: ForkOptions): Session {
+  // an Agent passed for its session is refused by name, not read as a halted session (which points at the store)
+  if (!isSessionLike(parent)) {
+    throw new ConfigError(`forkSession needs a Session (for an agent: agent.fork({ upTo }) or forkSession(agent.session, ...)), got ${describeValue(parent)}`, {
+      path: 'parent',
+    })
+  }
+  if (!options || typeof options !== 'object') throw new ForkError('FORK_UNKNOWN_SEQ', 'forkSession needs { upTo }', { path: 'upTo' })
   if (parent.halted !== null) throw new ForkError('FORK_DETACHED', `session ${parent.id} is halted (its store failed): fork its stored log instead`)
+  const { upTo } = options
   const events = parent.events
   if (typeof upTo !== 'number' || !Number.isInteger(upTo) || upTo < 0 || upTo >= events.length) {
     throw new ForkError('FORK_UNKNOWN_SEQ', `upTo must be a seq of session ${parent.id} (0..${events.length - 1}), got ${String(upTo)}`, { path: 'upTo' })
@@ -40,35 +51,16 @@ export function forkPrefix(parent: Session, upTo: unknown): readonly SessionEven
       { path: 'upTo' },
     )
   }
-  return prefix
-}
-
-/**
- * A new session whose history is the parent's prefix up to `upTo`. Why: "try another answer from here"
- * without touching the parent; an agent created over the fork continues it like any stored log.
- */
-export function forkSession(parent: Session, options: ForkOptions): Session {
-  // an Agent passed for its session is refused by name, not read as a halted session (which points at the store)
-  if (!isSessionLike(parent)) {
-    throw new ConfigError(`forkSession needs a Session (for an agent: agent.fork({ upTo }) or forkSession(agent.session, ...)), got ${describeValue(parent)}`, {
-      path: 'parent',
-    })
-  }
-  if (!options || typeof options !== 'object') throw new ForkError('FORK_UNKNOWN_SEQ', 'forkSession needs { upTo }', { path: 'upTo' })
-  const prefix = forkPrefix(parent, options.upTo)
   const id = options.id ?? crypto.randomUUID()
   if (id === parent.id) throw new ForkError('FORK_ID_TAKEN', `a fork needs an id of its own, not its parent's (${id})`, { path: 'id' })
   const seedLength = prefix.length + 1
-  const lineage: ForkLineage = { parent: parent.id, upTo: options.upTo, seedLength }
+  const lineage: ForkLineage = { parent: parent.id, upTo, seedLength }
   const marker = { seq: prefix.length, time: (options.now ?? Date.now)(), type: 'session/end-seed', data: { fork: lineage } }
   return createSession({ id, seed: [...prefix, marker] })
 }
 
 /** The lineage of the latest fork a log descends from, or null. Why: IN-14 skips what came before it. */
 export function forkLineageOf(events: readonly SessionEvent[]): (ForkLineage & { seq: number }) | null {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const e = events[i]
-    if (e.type === 'session/end-seed' && e.data.fork !== undefined) return { ...e.data.fork, seq: e.seq }
-  }
-  return null
+  const marker = events.findLast((e) => e.type === 'session/end-seed' && e.data.fork !== undefined) as SessionEventOf<'session/end-seed'> | undefined
+  return marker ? { ...marker.data.fork!, seq: marker.seq } : null
 }

@@ -53,7 +53,7 @@ function visit(v: unknown, walk: Walk): unknown {
       return v
     case 'number':
       if (!Number.isFinite(v)) fail(walk, `${v} is not a finite number`)
-      if (v === 0 && 1 / v < 0) fail(walk, '-0 does not survive JSON')
+      if (!notMinusZero(v)) fail(walk, '-0 does not survive JSON')
       return v
     case 'object':
       if (v === null) return null
@@ -113,10 +113,7 @@ function visit(v: unknown, walk: Walk): unknown {
 
 /** Freezes an already-checked JSON value all the way down (for values built in-house, not taken from callers). */
 export function deepFreeze<T>(v: T): T {
-  if (typeof v === 'object' && v !== null) {
-    Object.freeze(v)
-    for (const key of Object.keys(v)) deepFreeze((v as Record<string, unknown>)[key])
-  }
+  freezeParsed(v)
   return v
 }
 
@@ -126,7 +123,7 @@ export function deepFreeze<T>(v: T): T {
  */
 export function freezeParsed(v: unknown): boolean {
   if (v === undefined) return false
-  if (typeof v === 'number') return Number.isFinite(v) && !(v === 0 && 1 / v < 0)
+  if (typeof v === 'number') return Number.isFinite(v) && notMinusZero(v)
   if (typeof v !== 'object' || v === null) return true
   Object.freeze(v)
   let lossless = true

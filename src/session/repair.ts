@@ -1,23 +1,9 @@
 // Repair: the synthetic closers a crash-truncated log needs before a new
 // agent instance may continue it (RS-4..RS-6). Pure: it reads a log and
 // returns events to append; the agent machine appends them.
-import {
-  NOT_STARTED,
-  UNKNOWN_OUTCOME,
-  type AppendIntent,
-  type EventData,
-  type SessionEvent,
-  type SessionEventType,
-  type ToolCallBlock,
-  type TurnEndReason,
-} from './schemas.js'
+import { NOT_STARTED, UNKNOWN_OUTCOME, type RepairCloser, type SessionEvent, type TurnEndReason } from './schemas.js'
 
-/** One closer to append, with the intent (citations, the reused time) it needs. */
-export interface RepairCloser {
-  type: SessionEventType
-  data: unknown
-  intent?: AppendIntent
-}
+export type { RepairCloser }
 
 /** Where a log stands: the open turn and step, if any. Read from the end, so it costs the open turn, not the log. */
 export function openTurnOf(events: readonly SessionEvent[]): { turn: number; step: number | null; turnSeq: number } | null {
@@ -40,30 +26,23 @@ export function openTurnOf(events: readonly SessionEvent[]): { turn: number; ste
  */
 export function repairClosers(events: readonly SessionEvent[]): RepairCloser[] {
   const open = openTurnOf(events)
-  if (!open || events.length === 0) return []
+  if (!open) return []
   // the crash point's time: the last event before any end-seed marker the session added
-  const last = [...events].reverse().find((e) => e.type !== 'session/end-seed') ?? events[events.length - 1]
-  const time = last.time
+  const time = (events.findLast((e) => e.type !== 'session/end-seed') ?? events[events.length - 1]).time
   const closers: RepairCloser[] = []
   const { turn, step } = open
   if (step !== null) {
-    let stepStart = events.length - 1
-    while (stepStart >= 0 && !(events[stepStart].type === 'step/start' && (events[stepStart].data as EventData<'step/start'>).turn === turn)) stepStart--
-    const inStep = events.slice(stepStart + 1)
+    const stepStart = events.findLastIndex((e) => e.type === 'step/start' && e.data.turn === turn)
     const calls = new Map<string, number>() // callId -> tool/call seq
     const answered = new Set<string>()
-    const planned: ToolCallBlock[] = []
-    for (const e of inStep) {
+    let planned: string[] = []
+    for (const e of events.slice(stepStart + 1)) {
       if (e.type === 'tool/call') calls.set(e.data.callId, e.seq)
       if (e.type === 'tool/result') answered.add(e.data.message.source.callId)
-      if (e.type === 'assistant/message' && !e.data.interrupted) {
-        planned.length = 0
-        for (const b of e.data.message.content) if (b.type === 'tool-call') planned.push(b)
-      }
+      if (e.type === 'assistant/message' && !e.data.interrupted) planned = e.data.message.content.flatMap((b) => (b.type === 'tool-call' ? [b.id] : []))
     }
     // the anchor's blocks give the call order; logged calls it does not name come after
-    const order = [...planned.map((b) => b.id), ...[...calls.keys()].filter((id) => !planned.some((b) => b.id === id))]
-    for (const callId of [...new Set(order)]) {
+    for (const callId of new Set([...planned, ...calls.keys()])) {
       if (answered.has(callId)) continue
       const callSeq = calls.get(callId)
       const started = callSeq !== undefined

@@ -40,14 +40,9 @@ export const ContentBlockSchema = z.discriminatedUnion('type', [
 
 export const UserSourceSchema = z.object({ kind: z.literal('user') }).strict()
 export const PluginSourceSchema = z.object({ kind: z.literal('plugin'), plugin: z.string(), form: z.string().optional() }).loose()
-export const ModelSourceSchema = z
-  .object({
-    kind: z.literal('model'),
-    provider: nonEmpty,
-    model: nonEmpty,
-    replayState: z.object({ response: z.unknown(), blocks: z.array(z.unknown()).optional() }).optional(),
-  })
-  .strict()
+/** What a provider needs back verbatim on later requests (a reasoning signature, an item id); `blocks` lines up with the content. */
+const ReplayStateSchema = z.object({ response: z.unknown(), blocks: z.array(z.unknown()).optional() })
+export const ModelSourceSchema = z.object({ kind: z.literal('model'), provider: nonEmpty, model: nonEmpty, replayState: ReplayStateSchema.optional() }).strict()
 export const ToolSourceSchema = z.object({ kind: z.literal('tool'), callId: nonEmpty }).strict()
 export const MessageSourceSchema = z.discriminatedUnion('kind', [UserSourceSchema, PluginSourceSchema, ModelSourceSchema, ToolSourceSchema])
 
@@ -114,13 +109,7 @@ export const StreamChunkSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('tool-call-delta'), index, id: z.string().optional(), name: z.string().optional(), argumentsDelta: z.string() }).strict(),
   z.object({ type: z.literal('block-end'), index, block: ContentBlockSchema }).strict(),
   z.object({ type: z.literal('usage'), usage: TokenUsageSchema }).strict(),
-  z
-    .object({
-      type: z.literal('finish'),
-      reason: FinishReasonSchema,
-      replayState: z.object({ response: z.unknown(), blocks: z.array(z.unknown()).optional() }).optional(),
-    })
-    .strict(),
+  z.object({ type: z.literal('finish'), reason: FinishReasonSchema, replayState: ReplayStateSchema.optional() }).strict(),
 ])
 
 // ---- turn outcomes and causes ---------------------------------------------
@@ -336,7 +325,7 @@ export const SessionEventEnvelopeSchema = z
 // ---- compaction vocabulary ---------------------------------------------------
 
 /** Why a compaction runs: the policy at a pre-step checkpoint, `agent.compact()`, or a CONTEXT_WINDOW_EXCEEDED failure. */
-export type CompactionReason = 'auto' | 'manual' | 'overflow'
+export type CompactionReason = z.infer<typeof CompactionReasonSchema>
 
 /** What a compaction will replace, and the numbers behind the decision (logged in `compaction/*`). */
 export interface CompactionPlan {
@@ -364,7 +353,7 @@ export type MessageSource = z.infer<typeof MessageSourceSchema>
 export type UserMessage = z.infer<typeof UserMessageSchema>
 export type AssistantMessage = z.infer<typeof AssistantMessageSchema>
 export type ToolResultMessage = z.infer<typeof ToolResultMessageSchema>
-export type Message = UserMessage | AssistantMessage | ToolResultMessage
+export type Message = z.infer<typeof MessageSchema>
 export type TokenUsage = z.infer<typeof TokenUsageSchema>
 export type LlmFailure = z.infer<typeof LlmFailureSchema>
 export type FinishReason = z.infer<typeof FinishReasonSchema>
@@ -377,9 +366,8 @@ export type ResponseFormat = z.infer<typeof ResponseFormatSchema>
 export type ToolSchema = z.infer<typeof ToolSchemaSchema>
 export type RequestHeader = z.infer<typeof RequestHeaderSchema>
 export type SurfaceOp = z.infer<typeof SurfaceOpSchema>
-export type InboxTarget = 'next-turn' | 'next-step'
-
 export type EventData<T extends SessionEventType> = z.infer<(typeof EventDataSchemas)[T]>
+export type InboxTarget = EventData<'agent/inbox/spliced'>['target']
 
 /** One logged event, discriminated by `type`. */
 export type SessionEvent = {
@@ -403,6 +391,13 @@ export interface AppendIntent {
   ignorable?: true
   /** An explicit time (epoch ms) instead of the clock: repair closers reuse the last event's time (RS-4). */
   time?: number
+}
+
+/** One event to append (a repair closer, RS-4), with the intent (citations, the reused time) it needs. */
+export interface RepairCloser {
+  type: SessionEventType
+  data: unknown
+  intent?: AppendIntent
 }
 
 export { parseArguments, UNKNOWN_OUTCOME, NOT_STARTED, SUMMARY_SOURCE, summaryText } from './vocabulary.js'

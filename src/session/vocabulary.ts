@@ -1,6 +1,7 @@
 // What the loop itself writes: plain values (no schema library) that the
 // machines log and the readers of a log (repair, approvals, compaction,
-// viewers) recognise, so both sides share one spelling.
+// viewers) recognise, so both sides share one spelling; and the shape in
+// which approvals hand a waiting call they read in a log to the machines.
 
 /** TL-1: an empty string is `{}`, valid JSON its value, anything else stays the raw text. */
 export function parseArguments(raw: string): unknown {
@@ -24,4 +25,18 @@ export const SUMMARY_SOURCE = Object.freeze({ kind: 'plugin' as const, plugin: '
 /** The text a summary message carries: a marker line, then the summary. */
 export function summaryText(summary: string): string {
   return `[Summary of the earlier conversation, compacted to fit the context window]\n\n${summary}`
+}
+
+/**
+ * What the log says of a call that waits for approval: the open turn and step, the anchor's calls in model order,
+ * which of them started and which have a result, and the call that waits (the machine resumes from these facts).
+ */
+export interface ApprovalWait {
+  readonly turn: number
+  readonly step: number
+  readonly maxTokensSeen: boolean
+  readonly calls: readonly { callId: string; name: string; arguments: string }[]
+  readonly started: readonly string[]
+  readonly committed: readonly string[]
+  readonly waiting: string
 }
