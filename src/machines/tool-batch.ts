@@ -10,9 +10,9 @@ import type { activityImplementations } from './activity.js'
 import { attached } from './attachment.js'
 import { UNKNOWN_OUTCOME, parseArguments } from '../session/vocabulary.js'
 import { initialContext, newToolBatch } from './context.js'
-import { action, actionOn, guard, guardOn, type Draft, named, labelGuards, type WrittenFor } from './setup.js'
+import { action, actionOn, guard, guardOn, type Draft, type EventOf, named, labelGuards, type WrittenFor } from './setup.js'
 import { clearInbox, insertInbox, type inboxImplementations } from './inbox.js'
-import type { AgentContext, AgentEvent, RequestedCall, PostExecuteAnswer, ToolBatchContext, ToolOutcome } from './types.js'
+import type { AgentContext, RequestedCall, PostExecuteAnswer, ToolBatchContext, ToolOutcome } from './types.js'
 
 export const ABORTED_BEFORE_DISPATCH: ToolOutcome = {
   isError: true,
@@ -128,7 +128,7 @@ function commitNext(d: Draft): void {
 }
 
 /** A body settled; after the abort a success is recorded as aborted, its own error stays (TL-15). */
-function settleBody(d: Draft, e: Extract<AgentEvent, { type: 'tool.settled' }>): void {
+function settleBody(d: Draft, e: EventOf<'tool.settled'>): void {
   const b = batchOf(d)
   const i = b.bodyIds.indexOf(e.id)
   if (i < 0 || b.outcomes[i] !== null) return
@@ -322,10 +322,8 @@ export const toolBatchImplementations = named({
     }),
     /** A throwing post-execute is the call's error result (HK-9). */
     failPostExecute: actionOn(['hook.failed'], (d, e) => settle(d, batchOf(d).nextCommit, errorOutcome(e.failure.message))),
-    /** tools/result, then tool/result; its contexts wait in next-step for the next step (TL-10, TL-12, TL-13). */
-    commitResult: action((d) => commitNext(d)),
-    /** A body settled; after the abort a success is recorded as aborted, its own error stays (TL-15). */
-    settleToolBody: actionOn(['tool.settled'], (d, e) => settleBody(d, e)),
+    commitResult: action(commitNext),
+    settleToolBody: actionOn(['tool.settled'], settleBody),
     /** The body of the next call in model order settled and nobody decides at post-execute: its result is committed at once. */
     settleAndCommit: actionOn(['tool.settled'], (d, e) => {
       settleBody(d, e)
@@ -404,7 +402,7 @@ export const toolBatchImplementations = named({
     /** The settled body is the next call in model order to commit, and the commit lane is free to commit it (no scheduler failure). */
     settlesNextCommit: guardOn(['tool.settled'], (context, e) => {
       const b = context.toolBatch
-      return b.failure === null && b.nextCommit < b.calls.length && b.bodyIds[b.nextCommit] === e.id && b.outcomes[b.nextCommit] === null
+      return b.failure === null && b.bodyIds[b.nextCommit] === e.id && b.outcomes[b.nextCommit] === null
     }),
     /** The dispatch lane has started or given up on every call: once the commit lane is done too, the batch is. */
     isDispatchFinished: stateIn('#dispatchFinished') as ReturnType<typeof stateIn> & WrittenFor<'*'>,

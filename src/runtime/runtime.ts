@@ -556,20 +556,14 @@ export class Runtime {
     })
   }
 
+  /** The request's records from the seed alone, in the macrostep that asked (nobody listens to agent/request). */
+  #prepareNow(id: number, seed: LlmCallConfig): void {
+    this.#send({ type: 'request.prepared', id, ...this.#requestRecords(this.#frozenSeed(seed)) })
+  }
+
   /** The seed as a checked frozen copy: usually the config this runtime prepared last time, which is one already. */
   #frozenSeed(seed: LlmCallConfig): LlmCallConfig {
     return seed === this.#prepared?.config ? seed : deepFreeze(toFrozenJson(seed, 'config'))
-  }
-
-  /** The request's records from the seed alone, answered in the macrostep that asked (nobody listens to agent/request). */
-  #prepareNow(id: number, seed: LlmCallConfig): void {
-    let event: AgentEvent
-    try {
-      event = { type: 'request.prepared', id, ...this.#requestRecords(this.#frozenSeed(seed)) }
-    } catch (error) {
-      event = { type: 'hook.failed', id, failure: this.#failureOf(error) }
-    }
-    this.#send(event)
   }
 
   /** agent/request, then the frozen config, header and route record of the request (RQ-1, RQ-2). */
