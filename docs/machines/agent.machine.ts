@@ -184,7 +184,7 @@ export const agentMachine = createMachine({
                   type: 'parallel',
                   on: {
                     'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
-                    'tool.settled': { actions: 'settleToolBody' },
+                    'tool.settled': [{ guard: and(['settlesNextCommit', not('asksPostExecute')]), actions: 'settleAndCommit' }, { actions: 'settleToolBody' }],
                   },
                   states: {
                     dispatch: {

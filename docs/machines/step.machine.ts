@@ -86,7 +86,7 @@ export const stepMachine = createMachine({
       type: 'parallel',
       on: {
         'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
-        'tool.settled': { actions: 'settleToolBody' },
+        'tool.settled': [{ guard: and(['settlesNextCommit', not('asksPostExecute')]), actions: 'settleAndCommit' }, { actions: 'settleToolBody' }],
       },
       states: {
         dispatch: {

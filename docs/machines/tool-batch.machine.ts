@@ -15,7 +15,7 @@ export const toolBatchMachine = createMachine({
     'append.failed': [{ guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] }, { actions: 'restoreInbox' }],
     'agent.cancel': { actions: 'cancelActivity' },
     'facts.changed': { actions: 'learnFacts' },
-    'tool.settled': { actions: 'settleToolBody' },
+    'tool.settled': [{ guard: and(['settlesNextCommit', not('asksPostExecute')]), actions: 'settleAndCommit' }, { actions: 'settleToolBody' }],
   },
   states: {
     dispatch: {

@@ -137,7 +137,7 @@ export const turnMachine = createMachine({
           type: 'parallel',
           on: {
             'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
-            'tool.settled': { actions: 'settleToolBody' },
+            'tool.settled': [{ guard: and(['settlesNextCommit', not('asksPostExecute')]), actions: 'settleAndCommit' }, { actions: 'settleToolBody' }],
           },
           states: {
             dispatch: {

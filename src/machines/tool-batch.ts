@@ -10,7 +10,7 @@ import type { activityImplementations } from './activity.js'
 import { attached } from './attachment.js'
 import { UNKNOWN_OUTCOME, parseArguments } from '../session/vocabulary.js'
 import { initialContext, newToolBatch } from './context.js'
-import { action, actionOn, guard, guardOn, type Draft, named, labelGuards, type WrittenFor } from './setup.js'
+import { action, actionOn, guard, guardOn, type Draft, type EventOf, named, labelGuards, type WrittenFor } from './setup.js'
 import { clearInbox, insertInbox, type inboxImplementations } from './inbox.js'
 import type { AgentContext, RequestedCall, PostExecuteAnswer, ToolBatchContext, ToolOutcome } from './types.js'
 
@@ -112,6 +112,32 @@ function endWithoutBody(d: Draft, outcome: ToolOutcome, skipPost = false): void 
   const b = batchOf(d)
   settle(d, b.nextStart, outcome, skipPost)
   d.setToolBatch({ inFlight: batchOf(d).inFlight - 1, nextStart: b.nextStart + 1, preId: 0 })
+}
+
+/** tools/result, then tool/result of the next call in model order; its contexts wait in next-step (TL-10, TL-12, TL-13). */
+function commitNext(d: Draft): void {
+  const b = batchOf(d)
+  const i = b.nextCommit
+  const call = b.calls[i]
+  const outcome = b.outcomes[i]!
+  d.notify('tools/result', { ...executionOf(d, call), outcome })
+  logResult(d, call, outcome)
+  insertInbox(d, 'next-step', outcome.additionalContexts ?? [])
+  const concludes = outcome.concludesTurn === true && !outcome.isError
+  d.setToolBatch({ nextCommit: i + 1, postId: 0, concluded: batchOf(d).concluded || concludes })
+}
+
+/** A body settled; after the abort a success is recorded as aborted, its own error stays (TL-15). */
+function settleBody(d: Draft, e: EventOf<'tool.settled'>): void {
+  const b = batchOf(d)
+  const i = b.bodyIds.indexOf(e.id)
+  if (i < 0 || b.outcomes[i] !== null) return
+  const outcome =
+    d.get('activity').cancelCause !== null && !e.outcome.isError
+      ? { ...ABORTED_WHILE_RUNNING, ...(e.outcome.additionalContexts ? { additionalContexts: e.outcome.additionalContexts } : {}) }
+      : e.outcome
+  settle(d, i, outcome)
+  d.setToolBatch({ inFlight: batchOf(d).inFlight - 1 })
 }
 
 // ---- guards' reads -------------------------------------------------------------------
@@ -296,29 +322,12 @@ export const toolBatchImplementations = named({
     }),
     /** A throwing post-execute is the call's error result (HK-9). */
     failPostExecute: actionOn(['hook.failed'], (d, e) => settle(d, batchOf(d).nextCommit, errorOutcome(e.failure.message))),
-    /** tools/result, then tool/result; its contexts wait in next-step for the next step (TL-10, TL-12, TL-13). */
-    commitResult: action((d) => {
-      const b = batchOf(d)
-      const i = b.nextCommit
-      const call = b.calls[i]
-      const outcome = b.outcomes[i]!
-      d.notify('tools/result', { ...executionOf(d, call), outcome })
-      logResult(d, call, outcome)
-      insertInbox(d, 'next-step', outcome.additionalContexts ?? [])
-      const concludes = outcome.concludesTurn === true && !outcome.isError
-      d.setToolBatch({ nextCommit: i + 1, postId: 0, concluded: batchOf(d).concluded || concludes })
-    }),
-    /** A body settled; after the abort a success is recorded as aborted, its own error stays (TL-15). */
-    settleToolBody: actionOn(['tool.settled'], (d, e) => {
-      const b = batchOf(d)
-      const i = b.bodyIds.indexOf(e.id)
-      if (i < 0 || b.outcomes[i] !== null) return
-      const outcome =
-        d.get('activity').cancelCause !== null && !e.outcome.isError
-          ? { ...ABORTED_WHILE_RUNNING, ...(e.outcome.additionalContexts ? { additionalContexts: e.outcome.additionalContexts } : {}) }
-          : e.outcome
-      settle(d, i, outcome)
-      d.setToolBatch({ inFlight: batchOf(d).inFlight - 1 })
+    commitResult: action(commitNext),
+    settleToolBody: actionOn(['tool.settled'], settleBody),
+    /** The body of the next call in model order settled and nobody decides at post-execute: its result is committed at once. */
+    settleAndCommit: actionOn(['tool.settled'], (d, e) => {
+      settleBody(d, e)
+      commitNext(d)
     }),
     /**
      * TL-17: a refused append inside the batch is a scheduler failure: nothing new starts, what runs is drained.
@@ -390,6 +399,11 @@ export const toolBatchImplementations = named({
       return context.activity.cancelCause !== null && b.failure === null && b.nextCommit < b.calls.length && !b.started[b.nextCommit]
     }),
     noBodiesInFlight: guard((context) => context.toolBatch.inFlight === 0),
+    /** The settled body is the next call in model order to commit, and the commit lane is free to commit it (no scheduler failure). */
+    settlesNextCommit: guardOn(['tool.settled'], (context, e) => {
+      const b = context.toolBatch
+      return b.failure === null && b.bodyIds[b.nextCommit] === e.id && b.outcomes[b.nextCommit] === null
+    }),
     /** The dispatch lane has started or given up on every call: once the commit lane is done too, the batch is. */
     isDispatchFinished: stateIn('#dispatchFinished') as ReturnType<typeof stateIn> & WrittenFor<'*'>,
   },
@@ -412,7 +426,11 @@ function toolBatchConfig(exit: { target: string; actions: readonly 'finishToolBa
         on: {
           // TL-17: a refused append inside the batch is a scheduler failure: stop, drain, end the turn error
           'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
-          'tool.settled': { actions: 'settleToolBody' },
+          'tool.settled': [
+            // TL-10: nobody decides or watches at post-execute: the next result in model order commits as it settles
+            { guard: and(['settlesNextCommit', not('asksPostExecute')]), actions: 'settleAndCommit' },
+            { actions: 'settleToolBody' },
+          ],
         },
         states: {
           dispatch: {

@@ -433,6 +433,11 @@ export class Runtime {
           id: effect.id,
           plan: this.#compacting?.measure(effect.reason, effect.entering, this.#assembly) ?? null,
         })
+      case 'fx.prepare':
+        // RQ-1: with nobody listening to agent/request the seed is the config: answered at once, like a classification
+        if (this.hooks.count('agent/request') > 0) break
+        if (this.#gate?.holds(effect) || this.#controller.signal.aborted) return
+        return this.#prepareNow(effect.id, effect.seed)
       case 'fx.job':
         // MT-1: the job starts synchronously (over a store: once the log before it is committed); runMaintenance
         // returns a promise of it at once, which is the job's own when it starts now
@@ -551,10 +556,19 @@ export class Runtime {
     })
   }
 
+  /** The request's records from the seed alone, in the macrostep that asked (nobody listens to agent/request). */
+  #prepareNow(id: number, seed: LlmCallConfig): void {
+    this.#send({ type: 'request.prepared', id, ...this.#requestRecords(this.#frozenSeed(seed)) })
+  }
+
+  /** The seed as a checked frozen copy: usually the config this runtime prepared last time, which is one already. */
+  #frozenSeed(seed: LlmCallConfig): LlmCallConfig {
+    return seed === this.#prepared?.config ? seed : deepFreeze(toFrozenJson(seed, 'config'))
+  }
+
   /** agent/request, then the frozen config, header and route record of the request (RQ-1, RQ-2). */
   #prepare(signal: AbortSignal, id: number, turn: number, step: number, seed: LlmCallConfig): void {
-    // the seed is usually the config this runtime prepared last time: already a checked frozen copy
-    const frozenSeed = seed === this.#prepared?.config ? seed : deepFreeze(toFrozenJson(seed, 'config'))
+    const frozenSeed = this.#frozenSeed(seed)
     this.#settle(id, async () => {
       const value = await this.hooks.waterfall('agent/request', { turn, step, signal, agent: this.options.agent }, () => frozenSeed)
       // a listener's config may carry a schema as its response format: the log keeps its JSON Schema

@@ -2,9 +2,6 @@
 // now, read before each step's request. Why a snapshot: the request header,
 // the execution-mode facts and the calls of one step must all see the same
 // tools, whatever a source does meanwhile.
-import type { Facts } from '../machines/types.js'
-import { deepFreeze } from '../session/lossless.js'
-import type { ToolSchema } from '../session/schemas.js'
 import { isRecordLike } from '../values/foreign.js'
 import { toolSchemas, type ToolDefinition } from '../tools/define.js'
 import { isToolSource, type ToolRead, type ToolSource } from '../tools/source.js'
@@ -13,11 +10,6 @@ import type { HookLogger } from './hooks.js'
 /** The tools one step offers and runs with. */
 export interface ToolSnapshot {
   readonly tools: readonly ToolDefinition[]
-  /** Frozen, in canonical order (they travel in every request, RQ-6). */
-  readonly schemas: readonly ToolSchema[]
-  /** TL-2: each tool's execution mode as a fact: fixed, or `per-call` when it is a function of the arguments. */
-  readonly modes: Facts['modes']
-  readonly byName: ReadonlyMap<string, ToolDefinition>
 }
 
 export type ToolEntry = ToolDefinition | ToolSource
@@ -126,9 +118,7 @@ export class StepTools {
     }
     const tools = [...byName.values()]
     // plain tools were checked at createAgent: a schema of theirs that cannot be sent throws there, as it always did
-    const schemas = toolSchemas(tools)
-    const modes: Record<string, 'parallel' | 'exclusive' | 'per-call'> = {}
-    for (const tool of tools) modes[tool.name] = typeof tool.executionMode === 'function' ? 'per-call' : tool.executionMode
-    return Object.freeze({ tools, schemas: deepFreeze(schemas), modes: Object.freeze(modes), byName })
+    toolSchemas(tools)
+    return Object.freeze({ tools })
   }
 }

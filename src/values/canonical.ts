@@ -4,7 +4,8 @@
 /** Sort object keys so equal headers and route records serialize equally. */
 export function canonical(value: unknown): string {
   // the plain JSON the log holds is written by hand; anything else takes the general path
-  return plainCanonical(value, 0) ?? general(value)
+  const parts: string[] = []
+  return writePlain(value, 0, parts) ? parts.join('') : general(value)
 }
 
 /** The reference form: JSON.stringify with every object rebuilt with sorted keys (integer-like keys first, as objects order them). */
@@ -25,50 +26,58 @@ const ARRAY_INDEX = /^(?:0|[1-9]\d*)$/
 const MAX_DEPTH = 64
 
 /**
- * `general(value)` for plain JSON (strings, finite numbers, booleans, null, plain arrays and objects), written
- * without the replacer's rebuilt objects; undefined for anything else. Why: it runs on every request header of a
- * new agent, tool schemas included, and the replacer's copies made it the dearest part of preparing one.
+ * Writes `general(value)` for plain JSON (strings, finite numbers, booleans, null, plain arrays and objects) into
+ * `out`, without the replacer's rebuilt objects; false for anything else. Why: it runs on every request header of a
+ * new agent, tool schemas included, and the replacer's copies made it the dearest part of preparing one. The parts
+ * are joined once, so the key is one flat string rather than a tree of concatenations that the agent keeps.
  */
-function plainCanonical(v: unknown, depth: number): string | undefined {
+function writePlain(v: unknown, depth: number, out: string[]): boolean {
   switch (typeof v) {
     case 'string':
-      return JSON.stringify(v)
+      out.push(JSON.stringify(v))
+      return true
     case 'boolean':
-      return v ? 'true' : 'false'
+      out.push(v ? 'true' : 'false')
+      return true
     case 'number':
-      return Number.isFinite(v) ? JSON.stringify(v) : undefined
+      if (!Number.isFinite(v)) return false
+      out.push(JSON.stringify(v))
+      return true
     case 'object':
       break
     default:
-      return undefined
+      return false
   }
-  if (v === null) return 'null'
-  if (depth > MAX_DEPTH) return undefined
+  if (v === null) {
+    out.push('null')
+    return true
+  }
+  if (depth > MAX_DEPTH) return false
   const proto: unknown = Object.getPrototypeOf(v)
   if (Array.isArray(v)) {
-    if (proto !== Array.prototype || 'toJSON' in v) return undefined
-    let out = '['
+    if (proto !== Array.prototype || 'toJSON' in v) return false
+    out.push('[')
     for (let i = 0; i < v.length; i++) {
-      const el = plainCanonical(v[i], depth + 1)
-      if (el === undefined) return undefined
-      out += i === 0 ? el : `,${el}`
+      if (i > 0) out.push(',')
+      if (!writePlain(v[i], depth + 1, out)) return false
     }
-    return `${out}]`
+    out.push(']')
+    return true
   }
-  if (proto !== Object.prototype || 'toJSON' in v) return undefined
+  if (proto !== Object.prototype || 'toJSON' in v) return false
   const record = v as Record<string, unknown>
   const keys = Object.keys(record)
   // objects list array-index keys first, ascending; the rebuilt object of the reference keeps them there
   let indexed = 0
   while (indexed < keys.length && ARRAY_INDEX.test(keys[indexed]) && Number(keys[indexed]) < 4294967295) indexed++
   const named = keys.slice(indexed).sort()
-  let out = '{'
+  out.push('{')
   let first = true
   for (const key of indexed === 0 ? named : [...keys.slice(0, indexed), ...named]) {
-    const el = plainCanonical(record[key], depth + 1)
-    if (el === undefined) return undefined
-    out += `${first ? '' : ','}${JSON.stringify(key)}:${el}`
+    out.push(first ? '' : ',', JSON.stringify(key), ':')
+    if (!writePlain(record[key], depth + 1, out)) return false
     first = false
   }
-  return `${out}}`
+  out.push('}')
+  return true
 }

@@ -98,7 +98,7 @@ describe('the inspector view of one tool turn', () => {
     expect(named.filter((name) => !names.has(name))).toEqual([])
     for (const name of ['insertSent', 'announceRunning', 'openTurn', 'propose', 'openStep', 'dispatchRequest', 'appendAnchor'])
       expect(named, name).toContain(name)
-    for (const name of ['startNextCall', 'commitResult', 'closeStep', 'closeTurn', 'announceIdle']) expect(named, name).toContain(name)
+    for (const name of ['startNextCall', 'settleAndCommit', 'closeStep', 'closeTurn', 'announceIdle']) expect(named, name).toContain(name)
 
     // every guard of a taken transition reads as names, through and/or/not
     const guards = seen
