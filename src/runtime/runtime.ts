@@ -563,7 +563,7 @@ export class Runtime {
 
   /** The seed as a checked frozen copy: usually the config this runtime prepared last time, which is one already. */
   #frozenSeed(seed: LlmCallConfig): LlmCallConfig {
-    return seed === this.#prepared?.config ? seed : deepFreeze(toFrozenJson(seed, 'config'))
+    return seed === this.#prepared?.config ? seed : toFrozenJson(seed, 'config')
   }
 
   /** agent/request, then the frozen config, header and route record of the request (RQ-1, RQ-2). */

@@ -7,7 +7,7 @@ import { AgentchartError, ConfigError, SessionInUseError, StoreError, StoredLogE
 import type { SessionEvent } from '../session/schemas.js'
 import { ChunkFolder, checkChunkRetention, type ChunkRetention, type RowPlan } from './fold.js'
 import { checkSessionId, leaseRequest } from './lease.js'
-import { checkBatch, decodeRows, type StoredRow } from './rows.js'
+import { checkBatch, decodeRows, weaklyHeld, type StoredRow } from './rows.js'
 import type { CheckpointText, OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
 import { checkpointLength, parseCheckpoint, type StoredCheckpoint } from './checkpoint.js'
 import { MAILBOX, type MailboxBackend } from './mailbox.js'
@@ -418,18 +418,12 @@ export function postgresStore(options: PostgresStoreOptions): SessionStore {
       const folder = new ChunkFolder(retention, opened.events)
       const from = opened.from
       const count = opened.events.length
-      // with a reader, what the open read is held weakly: the session has its own copy, and a later look reads it again
-      const strong: readonly unknown[] | null = reader ? null : opened.events
-      let weak = new WeakRef(opened.events)
+      const events = weaklyHeld(opened.events, reader ? () => reader.read(id, from, from + count) : undefined)
       const handle: SessionHandle = {
         sessionId: id,
         created: opened.created,
         get events() {
-          const held = strong ?? weak.deref()
-          if (held !== undefined) return held
-          const again = reader!.read(id, from, from + count)
-          weak = new WeakRef(again)
-          return again
+          return events()
         },
         from,
         ...(reader && { read: (start: number, end: number) => reader.read(id, start, end), readBlocks: true }),

@@ -5,6 +5,29 @@ import { StoreError, StoredLogError } from '../errors.js'
 import type { SessionEvent } from '../session/schemas.js'
 import { expandFolded } from './fold.js'
 
+/**
+ * What an open read, held weakly when it can be read again: the session keeps its own copy, so `events()` reads the
+ * range again only if asked after it was collected. Why: a handle that held it would keep the whole validated log for
+ * the agent's life. Without `readAgain` (no synchronous read) it is held as it is.
+ */
+export function weaklyHeld(events: readonly unknown[], readAgain?: () => readonly unknown[]): () => readonly unknown[] {
+  return readAgain === undefined ? heldAsIs(events) : heldWeakly(new WeakRef(events), readAgain)
+}
+
+// apart, so that no closure of the weak holder shares a scope with the events themselves
+const heldAsIs = (events: readonly unknown[]) => () => events
+
+function heldWeakly(first: WeakRef<readonly unknown[]>, readAgain: () => readonly unknown[]): () => readonly unknown[] {
+  let weak = first
+  return () => {
+    const held = weak.deref()
+    if (held !== undefined) return held
+    const again = readAgain()
+    weak = new WeakRef(again)
+    return again
+  }
+}
+
 /** One stored event as a store reads it back. */
 export interface StoredRow {
   readonly seq: number

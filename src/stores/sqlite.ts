@@ -7,7 +7,7 @@ import { AgentchartError, ConfigError, SessionInUseError, StoreError, StoredLogE
 import type { SessionEvent } from '../session/schemas.js'
 import { ChunkFolder, checkChunkRetention, type ChunkRetention, type RowPlan } from './fold.js'
 import { checkSessionId, leaseRequest } from './lease.js'
-import { checkBatch, decodeRows, sliceDecoded, type StoredRow } from './rows.js'
+import { checkBatch, decodeRows, weaklyHeld, sliceDecoded, type StoredRow } from './rows.js'
 import { parseCheckpoint, type StoredCheckpoint } from './checkpoint.js'
 import { LeaseWatch, stamp, type LeaseColumns } from './sqlite-lease.js'
 import { settled } from './sync.js'
@@ -380,17 +380,12 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
         const { from, key } = opened
         const count = opened.events.length
         const read = (start: number, end: number) => guard(id, () => wrapped(id, busyTimeoutMs, () => readRange(id, key, start, end)))
-        // what the open read is held weakly: the session keeps its own copy, and a later look reads it again
-        let weak = new WeakRef(opened.events)
+        const events = weaklyHeld(opened.events, () => read(from, from + count))
         const handle: SessionHandle = {
           sessionId: id,
           created: opened.created,
           get events() {
-            const held = weak.deref()
-            if (held !== undefined) return held
-            const again = read(from, from + count)
-            weak = new WeakRef(again)
-            return again
+            return events()
           },
           from,
           read,
