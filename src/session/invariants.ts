@@ -12,12 +12,12 @@ import {
   EventDataSchemas,
   SessionEventEnvelopeSchema,
   SURFACE_TYPES,
-  type ContentBlock,
   type SessionEvent,
   type SessionEventOf,
   type SessionEventType,
   type ToolCallBlock,
-} from '../session/schemas.js'
+} from './schemas.js'
+import { visiblePrefix } from './vocabulary.js'
 
 /** The rules a log is checked against, each with what it checks. */
 export type SessionInvariantRule =
@@ -481,7 +481,7 @@ class Checker {
     const hasToolCall = content.some((b) => b.type === 'tool-call')
     if (interrupted === true) {
       if (hasToolCall) this.#add('interrupted-prefix', index, 'interrupted message keeps tool-call blocks')
-      if (!content.some(isVisibleText)) this.#add('interrupted-prefix', index, 'interrupted message holds no visible text or reasoning')
+      if (visiblePrefix(content) === null) this.#add('interrupted-prefix', index, 'interrupted message holds no visible text or reasoning')
       if (this.#turn !== undefined && this.#turn.interruptedIndex === undefined) this.#turn.interruptedIndex = index
     }
     if (step === undefined) return
@@ -672,10 +672,6 @@ function summaryOf(event: LooseEvent, index: number): { index: number; messageId
 /** Any non-null object, arrays included (deep equality compares both kinds). */
 function isObject(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null
-}
-
-function isVisibleText(block: ContentBlock): boolean {
-  return (block.type === 'text' || block.type === 'reasoning') && /\S/.test(block.text)
 }
 
 function isFailedFinish(event: SessionEvent | undefined): boolean {
