@@ -5,15 +5,15 @@ import { NOT_STARTED, UNKNOWN_OUTCOME, type RepairCloser, type SessionEvent, typ
 
 export type { RepairCloser }
 
-/** RS-5: the result of a call that ran when the session stopped, as repair writes it and a resumed tool batch owes it. */
-export const OUTCOME_UNKNOWN = Object.freeze({
+/** RS-5: the result of a call that was running when the session stopped, as repair writes it and a resumed tool batch owes it. */
+export const UNKNOWN_OUTCOME_RESULT = Object.freeze({
   isError: true,
   content: UNKNOWN_OUTCOME,
   error: Object.freeze({ name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' }),
 })
-/** TL-15: the result of a call abandoned while its body ran: OUTCOME_UNKNOWN's error, in words that say why. */
-export const OUTCOME_ABANDONED = Object.freeze({
-  ...OUTCOME_UNKNOWN,
+/** TL-15: the result of a call abandoned while its body ran: UNKNOWN_OUTCOME_RESULT's error, in words that say why. */
+export const ABANDONED_RESULT = Object.freeze({
+  ...UNKNOWN_OUTCOME_RESULT,
   content: 'Error: the outcome of this tool call is unknown: it was abandoned while it ran. Retry it blindly only if the call is safe to repeat.',
 })
 const NOT_STARTED_ERROR = Object.freeze({ name: 'ToolNotStartedError', code: 'TOOL_NOT_STARTED' })
@@ -67,7 +67,7 @@ export function repairClosers(events: readonly SessionEvent[]): RepairCloser[] {
       }
       closers.push({
         type: 'tool/result',
-        data: { turn, step, message, error: started ? OUTCOME_UNKNOWN.error : NOT_STARTED_ERROR },
+        data: { turn, step, message, error: started ? UNKNOWN_OUTCOME_RESULT.error : NOT_STARTED_ERROR },
         intent: { surfaceOp: 'append', ...(started ? { sourceEventSeqs: [callSeq] } : {}), time },
       })
     }
