@@ -294,7 +294,7 @@ class Checker {
       case 'assistant/message':
         // a replacement (a compaction summary) cites the nodes it shadows, checked with the surface
         if (e.surfaceOp !== 'append') break
-        if (step !== undefined && step.waitingRetry !== undefined) this.#add('retry-sequence', index, 'assistant/message while a retry waits in its backoff')
+        if (step?.waitingRetry !== undefined) this.#add('retry-sequence', index, 'assistant/message while a retry waits in its backoff')
         this.#assistantMessage(e, index, this.#enclosed(step, e, index, e.data) ? step : undefined)
         break
       case 'llm/retry':
