@@ -265,7 +265,7 @@ export class LogIndex {
 }
 
 /** The text blocks of a message, joined as streamed. */
-export function textOf(content: readonly ContentBlock[]): string {
+function textOf(content: readonly ContentBlock[]): string {
   let text = ''
   for (const block of content) if (block.type === 'text') text += block.text
   return text

@@ -58,13 +58,13 @@ export function checkRunOptions(options: unknown, schemas: OutputSchemas): { tur
 }
 
 /** The cancel cause an aborted signal stands for. */
-export function causeOf(signal: AbortSignal): AgentCancelCause {
+function causeOf(signal: AbortSignal): AgentCancelCause {
   const parsed = AgentCancelCauseSchema.safeParse(signal.reason)
   return parsed.success ? parsed.data : { kind: 'user' }
 }
 
 /** What an aborted turn signal does to the agent: discard its queued input, or cancel the turn running it. */
-export interface TurnSignalTarget {
+interface TurnSignalTarget {
   lists: () => InboxLists
   /** Removes a queued message; false when it is not pending. */
   remove: (id: string) => boolean

@@ -13,7 +13,7 @@ interface PendingRun {
   readonly resolve: (result: RunResult<any> | Promise<RunResult<any>>) => void
 }
 
-export interface RunTrackerOptions {
+interface RunTrackerOptions {
   index: LogIndex
   schemas: OutputSchemas
   /** The inbox before the splice being published (IN-2: observers read the pre-mutation lists). */

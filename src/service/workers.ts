@@ -8,7 +8,7 @@ import { createAgent } from '../agent/create.js'
 import { SessionMailbox } from '../agent/mail-reader.js'
 import type { StoredAgentOptions } from '../agent/options.js'
 import { ConfigError, SessionInUseError } from '../errors.js'
-import { defaultHolder } from '../stores/lease.js'
+import { defaultHolder, WORKER_PREFIX } from '../stores/lease.js'
 import { mailboxOf, wakes, type MailboxBackend } from '../stores/mailbox.js'
 import type { SessionHandle, SessionStore } from '../stores/types.js'
 
@@ -47,8 +47,6 @@ export interface SessionWorkers {
    */
   close(options?: { graceMs?: number }): Promise<void>
 }
-
-export const WORKER_PREFIX = 'worker:'
 
 interface Served {
   readonly agent: Agent

@@ -1,54 +1,6 @@
 // Invariants every session log the loop writes must satisfy (BEHAVIOURS 1.2,
 // SS-1..SS-6, SS-12, ST-3, ST-6..ST-9, CX-7, TU-5/6, TU-12, TL-6..TL-17, RS-4/5).
-//
-// | rule id                          | what it checks                                                                                 |
-// |----------------------------------|------------------------------------------------------------------------------------------------|
-// | shape                            | envelope and per-type data match the schemas (unknown types: envelope only)                    |
-// | contiguous-seq                   | seq === index (SS-1)                                                                           |
-// | turn-enclosure                   | turn/start with no open turn, numbered highest+1 (the first any positive number; before the    |
-// |                                  | first session/end-seed only increasing); turn/end names the open turn and no step is open;     |
-// |                                  | step/start inside the open turn, no step open, steps numbered 1, 2, …; step/end names the      |
-// |                                  | open step (SS-12, TU-1, ST-1)                                                                  |
-// | balanced                         | with `complete` (default), the log does not end inside a step or turn (TU-15), unless it ends  |
-// |                                  | parked (TL-18): in its open step the last tool/call waits for approval (a request, no answer,  |
-// |                                  | no result) and every earlier call of the step has its result                                   |
-// | event-enclosure                  | chunks, tool calls and appended assistant messages, tool results and user messages name the    |
-// |                                  | open turn and step; request/header, request/context, todo/write lie inside a turn (SS-12);     |
-// |                                  | replacements (compaction, result rewrites) may come at any time                                |
-// | step-input-first                 | a step's appended user/messages come right after step/start, before anything else (ST-3)       |
-// | chunk-citation                   | an appended assistant/message cites ascending assistant/chunk seqs of its step, exactly the     |
-// |                                  | step's latest chunks since its previous message; the uncited chunks before them end with a     |
-// |                                  | failed finish (earlier failed attempts); finish only last; an anchor never cites a failed      |
-// |                                  | finish; `usage` equals the last cited usage chunk (ST-7, RQ-11)                                |
-// | call-from-anchor                 | a tool/call names a tool-call block of its step's assistant/message, same name and arguments,  |
-// |                                  | in model order; every block of the anchor gets a tool/call or a TOOL_NOT_STARTED result before |
-// |                                  | step/end, unless the turn ends error (TL-6, TL-14, TL-17, RS-5)                                |
-// | call-result-pairing              | an appended tool/result follows a tool/call with its call id in the same step and cites        |
-// |                                  | exactly [that seq] (repair's uncited TOOL_NOT_STARTED result excepted); at most one result per |
-// |                                  | call; no duplicate call ids in a step; every call has a result by step/end unless the turn     |
-// |                                  | ends error (TL-8, TL-17, RS-4/5)                                                               |
-// | no-step-after-reject             | turn/end{blocked} sits at a proposal boundary: the last event before it (inbox splices and     |
-// |                                  | unknown types aside) is its turn/start or a step/end, so nothing ran after the reject (TU-5/6) |
-// | surface-metadata                 | only surface types carry surfaceOp/sourceEventSeqs and they always carry surfaceOp; citations  |
-// |                                  | are earlier seqs without duplicates, non-empty except on assistant/message; replace ranges are |
-// |                                  | current surface nodes in order and cited; a tool/result replace shadows one result of the same |
-// |                                  | call (SS-3..SS-6)                                                                              |
-// | no-tool-call-in-max-tokens-step  | an anchor whose cited finish is max-tokens has no tool-call block and no tool/call follows it  |
-// |                                  | in its step (ST-9)                                                                             |
-// | interrupted-prefix               | an interrupted assistant/message has no tool-call block, holds non-whitespace text or          |
-// |                                  | reasoning, and its turn ends aborted (or interrupted by repair) (CX-5, CX-7, RS-4)             |
-// | sticky-max-tokens                | a turn with a max-tokens anchor never ends completed; a turn ending max-tokens has one (TU-12) |
-// | max-steps                        | turn/end{max-steps, limit} sits at a step boundary (the last event before it, inbox splices     |
-// |                                  | and unknown types aside, is a step/end) after at least `limit` steps (TU-16)                   |
-// | retry-sequence                   | llm/retry (in its step, numbered 1, 2, … per step) follows a failed finish of the step; the     |
-// |                                  | next attempt starts only after llm/retry-started names that retry; a retry left waiting at     |
-// |                                  | step/end means the turn ends aborted (cancelled during the backoff) (RQ-10, RQ-12, RQ-14)      |
-// | approval-sequence                | tool/approval-request names a logged, unanswered tool/call of the open step, once per call;    |
-// |                                  | tool/approval-answer names a call whose request is still open, once; neither comes after the   |
-// |                                  | call's tool/result (TL-18)                                                                     |
-// | compaction-record                | a compaction summary (a user/message from the `compaction` plugin replacing a range) is        |
-// |                                  | followed at once by its compaction/completed, which names its message id and range; a          |
-// |                                  | compaction/completed follows nothing else (CP-2)                                               |
+// What each rule checks is listed at SessionInvariantRule.
 //
 // Violations name the offending event by its position in the log (its seq in a
 // contiguous log); a non-array input is reported as `shape` at seq -1. A malformed
@@ -60,32 +12,50 @@ import {
   EventDataSchemas,
   SessionEventEnvelopeSchema,
   SURFACE_TYPES,
-  type ContentBlock,
   type SessionEvent,
   type SessionEventOf,
   type SessionEventType,
   type ToolCallBlock,
-} from '../session/schemas.js'
+} from './schemas.js'
+import { visiblePrefix } from './vocabulary.js'
 
+/** The rules a log is checked against, each with what it checks. */
 export type SessionInvariantRule =
-  | 'shape'
-  | 'contiguous-seq'
-  | 'turn-enclosure'
-  | 'balanced'
-  | 'event-enclosure'
-  | 'step-input-first'
-  | 'chunk-citation'
-  | 'call-from-anchor'
-  | 'call-result-pairing'
-  | 'no-step-after-reject'
-  | 'surface-metadata'
-  | 'no-tool-call-in-max-tokens-step'
-  | 'interrupted-prefix'
-  | 'sticky-max-tokens'
-  | 'max-steps'
-  | 'retry-sequence'
-  | 'approval-sequence'
-  | 'compaction-record'
+  | 'shape' // envelope and per-type data match the schemas (unknown types: envelope only)
+  | 'contiguous-seq' // seq === index (SS-1)
+  | 'turn-enclosure' // turn/start with no open turn, numbered highest+1 (the first any positive number; before the first session/end-seed only increasing);
+  //   turn/end names the open turn and no step is open; step/start inside the open turn, no step open, steps numbered 1, 2, …; step/end names the open step
+  //   (SS-12, TU-1, ST-1)
+  | 'balanced' // with `complete` (default), the log does not end inside a step or turn (TU-15), unless it ends parked (TL-18): in its open step the last
+  //   tool/call waits for approval (a request, no answer, no result) and every earlier call of the step has its result
+  | 'event-enclosure' // chunks, tool calls and appended assistant messages, tool results and user messages name the open turn and step; request/header,
+  //   request/context, todo/write lie inside a turn (SS-12); replacements (compaction, result rewrites) may come at any time
+  | 'step-input-first' // a step's appended user/messages come right after step/start, before anything else (ST-3)
+  | 'chunk-citation' // an appended assistant/message cites ascending assistant/chunk seqs of its step, exactly the step's latest chunks since its previous
+  //   message; the uncited chunks before them end with a failed finish (earlier failed attempts); finish only last; an anchor never cites a failed finish;
+  //   `usage` equals the last cited usage chunk (ST-7, RQ-11)
+  | 'call-from-anchor' // a tool/call names a tool-call block of its step's assistant/message, same name and arguments, in model order; every block of the
+  //   anchor gets a tool/call or a TOOL_NOT_STARTED result before step/end, unless the turn ends error (TL-6, TL-14, TL-17, RS-5)
+  | 'call-result-pairing' // an appended tool/result follows a tool/call with its call id in the same step and cites exactly [that seq] (repair's uncited
+  //   TOOL_NOT_STARTED result excepted); at most one result per call; no duplicate call ids in a step; every call has a result by step/end unless the turn
+  //   ends error (TL-8, TL-17, RS-4/5)
+  | 'no-step-after-reject' // turn/end{blocked} sits at a proposal boundary: the last event before it (inbox splices and unknown types aside) is its
+  //   turn/start or a step/end, so nothing ran after the reject (TU-5/6)
+  | 'surface-metadata' // only surface types carry surfaceOp/sourceEventSeqs and they always carry surfaceOp; citations are earlier seqs without duplicates,
+  //   non-empty except on assistant/message; replace ranges are current surface nodes in order and cited; a tool/result replace shadows one result of the same
+  //   call (SS-3..SS-6)
+  | 'no-tool-call-in-max-tokens-step' // an anchor whose cited finish is max-tokens has no tool-call block and no tool/call follows it in its step (ST-9)
+  | 'interrupted-prefix' // an interrupted assistant/message has no tool-call block, holds non-whitespace text or reasoning, and its turn ends aborted (or
+  //   interrupted by repair) (CX-5, CX-7, RS-4)
+  | 'max-steps' // turn/end{max-steps, limit} sits at a step boundary (the last event before it, inbox splices and unknown types aside, is a step/end) after
+  //   at least `limit` steps (TU-16)
+  | 'retry-sequence' // llm/retry (in its step, numbered 1, 2, … per step) follows a failed finish of the step; the next attempt starts only after
+  //   llm/retry-started names that retry; a retry left waiting at step/end means the turn ends aborted (cancelled during the backoff) (RQ-10, RQ-12, RQ-14)
+  | 'approval-sequence' // tool/approval-request names a logged, unanswered tool/call of the open step, once per call; tool/approval-answer names a call whose
+  //   request is still open, once; neither comes after the call's tool/result (TL-18)
+  | 'compaction-record' // a compaction summary (a user/message from the `compaction` plugin replacing a range) is followed at once by its
+  //   compaction/completed, which names its message id and range; a compaction/completed follows nothing else (CP-2)
+  | 'sticky-max-tokens' // a turn with a max-tokens anchor never ends completed; a turn ending max-tokens has one (TU-12)
 
 export interface SessionInvariantViolation {
   readonly rule: SessionInvariantRule
@@ -113,7 +83,6 @@ interface LooseEvent {
 interface StepState {
   readonly turn: number
   readonly step: number
-  readonly startIndex: number
   /** assistant/chunk seqs since step/start or the step's previous assistant/message. */
   chunks: number[]
   /** Position of step/start or of the step's previous assistant/message: citations must come after it. */
@@ -161,9 +130,7 @@ export function checkSessionInvariants(
   events: readonly SessionEvent[] | readonly unknown[],
   options: CheckSessionInvariantsOptions = {},
 ): SessionInvariantViolation[] {
-  if (!Array.isArray(events)) return [{ rule: 'shape', seq: -1, message: 'events is not an array' }]
-  const checker = new Checker(events, options.complete !== false, false)
-  return checker.run()
+  return check(events, options.complete !== false, false)
 }
 
 /**
@@ -189,8 +156,7 @@ export const SEED_RULES: ReadonlySet<SessionInvariantRule> = new Set<SessionInva
  * instead of continuing it into a worse one.
  */
 export function seedViolations(events: readonly SessionEvent[] | readonly unknown[]): SessionInvariantViolation[] {
-  if (!Array.isArray(events)) return [{ rule: 'shape', seq: -1, message: 'events is not an array' }]
-  return new Checker(events, false, false).run().filter((v) => SEED_RULES.has(v.rule))
+  return check(events, false, false).filter((v) => SEED_RULES.has(v.rule))
 }
 
 /** Where a check resumes: a safe point `base` (no turn open) and what a checkpoint says of the log before it. */
@@ -207,7 +173,13 @@ export interface CheckStart {
 
 /** seedViolations over events the session already validated (SS-10); with `start`, over the log from `start.base` on. */
 export function validatedSeedViolations(events: readonly SessionEvent[], start?: CheckStart): SessionInvariantViolation[] {
-  return new Checker(events, false, true, start).run().filter((v) => SEED_RULES.has(v.rule))
+  return check(events, false, true, start).filter((v) => SEED_RULES.has(v.rule))
+}
+
+/** Every violation of a log; one that is not an array is one `shape` violation. */
+function check(events: readonly unknown[], complete: boolean, validated: boolean, start?: CheckStart): SessionInvariantViolation[] {
+  if (!Array.isArray(events)) return [{ rule: 'shape', seq: -1, message: 'events is not an array' }]
+  return new Checker(events, complete, validated, start).run()
 }
 
 /** The step stops parked (TL-18): its last tool/call waits for approval and every other call has its result. */
@@ -260,10 +232,8 @@ class Checker {
       }
     })
     this.#finish()
-    return this.#out
-      .map((v, k) => [v, k] as const)
-      .sort((a, b) => a[0].seq - b[0].seq || a[1] - b[1])
-      .map(([v]) => v)
+    // sort is stable: violations at one seq keep the order they were found in
+    return this.#out.sort((a, b) => a.seq - b.seq)
   }
 
   #add(rule: SessionInvariantRule, seq: number, message: string): void {
@@ -276,28 +246,16 @@ class Checker {
     return this.#bySeq.get(seq) ?? (start !== undefined && seq < start.base ? start.at(seq) : undefined)
   }
 
+  /** The event, or undefined (reported as `shape`) when it fails the schemas; validated events skip them. */
   #parse(raw: unknown, index: number): LooseEvent | undefined {
-    if (this.validated) {
-      const event = raw as LooseEvent
-      if (event.seq !== index) this.#add('contiguous-seq', index, `event at index ${index} has seq ${event.seq}`)
-      if (KNOWN.has(event.type) && !this.#bySeq.has(event.seq)) this.#bySeq.set(event.seq, event as SessionEvent)
-      return event
-    }
-    const envelope = SessionEventEnvelopeSchema.safeParse(raw)
-    if (!envelope.success) {
-      this.#add('shape', index, `bad envelope: ${firstIssue(envelope.error)}`)
-      return undefined
-    }
-    const event = envelope.data as LooseEvent
+    const envelope = this.validated ? undefined : SessionEventEnvelopeSchema.safeParse(raw)
+    if (envelope?.success === false) return void this.#add('shape', index, `bad envelope: ${firstIssue(envelope.error)}`)
+    const event = (envelope === undefined ? raw : envelope.data) as LooseEvent
     if (event.seq !== index) this.#add('contiguous-seq', index, `event at index ${index} has seq ${event.seq}`)
-    if (KNOWN.has(event.type)) {
-      const data = EventDataSchemas[event.type as SessionEventType].safeParse(event.data)
-      if (!data.success) {
-        this.#add('shape', index, `bad ${event.type} data: ${firstIssue(data.error)}`)
-        return undefined
-      }
-      if (!this.#bySeq.has(event.seq)) this.#bySeq.set(event.seq, event as SessionEvent)
-    }
+    if (!KNOWN.has(event.type)) return event
+    const data = this.validated ? undefined : EventDataSchemas[event.type as SessionEventType].safeParse(event.data)
+    if (data?.success === false) return void this.#add('shape', index, `bad ${event.type} data: ${firstIssue(data.error)}`)
+    if (!this.#bySeq.has(event.seq)) this.#bySeq.set(event.seq, event as SessionEvent)
     return event
   }
 
@@ -322,15 +280,12 @@ class Checker {
         this.#stepEnd(e, index)
         break
       case 'user/message':
-        if (e.surfaceOp === 'append') {
-          if (this.#enclosed(e, index, undefined) && step !== undefined) {
-            if (step.pastInput) this.#add('step-input-first', index, 'user/message after the step already moved past its input')
-          }
-        }
+        if (e.surfaceOp === 'append' && this.#enclosed(step, e, index) && step.pastInput)
+          this.#add('step-input-first', index, 'user/message after the step already moved past its input')
         break
       case 'assistant/chunk':
         // a chunk naming another step is reported, and kept out of this step's attempt
-        if (this.#enclosed(e, index, e.data) && step !== undefined && e.data.step === step.step && e.data.turn === step.turn) {
+        if (this.#enclosed(step, e, index, e.data) && e.data.step === step.step && e.data.turn === step.turn) {
           if (step.waitingRetry !== undefined)
             this.#add('retry-sequence', index, `a new attempt streams before llm/retry-started{${step.waitingRetry.retryId}}`)
           step.chunks.push(e.seq)
@@ -339,24 +294,24 @@ class Checker {
       case 'assistant/message':
         // a replacement (a compaction summary) cites the nodes it shadows, checked with the surface
         if (e.surfaceOp !== 'append') break
-        if (step !== undefined && step.waitingRetry !== undefined) this.#add('retry-sequence', index, 'assistant/message while a retry waits in its backoff')
-        this.#assistantMessage(e, index, this.#enclosed(e, index, e.data) ? step : undefined)
+        if (step?.waitingRetry !== undefined) this.#add('retry-sequence', index, 'assistant/message while a retry waits in its backoff')
+        this.#assistantMessage(e, index, this.#enclosed(step, e, index, e.data) ? step : undefined)
         break
       case 'llm/retry':
-        if (this.#enclosed(e, index, e.data) && step !== undefined) this.#retry(e, index, step)
+        if (this.#enclosed(step, e, index, e.data)) this.#retry(e, index, step)
         break
       case 'llm/retry-started':
-        if (this.#enclosed(e, index, e.data) && step !== undefined) this.#retryStarted(e, index, step)
+        if (this.#enclosed(step, e, index, e.data)) this.#retryStarted(e, index, step)
         break
       case 'tool/call':
-        if (this.#enclosed(e, index, e.data) && step !== undefined) this.#toolCall(e, index, step)
+        if (this.#enclosed(step, e, index, e.data)) this.#toolCall(e, index, step)
         break
       case 'tool/result':
-        if (e.surfaceOp === 'append' && this.#enclosed(e, index, e.data) && step !== undefined) this.#toolResult(e, index, step)
+        if (e.surfaceOp === 'append' && this.#enclosed(step, e, index, e.data)) this.#toolResult(e, index, step)
         break
       case 'tool/approval-request':
       case 'tool/approval-answer':
-        if (this.#enclosed(e, index, e.data) && step !== undefined) this.#approval(e, index, step)
+        if (this.#enclosed(step, e, index, e.data)) this.#approval(e, index, step)
         break
       case 'request/header':
       case 'request/context':
@@ -371,9 +326,8 @@ class Checker {
     if (this.#turn !== undefined) this.#turn.lastType = e.type
   }
 
-  /** True when a step is open and `data` (if given) names it; reports event-enclosure otherwise. */
-  #enclosed(e: SessionEvent, index: number, data: { turn: number; step: number } | undefined): boolean {
-    const step = this.#turn?.step
+  /** True when a step is open (`step`, the open step) and `data` (if given) names it; reports event-enclosure otherwise. */
+  #enclosed(step: StepState | undefined, e: SessionEvent, index: number, data?: { turn: number; step: number }): step is StepState {
     if (step === undefined) {
       this.#add('event-enclosure', index, `${e.type} outside an open step`)
       return false
@@ -393,9 +347,8 @@ class Checker {
     const highest = this.#highestTurn
     if (highest !== undefined) {
       const seeded = index < this.#firstEndSeed
-      if (seeded ? n <= highest : n !== highest + 1) {
+      if (seeded ? n <= highest : n !== highest + 1)
         this.#add('turn-enclosure', index, `turn/start{${n}} after turn ${highest}: expected ${seeded ? 'a higher number' : highest + 1}`)
-      }
     }
     this.#highestTurn = highest === undefined ? n : Math.max(highest, n)
     this.#turn = {
@@ -418,28 +371,21 @@ class Checker {
       return
     }
     if (e.data.turn !== turn.turn) this.#add('turn-enclosure', index, `turn/end{${e.data.turn}} but turn ${turn.turn} is open`)
-    if (turn.step !== undefined) {
-      this.#add('turn-enclosure', index, `turn/end while step ${turn.step.step} is open`)
-    } else if (reason.kind === 'blocked' && turn.lastType !== 'turn/start' && turn.lastType !== 'step/end') {
+    if (turn.step !== undefined) this.#add('turn-enclosure', index, `turn/end while step ${turn.step.step} is open`)
+    else if (reason.kind === 'blocked' && turn.lastType !== 'turn/start' && turn.lastType !== 'step/end')
       this.#add('no-step-after-reject', index, `turn/end{blocked} follows ${turn.lastType}, not a proposal boundary`)
-    }
-    if (turn.maxTokens && reason.kind === 'completed') {
-      this.#add('sticky-max-tokens', index, 'turn had a max-tokens step but ends completed')
-    }
-    if (!turn.maxTokens && reason.kind === 'max-tokens') {
-      this.#add('sticky-max-tokens', index, 'turn ends max-tokens without a max-tokens step')
-    }
+    if (turn.maxTokens && reason.kind === 'completed') this.#add('sticky-max-tokens', index, 'turn had a max-tokens step but ends completed')
+    if (!turn.maxTokens && reason.kind === 'max-tokens') this.#add('sticky-max-tokens', index, 'turn ends max-tokens without a max-tokens step')
     if (reason.kind === 'max-steps' && turn.step === undefined) {
       if (turn.lastType !== 'step/end') this.#add('max-steps', index, `turn/end{max-steps} follows ${turn.lastType}, not a step/end`)
       else if (turn.lastStep < reason.limit) this.#add('max-steps', index, `turn/end{max-steps, limit ${reason.limit}} after ${turn.lastStep} steps`)
     }
     // cancellation ends the turn aborted; a crash right after the prefix leaves repair's interrupted
-    if (turn.abandonedRetryIndex !== undefined && reason.kind !== 'aborted' && reason.kind !== 'interrupted') {
+    const stopped = reason.kind === 'aborted' || reason.kind === 'interrupted'
+    if (turn.abandonedRetryIndex !== undefined && !stopped)
       this.#add('retry-sequence', index, `a retry left waiting at step/end (seq ${turn.abandonedRetryIndex}), yet the turn ends ${reason.kind}, not aborted`)
-    }
-    if (turn.interruptedIndex !== undefined && reason.kind !== 'aborted' && reason.kind !== 'interrupted') {
+    if (turn.interruptedIndex !== undefined && !stopped)
       this.#add('interrupted-prefix', index, `turn with an interrupted message (seq ${turn.interruptedIndex}) ends ${reason.kind}, not aborted`)
-    }
     this.#closeTurn(turn, index, reason.kind === 'error')
   }
 
@@ -466,7 +412,6 @@ class Checker {
     turn.step = {
       turn: t,
       step: s,
-      startIndex: index,
       chunks: [],
       floorSeq: index,
       anchorCalls: [],
@@ -488,9 +433,8 @@ class Checker {
       this.#add('turn-enclosure', index, `step/end{${e.data.turn},${e.data.step}} with no open step`)
       return
     }
-    if (e.data.turn !== step.turn || e.data.step !== step.step) {
+    if (e.data.turn !== step.turn || e.data.step !== step.step)
       this.#add('turn-enclosure', index, `step/end{${e.data.turn},${e.data.step}} but step {${step.turn},${step.step}} is open`)
-    }
     this.#closeStep(turn, step, index)
   }
 
@@ -537,7 +481,7 @@ class Checker {
     const hasToolCall = content.some((b) => b.type === 'tool-call')
     if (interrupted === true) {
       if (hasToolCall) this.#add('interrupted-prefix', index, 'interrupted message keeps tool-call blocks')
-      if (!content.some(isVisibleText)) this.#add('interrupted-prefix', index, 'interrupted message holds no visible text or reasoning')
+      if (visiblePrefix(content) === null) this.#add('interrupted-prefix', index, 'interrupted message holds no visible text or reasoning')
       if (this.#turn !== undefined && this.#turn.interruptedIndex === undefined) this.#turn.interruptedIndex = index
     }
     if (step === undefined) return
@@ -558,19 +502,16 @@ class Checker {
   #citations(e: SessionEventOf<'assistant/message'>, index: number, step: StepState): string | undefined {
     const cited = e.sourceEventSeqs ?? []
     let sound = true
+    const unsound = (message: string) => {
+      this.#add('chunk-citation', index, message)
+      sound = false
+    }
     cited.forEach((seq, k) => {
       const target = this.#event(seq)
-      if (target === undefined || target.type !== 'assistant/chunk' || target.data.turn !== step.turn || target.data.step !== step.step) {
-        this.#add('chunk-citation', index, `cites seq ${seq}, not an assistant/chunk of turn ${step.turn} step ${step.step}`)
-        sound = false
-      } else if (seq <= step.floorSeq) {
-        this.#add('chunk-citation', index, `cites chunk ${seq} from before the step's previous assistant/message`)
-        sound = false
-      }
-      if (k > 0 && seq <= cited[k - 1]) {
-        this.#add('chunk-citation', index, 'sourceEventSeqs are not ascending')
-        sound = false
-      }
+      if (target === undefined || target.type !== 'assistant/chunk' || target.data.turn !== step.turn || target.data.step !== step.step)
+        unsound(`cites seq ${seq}, not an assistant/chunk of turn ${step.turn} step ${step.step}`)
+      else if (seq <= step.floorSeq) unsound(`cites chunk ${seq} from before the step's previous assistant/message`)
+      if (k > 0 && seq <= cited[k - 1]) unsound('sourceEventSeqs are not ascending')
     })
     if (!sound) return undefined
     const pending = step.chunks
@@ -579,9 +520,8 @@ class Checker {
       this.#add('chunk-citation', index, "does not cite exactly its attempt's chunks (the step's latest chunks)")
       return undefined
     }
-    if (cut > 0 && !isFailedFinish(this.#event(pending[cut - 1]))) {
+    if (cut > 0 && !isFailedFinish(this.#event(pending[cut - 1])))
       this.#add('chunk-citation', index, `uncited chunks ${pending[0]}..${pending[cut - 1]} do not end with a failed finish`)
-    }
     const chunks = cited.map((seq) => (this.#event(seq) as SessionEventOf<'assistant/chunk'>).data.chunk)
     let finish: string | undefined
     let usage: unknown
@@ -591,9 +531,8 @@ class Checker {
       finish = chunk.reason.kind
       if (k !== chunks.length - 1) this.#add('chunk-citation', index, `cited chunk ${cited[k + 1]} follows a finish`)
     })
-    if (e.data.interrupted !== true && (finish === 'error' || finish === 'aborted')) {
+    if (e.data.interrupted !== true && (finish === 'error' || finish === 'aborted'))
       this.#add('chunk-citation', index, `anchor of a failed attempt (finish ${finish})`)
-    }
     if (!deepEqual(e.data.usage, usage)) this.#add('chunk-citation', index, 'usage differs from the last cited usage chunk')
     return finish
   }
@@ -612,9 +551,8 @@ class Checker {
       return
     }
     const block = step.anchorCalls[k]
-    if (block.name !== name || block.arguments !== e.data.arguments) {
+    if (block.name !== name || block.arguments !== e.data.arguments)
       this.#add('call-from-anchor', index, `tool/call ${callId} differs from its block in name or arguments`)
-    }
     if (k < step.nextBlock) this.#add('call-from-anchor', index, `tool/call ${callId} is out of model order`)
     step.nextBlock = Math.max(step.nextBlock, k + 1)
   }
@@ -640,23 +578,18 @@ class Checker {
     const call = step.calls.get(callId)
     if (call === undefined) {
       const notStarted = e.data.error?.code === 'TOOL_NOT_STARTED' && e.sourceEventSeqs === undefined
-      if (!notStarted) {
-        this.#add('call-result-pairing', index, `tool/result for ${callId} follows no tool/call of the step`)
-      } else if (step.notStarted.has(callId)) {
-        this.#add('call-result-pairing', index, `second result for unstarted call ${callId}`)
-      } else if (!step.anchorCalls.some((b) => b.id === callId)) {
+      if (!notStarted) this.#add('call-result-pairing', index, `tool/result for ${callId} follows no tool/call of the step`)
+      else if (step.notStarted.has(callId)) this.#add('call-result-pairing', index, `second result for unstarted call ${callId}`)
+      else if (!step.anchorCalls.some((b) => b.id === callId))
         this.#add('call-result-pairing', index, `not-started result for ${callId}, which the step's assistant/message never called`)
-      } else {
-        step.notStarted.add(callId)
-      }
+      else step.notStarted.add(callId)
       return
     }
     if (call.answered) this.#add('call-result-pairing', index, `second tool/result for call ${callId}`)
     call.answered = true
     const cites = e.sourceEventSeqs
-    if (cites === undefined || cites.length !== 1 || cites[0] !== call.seq) {
+    if (cites === undefined || cites.length !== 1 || cites[0] !== call.seq)
       this.#add('call-result-pairing', index, `tool/result for ${callId} must cite [${call.seq}]`)
-    }
   }
 
   #surfaceMetadata(e: LooseEvent, index: number): void {
@@ -689,9 +622,8 @@ class Checker {
     if (e.type === 'tool/result') {
       const old = this.#event(op.start)
       const callId = (e.data as { message?: { source?: { callId?: unknown } } } | undefined)?.message?.source?.callId
-      if (from !== to || old?.type !== 'tool/result' || old.data.message.source.callId !== callId) {
+      if (from !== to || old?.type !== 'tool/result' || old.data.message.source.callId !== callId)
         this.#add('surface-metadata', index, 'a tool/result replace must shadow exactly one result of the same call')
-      }
     }
     this.#surface.splice(from, to - from + 1, e.seq)
   }
@@ -713,20 +645,17 @@ class Checker {
   }
 
   #finish(): void {
-    if (this.#summary !== undefined && this.complete) {
+    if (this.#summary !== undefined && this.complete)
       this.#add('compaction-record', this.#summary.index, 'compaction summary not followed by its compaction/completed')
-    }
     const turn = this.#turn
     if (turn === undefined || !this.complete) return
-    // a disposal parked the approval wait: the log rests inside the step, for another instance to answer (TL-18)
-    if (turn.step !== undefined && parked(turn.step)) {
-      this.#out.push(...turn.deferred)
-      this.#turn = undefined
-      return
-    }
     const last = (this.start?.base ?? 0) + this.events.length - 1
-    if (turn.step !== undefined) this.#add('balanced', last, `log ends inside turn ${turn.turn} step ${turn.step.step}`)
-    this.#add('balanced', last, `log ends inside turn ${turn.turn}`)
+    // a disposal parked the approval wait: the log rests inside the step, for another instance to answer (TL-18)
+    if (turn.step !== undefined && parked(turn.step)) turn.step = undefined
+    else {
+      if (turn.step !== undefined) this.#add('balanced', last, `log ends inside turn ${turn.turn} step ${turn.step.step}`)
+      this.#add('balanced', last, `log ends inside turn ${turn.turn}`)
+    }
     this.#closeTurn(turn, last, false)
   }
 }
@@ -743,10 +672,6 @@ function summaryOf(event: LooseEvent, index: number): { index: number; messageId
 /** Any non-null object, arrays included (deep equality compares both kinds). */
 function isObject(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null
-}
-
-function isVisibleText(block: ContentBlock): boolean {
-  return (block.type === 'text' || block.type === 'reasoning') && /\S/.test(block.text)
 }
 
 function isFailedFinish(event: SessionEvent | undefined): boolean {

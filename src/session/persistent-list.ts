@@ -46,10 +46,7 @@ export class PersistentList<T> implements ReadList<T> {
   /** The item at `index`; undefined outside [0, length). */
   at(index: number): T {
     if (!(index >= 0 && index < this.length)) return undefined as T
-    if (index >= this.tailStart) return this.tail[index - this.tailStart]
-    let node = this.root
-    for (let level = this.shift; level > 0; level -= BITS) node = node[(index >>> level) & MASK] as Node
-    return node[index & MASK] as T
+    return this.#leafAt(index)[index & MASK] as T
   }
 
   push(item: T): PersistentList<T> {
@@ -93,10 +90,11 @@ export class PersistentList<T> implements ReadList<T> {
     return list
   }
 
-  #leafAt(start: number): Node {
-    if (start >= this.tailStart) return this.tail
+  /** The leaf that holds `index` (the tail starts at a multiple of WIDTH, so `index & MASK` is its place in either). */
+  #leafAt(index: number): Node {
+    if (index >= this.tailStart) return this.tail
     let node = this.root
-    for (let level = this.shift; level > 0; level -= BITS) node = node[(start >>> level) & MASK] as Node
+    for (let level = this.shift; level > 0; level -= BITS) node = node[(index >>> level) & MASK] as Node
     return node
   }
 

@@ -5,6 +5,19 @@ import { NOT_STARTED, UNKNOWN_OUTCOME, type RepairCloser, type SessionEvent, typ
 
 export type { RepairCloser }
 
+/** RS-5: the result of a call that was running when the session stopped, as repair writes it and a resumed tool batch owes it. */
+export const UNKNOWN_OUTCOME_RESULT = Object.freeze({
+  isError: true,
+  content: UNKNOWN_OUTCOME,
+  error: Object.freeze({ name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' }),
+})
+/** TL-15: the result of a call abandoned while its body ran: UNKNOWN_OUTCOME_RESULT's error, in words that say why. */
+export const ABANDONED_RESULT = Object.freeze({
+  ...UNKNOWN_OUTCOME_RESULT,
+  content: 'Error: the outcome of this tool call is unknown: it was abandoned while it ran. Retry it blindly only if the call is safe to repeat.',
+})
+const NOT_STARTED_ERROR = Object.freeze({ name: 'ToolNotStartedError', code: 'TOOL_NOT_STARTED' })
+
 /** Where a log stands: the open turn and step, if any. Read from the end, so it costs the open turn, not the log. */
 export function openTurnOf(events: readonly SessionEvent[]): { turn: number; step: number | null; turnSeq: number } | null {
   // the step open at the end: the last step boundary after the last turn boundary
@@ -52,10 +65,9 @@ export function repairClosers(events: readonly SessionEvent[]): RepairCloser[] {
         source: { kind: 'tool' as const, callId },
         content: [{ type: 'tool-result' as const, toolCallId: callId, content: started ? UNKNOWN_OUTCOME : NOT_STARTED, isError: true }],
       }
-      const error = started ? { name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' } : { name: 'ToolNotStartedError', code: 'TOOL_NOT_STARTED' }
       closers.push({
         type: 'tool/result',
-        data: { turn, step, message, error },
+        data: { turn, step, message, error: started ? UNKNOWN_OUTCOME_RESULT.error : NOT_STARTED_ERROR },
         intent: { surfaceOp: 'append', ...(started ? { sourceEventSeqs: [callSeq] } : {}), time },
       })
     }

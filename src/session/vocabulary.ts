@@ -2,6 +2,7 @@
 // machines log and the readers of a log (repair, approvals, compaction,
 // viewers) recognise, so both sides share one spelling; and the shape in
 // which approvals hand a waiting call they read in a log to the machines.
+import type { ContentBlock, ReasoningBlock, TextBlock } from './schemas.js'
 
 /** TL-1: an empty string is `{}`, valid JSON its value, anything else stays the raw text. */
 export function parseArguments(raw: string): unknown {
@@ -11,6 +12,12 @@ export function parseArguments(raw: string): unknown {
   } catch {
     return raw
   }
+}
+
+/** CX-7: the non-empty text and reasoning blocks of a cancelled stream, or null when none shows non-whitespace text. */
+export function visiblePrefix(content: readonly ContentBlock[]): (TextBlock | ReasoningBlock)[] | null {
+  const out = content.filter((b): b is TextBlock | ReasoningBlock => (b.type === 'text' || b.type === 'reasoning') && b.text !== '')
+  return out.some((b) => /\S/.test(b.text)) ? out : null
 }
 
 /** RS-5: the result of a call whose outcome was lost when the session stopped while it ran. */

@@ -68,7 +68,7 @@ const emptyFacts = (): ResumeFacts => ({
 })
 
 /** Folds one event into `facts` (its seq must be `facts.length`); an inbox splice that does not replay throws, naming its seq, and changes nothing. */
-export function foldFact(facts: ResumeFacts, event: SessionEvent): void {
+function foldFact(facts: ResumeFacts, event: SessionEvent): void {
   switch (event.type) {
     case 'turn/start':
       facts.lastTurn = Math.max(facts.lastTurn, event.data.turn)
@@ -161,7 +161,7 @@ export function storedLogError(sessionId: string, error: AgentchartError): Store
 }
 
 /** Why a checkpoint was not used: the open validates the whole log instead. */
-export class CheckpointRefusal extends Error {
+class CheckpointRefusal extends Error {
   override readonly name = 'CheckpointRefusal'
 }
 
@@ -173,7 +173,7 @@ const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isSaf
  * stored surface event, their history's hash), and the tail, validated event by event on top of it.
  * Throws CheckpointRefusal when any of it disagrees.
  */
-export function sessionFromCheckpoint(sessionId: string, stored: StoredCheckpoint, tail: readonly unknown[], now?: () => number): Session {
+function sessionFromCheckpoint(sessionId: string, stored: StoredCheckpoint, tail: readonly unknown[], now?: () => number): Session {
   const refuse = (why: string): never => {
     throw new CheckpointRefusal(`session ${sessionId}: the checkpoint ${why}`)
   }
@@ -245,9 +245,6 @@ export const recentEvents = (session: Session): readonly SessionEvent[] => inMem
 
 /** Stored logs up to this many events are validated whole on open by default (`validate: 'auto'`) (about 12 ms at 6 µs an event). */
 export const FULL_OPEN_UP_TO = 2000
-
-/** How an open checks a stored log: from its latest checkpoint (default) or by validating and replaying all of it. */
-export type OpenValidation = 'checkpoint' | 'full'
 
 /**
  * The session an open hands out: from the checkpoint when the store gave one and it agrees with the log, else

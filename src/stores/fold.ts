@@ -9,10 +9,10 @@ import type { SessionEvent } from '../session/schemas.js'
 export type ChunkRetention = 'keep' | 'fold'
 
 /** The stores' default (docs/persistence.md, chunk retention, says why). */
-export const DEFAULT_CHUNK_RETENTION: ChunkRetention = 'fold'
+const DEFAULT_CHUNK_RETENTION: ChunkRetention = 'fold'
 
 /** One row to write: `replaces` marks the fold row that takes over its first chunk's individual row. */
-export interface PlannedRow {
+interface PlannedRow {
   readonly seq: number
   readonly type: string
   readonly event: string

@@ -13,6 +13,9 @@ export function defaultHolder(): string {
   return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
 }
 
+/** The holder names of serveSessions workers start with this; a session such a holder left is an orphan to re-offer. */
+export const WORKER_PREFIX = 'worker:'
+
 /** Session ids are non-empty strings of at most 512 characters (they are primary keys). */
 export function checkSessionId(sessionId: unknown): string {
   if (typeof sessionId !== 'string' || sessionId === '' || sessionId.length > 512) {

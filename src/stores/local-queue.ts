@@ -1,9 +1,8 @@
 // Dispatch for stores on one machine (memory, SQLite): no queue library. A
 // worker looks for sessions that need a driver when it is told of new mail
 // and every `intervalMs`; the lease decides which worker gets each one.
+import { WORKER_PREFIX } from './lease.js'
 import type { MailboxBackend, SessionQueue, StoreSignal } from './mailbox.js'
-
-const WORKER_PREFIX = 'worker:'
 
 /** Listeners of a store's signals, delivered after the current job (never inside a commit). */
 export class SignalHub {

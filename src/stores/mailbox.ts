@@ -32,7 +32,7 @@ export interface StoreSignal {
 }
 
 /** Consumption that rides on a commit: the rows are marked consumed by the transaction that stores seq `length`. */
-export interface MailTicket {
+interface MailTicket {
   /** The send appended nothing: consume the rows on their own (fenced by the lease), after what is stored. */
   standalone(): Promise<void>
   /** The rows were not applied after all: no commit consumes them (they stay for the next driver). */

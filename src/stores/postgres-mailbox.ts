@@ -34,12 +34,12 @@ export function mailboxDdl(schema: string): string[] {
 }
 
 /** The notification channel of a schema's sessions. */
-export function channel(schema: string): string {
+function channel(schema: string): string {
   return `agentchart_${schema}`.slice(0, 63).toLowerCase()
 }
 
 /** What the mailbox borrows from its store. */
-export interface PostgresMailboxDeps {
+interface PostgresMailboxDeps {
   readonly pool: PgPoolLike
   readonly schema: string
   /** A transaction of the store's own (bounded, wrapped in StoreErrors). */

@@ -27,7 +27,7 @@ interface Boss {
   notifyWorker(workerId: string): void
 }
 
-export interface PostgresQueue extends SessionQueue {
+interface PostgresQueue extends SessionQueue {
   close(): Promise<void>
 }
 

@@ -10,7 +10,7 @@ import { FULL_OPEN_UP_TO, parseCheckpoint, type StoredCheckpoint } from './check
 import { sliceDecoded, type StoredRow } from './rows.js'
 
 /** What a store hands the reader: where to connect, its events table, and its bounds (ms). */
-export interface PostgresReaderOptions {
+interface PostgresReaderOptions {
   /** A `pg.Client` configuration of plain values (it crosses to the worker thread). */
   readonly connection: Readonly<Record<string, string | number | boolean>>
   /** The quoted, schema-qualified events table. */
@@ -20,7 +20,7 @@ export interface PostgresReaderOptions {
 }
 
 /** Reads stored events of any session of one store, blocking the calling thread until PostgreSQL answers. */
-export interface PostgresReader {
+interface PostgresReader {
   /** Events [from, to) of `sessionId`, folded chunk rows expanded; a StoredLogError names a missing or damaged seq. */
   read(sessionId: string, from: number, to: number): unknown[]
   /** Ends the worker and its connection; later reads fail with STORE_CLOSED. */
@@ -226,7 +226,7 @@ interface Queryable {
 }
 
 /** What an open over a store with a reader reads, in its transaction, and what its check may read through. */
-export interface OpenRead {
+interface OpenRead {
   /** The checkpoint and a read of the log under it; undefined when there is no usable checkpoint (then `tail` is the whole log). */
   readonly stored: StoredCheckpoint | undefined
   /** The stored events from the checkpoint's length on. */

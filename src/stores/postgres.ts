@@ -38,7 +38,7 @@ export type PostgresStoreOptions = ({ connectionString: string; pool?: undefined
 }
 
 /** The bounds of every store operation when the options do not say. */
-export const POSTGRES_TIMEOUTS = { connectTimeoutMs: 5000, commitTimeoutMs: 10_000, closeTimeoutMs: 5000 } as const
+const POSTGRES_TIMEOUTS = { connectTimeoutMs: 5000, commitTimeoutMs: 10_000, closeTimeoutMs: 5000 } as const
 
 interface SessionRow {
   id: string

@@ -9,14 +9,14 @@
 import { readFileSync } from 'node:fs'
 
 /** The machine's monotonic clock in ms (CLOCK_MONOTONIC on Linux: shared by every process of one boot). */
-export function machineClock(): number {
+function machineClock(): number {
   return Number(process.hrtime.bigint() / 1_000_000n)
 }
 
 let boot: string | undefined
 
 /** This boot of the machine ('' where the OS does not say): a stamp from another boot belongs to a dead process. */
-export function bootId(): string {
+function bootId(): string {
   if (boot === undefined) {
     try {
       boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()

@@ -20,7 +20,7 @@ CREATE TABLE IF NOT EXISTS agentchart_mail (
 CREATE INDEX IF NOT EXISTS agentchart_mail_session ON agentchart_mail (session_id, id);
 `
 
-export interface SqliteMailboxDeps {
+interface SqliteMailboxDeps {
   readonly db: BetterSqlite3.Database
   readonly watch: LeaseWatch
   /** Runs `work` on the open store, naming failures with the session. */
@@ -32,7 +32,7 @@ export interface SqliteMailboxDeps {
   readonly pollMs: number
 }
 
-export interface SqliteMailbox extends MailboxBackend {
+interface SqliteMailbox extends MailboxBackend {
   riding(handle: SessionHandle): RidingMail
   /** Deletes consumed rows inside the caller's transaction. */
   consumeIn(sessionId: string, ids: readonly string[]): void

@@ -45,7 +45,7 @@ const noop = () => {}
 export const RESTORE_LIMIT = 10_000
 
 /** Events between checkpoints at least (docs/persistence.md, checkpoints). */
-export const CHECKPOINT_EVERY = 256
+const CHECKPOINT_EVERY = 256
 
 /**
  * A compaction summary is appended right before its `compaction/completed`: a full batch is not cut between
