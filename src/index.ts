@@ -11,7 +11,6 @@ export type {
   PreStepDecision,
   PreExecuteDecision,
   PostExecuteResult,
-  PostExecuteDecision,
   ToolExecution,
   ToolOutcomeView,
 } from './agent/hooks.js'

@@ -105,8 +105,6 @@ export type PreExecuteDecision = { kind: 'allow' } | { kind: 'deny'; reason: str
 export type PostExecuteResult =
   | { kind: 'accept'; content?: string; value?: unknown; additionalContexts?: UserMessage[] }
   | { kind: 'block'; feedback: string; additionalContexts?: UserMessage[] }
-/** @deprecated The former name of PostExecuteResult: it is the post-execute hook's result, not a decision. */
-export type PostExecuteDecision = PostExecuteResult
 export interface ToolExecution {
   turn: number
   step: number
