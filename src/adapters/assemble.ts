@@ -1,7 +1,8 @@
 // Stream assembly (BEHAVIOURS 1.4): turns normalized StreamChunks into the
 // content of one assistant message, and keeps adapter failures inside the stream.
 import { describeThrown, isRecordLike, peek } from '../values/foreign.js'
-import { freezeParsed, toFrozenJson } from '../session/lossless.js'
+import { LosslessJsonError } from '../errors.js'
+import { toFrozenJson, toLoggedJson } from '../session/lossless.js'
 import {
   StreamChunkSchema,
   type ContentBlock,
@@ -138,7 +139,8 @@ export class StreamAssembler {
       }
     }
     const out: AssembledResponse = {
-      content,
+      // frozen, its blocks those of the logged block-end chunks, so the anchor can hold this very array (sized by slice)
+      content: Object.freeze(content.slice()) as ContentBlock[],
       finish,
       toolCalls: content.filter((b): b is ToolCallBlock => b.type === 'tool-call'),
     }
@@ -213,16 +215,26 @@ export type AdmittedChunk =
 export function admitChunk(raw: unknown): AdmittedChunk {
   try {
     const parsed = StreamChunkSchema.safeParse(peek(raw, 'type') === 'finish' ? finishWithFacts(raw) : raw)
-    // zod's output is a fresh object whose every leaf the schema typed (replayState was copied above)
-    if (parsed.success) {
-      const lossless = freezeParsed(parsed.data)
-      return { ok: true, chunk: parsed.data, lossless }
-    }
+    if (parsed.success) return { ok: true, ...loggable(parsed.data) }
     const issue = parsed.error.issues[0]
     const at = formatIssuePath(issue.path)
     return { ok: false, failure: malformedChunk(`${at ? `${at}: ` : ''}${issue.message}`) }
   } catch (error) {
     return { ok: false, failure: malformedChunk(`it could not be read: ${describeThrown(error)}`) }
+  }
+}
+
+/**
+ * The parsed chunk as the log keeps it: a deep-frozen copy the size of a literal (zod builds each object from `{}`,
+ * which reserves room for four fields). A schema keeps a present `undefined` of an optional field, which JSON drops,
+ * and may pass a -0: such a parse is handed on as it is, for the log to refuse.
+ */
+function loggable(chunk: StreamChunk): { chunk: StreamChunk; lossless: boolean } {
+  try {
+    return { chunk: toLoggedJson(chunk, 'chunk'), lossless: true }
+  } catch (error) {
+    if (error instanceof LosslessJsonError) return { chunk, lossless: false }
+    throw error
   }
 }
 
