@@ -1,8 +1,7 @@
 // Stream assembly (BEHAVIOURS 1.4): turns normalized StreamChunks into the
 // content of one assistant message, and keeps adapter failures inside the stream.
 import { describeThrown, isRecordLike, peek } from '../values/foreign.js'
-import { LosslessJsonError } from '../errors.js'
-import { toFrozenJson, toLoggedJson } from '../session/lossless.js'
+import { notMinusZero, plainObject, toFrozenJson } from '../session/lossless.js'
 import {
   StreamChunkSchema,
   type ContentBlock,
@@ -230,12 +229,42 @@ export function admitChunk(raw: unknown): AdmittedChunk {
  * and may pass a -0: such a parse is handed on as it is, for the log to refuse.
  */
 function loggable(chunk: StreamChunk): { chunk: StreamChunk; lossless: boolean } {
-  try {
-    return { chunk: toLoggedJson(chunk, 'chunk'), lossless: true }
-  } catch (error) {
-    if (error instanceof LosslessJsonError) return { chunk, lossless: false }
-    throw error
+  const copy = copyParsed(chunk)
+  return copy === NOT_LOSSLESS ? { chunk, lossless: false } : { chunk: copy as StreamChunk, lossless: true }
+}
+
+const NOT_LOSSLESS: unique symbol = Symbol('not lossless')
+
+/**
+ * Copies what the chunk schema built: plain objects and arrays of typed leaves, the one frozen part being what the
+ * schema takes untyped (`replayState`), which finishWithFacts copied with toFrozenJson before the parse.
+ */
+function copyParsed(v: unknown): unknown {
+  switch (typeof v) {
+    case 'string':
+      // a concatenation an adapter built is flattened, so the log keeps no parts
+      if (v.length > 12) v.charCodeAt(0)
+      return v
+    case 'number':
+      return Number.isFinite(v) && notMinusZero(v) ? v : NOT_LOSSLESS
+    case 'boolean':
+      return v
+    case 'object':
+      break
+    default:
+      return NOT_LOSSLESS
   }
+  if (v === null || Object.isFrozen(v)) return v
+  if (Array.isArray(v)) {
+    const out = new Array<unknown>(v.length)
+    for (let i = 0; i < v.length; i++) if ((out[i] = copyParsed(v[i])) === NOT_LOSSLESS) return NOT_LOSSLESS
+    return Object.freeze(out)
+  }
+  const src = v as Record<string, unknown>
+  const names = Object.keys(src)
+  const out = plainObject(names.length)
+  for (const key of names) if ((out[key] = copyParsed(src[key])) === NOT_LOSSLESS) return NOT_LOSSLESS
+  return Object.freeze(out)
 }
 
 function malformedChunk(why: string): LlmFailure {

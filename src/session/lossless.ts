@@ -62,6 +62,11 @@ const PLAIN: (new () => Record<string, unknown>)[] = Array.from({ length: 11 }, 
   return Plain as unknown as new () => Record<string, unknown>
 })
 
+/** An empty plain object with room for `fields` fields and no more (see PLAIN). */
+export function plainObject(fields: number): Record<string, unknown> {
+  return fields < PLAIN.length ? new PLAIN[fields]() : {}
+}
+
 function fail(walk: Walk, what: string): never {
   throw new LosslessJsonError(formatPath(walk.base, walk.keys), what)
 }
@@ -119,7 +124,7 @@ function visit(v: unknown, walk: Walk): unknown {
     // Only own enumerable string keys are read: exactly what JSON sees.
     const src = v as Record<string, unknown>
     const names = Object.keys(src)
-    const out: Record<string, unknown> = names.length < PLAIN.length ? new PLAIN[names.length]() : {}
+    const out = plainObject(names.length)
     for (let i = 0; i < names.length; i++) {
       const key = names[i]
       keys.push(key)

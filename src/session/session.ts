@@ -67,8 +67,10 @@ const NO_INTENT: AppendIntent = Object.freeze({})
 /**
  * The one trusted path: marks an append intent whose data this library already parsed with the schema that types it
  * (the stock agent machine's events, a stream chunk admitChunk parsed), so the session skips its per-type schema
- * pass. Its data passes the lossless gate like any other, and every log rule still runs. Why: parsing the same value
- * twice was most of zod's share of a step. In-house (the package does not export it); the test helpers re-check every
+ * pass. Its data passes the lossless gate like any other, except a frozen `assistant/chunk`: that is the stream's wrap
+ * of admitChunk's deep-frozen copy of its parse, which admitChunk found lossless JSON in the walk that made it, so it is
+ * kept as it is. Every log rule still runs. Why: parsing and copying the same value twice was most of zod's share of a
+ * step and the largest cost of a chunk. In-house (the package does not export it); the test helpers re-check every
  * log against the schemas, so a machine that built a bad event still fails its tests.
  */
 export const SCHEMA_CHECKED: unique symbol = Symbol('agentchart.schema-checked')
@@ -318,8 +320,9 @@ export class Session {
         if (!INTENT_KEYS.has(key)) throw new SessionAppendError(`${String(type)}: unknown intent key ${JSON.stringify(key)}`, { path: key })
       }
     }
-    // what is already immutable lossless JSON (a chunk admitChunk froze, a block or message the log holds) is kept as it is
-    const logged = toLoggedJson(data, 'data')
+    // a checked frozen chunk is the stream's wrap of admitChunk's deep-frozen lossless copy: kept as it is
+    const checked = intent !== undefined && (intent as CheckedIntent)[SCHEMA_CHECKED] === true
+    const logged = checked && type === 'assistant/chunk' && Object.isFrozen(data) ? data : toLoggedJson(data, 'data')
     const event = this.#build(this.length, type, logged, intent ?? NO_INTENT, 'data', intent?.time)
     // an injected store failure refuses a valid event, as a failing store would: nothing is logged
     if (this.#faults.size > 0) this.#injectedFault(type)
