@@ -214,7 +214,11 @@ export type AdmittedChunk =
 export function admitChunk(raw: unknown): AdmittedChunk {
   try {
     const parsed = StreamChunkSchema.safeParse(peek(raw, 'type') === 'finish' ? finishWithFacts(raw) : raw)
-    if (parsed.success) return { ok: true, ...loggable(parsed.data) }
+    if (parsed.success) {
+      const copy = copyParsed(parsed.data)
+      // a schema keeps a present `undefined` of an optional field, which JSON drops: such a parse is the log's to refuse
+      return copy === NOT_LOSSLESS ? { ok: true, chunk: parsed.data, lossless: false } : { ok: true, chunk: copy as StreamChunk, lossless: true }
+    }
     const issue = parsed.error.issues[0]
     const at = formatIssuePath(issue.path)
     return { ok: false, failure: malformedChunk(`${at ? `${at}: ` : ''}${issue.message}`) }
@@ -223,21 +227,13 @@ export function admitChunk(raw: unknown): AdmittedChunk {
   }
 }
 
-/**
- * The parsed chunk as the log keeps it: a deep-frozen copy the size of a literal (zod builds each object from `{}`,
- * which reserves room for four fields). A schema keeps a present `undefined` of an optional field, which JSON drops,
- * and may pass a -0: such a parse is handed on as it is, for the log to refuse.
- */
-function loggable(chunk: StreamChunk): { chunk: StreamChunk; lossless: boolean } {
-  const copy = copyParsed(chunk)
-  return copy === NOT_LOSSLESS ? { chunk, lossless: false } : { chunk: copy as StreamChunk, lossless: true }
-}
-
 const NOT_LOSSLESS: unique symbol = Symbol('not lossless')
 
 /**
- * Copies what the chunk schema built: plain objects and arrays of typed leaves, the one frozen part being what the
- * schema takes untyped (`replayState`), which finishWithFacts copied with toFrozenJson before the parse.
+ * The parsed chunk as the log keeps it: a deep-frozen copy the size of a literal (zod builds each object from `{}`,
+ * which reserves room for four fields), or NOT_LOSSLESS. It copies what the chunk schema built: plain objects and
+ * arrays of typed leaves, the one frozen part being what the schema takes untyped (`replayState`), which
+ * finishWithFacts copied with toFrozenJson before the parse.
  */
 function copyParsed(v: unknown): unknown {
   switch (typeof v) {
@@ -343,3 +339,4 @@ export async function* normalizeStream(adapter: ModelAdapter, request: ModelRequ
     if (!exhausted) await iterator.return?.()
   }
 }
+
