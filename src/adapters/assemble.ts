@@ -200,7 +200,7 @@ function blockOf(slot: Slot): ContentBlock | undefined {
 
 /** What the adapter boundary made of one yielded chunk: the chunk as checked plain data, or why it was refused. */
 export type AdmittedChunk =
-  /** `lossless`: the frozen parse is lossless JSON as it is, so the log may keep it without a copy. */
+  /** `lossless`: the chunk is a deep-frozen lossless copy of the parse, so the log may keep it as it is. */
   { readonly ok: true; readonly chunk: StreamChunk; readonly lossless: boolean } | { readonly ok: false; readonly failure: LlmFailure }
 
 /**
