@@ -339,4 +339,3 @@ export async function* normalizeStream(adapter: ModelAdapter, request: ModelRequ
     if (!exhausted) await iterator.return?.()
   }
 }
-
