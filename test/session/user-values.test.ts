@@ -257,7 +257,9 @@ describe('SS-2: user values in machine-built events are still checked, and copie
       },
     })
     const tool = defineTool({ name: 'lookup', description: 'looks up', input: z.object({}), execute: () => ({ content: 'found', meta }) })
-    const agent = track(createAgent({ model: scriptedModel([toolCallResponse([{ id: 'c1', name: 'lookup', arguments: '{}' }]), textResponse('done')]), tools: [tool] }))
+    const agent = track(
+      createAgent({ model: scriptedModel([toolCallResponse([{ id: 'c1', name: 'lookup', arguments: '{}' }]), textResponse('done')]), tools: [tool] }),
+    )
     agent.followup('go')
     await agent.whenIdle()
     const [result] = ofType(agent, 'tool/result')
