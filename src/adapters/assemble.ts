@@ -1,7 +1,7 @@
 // Stream assembly (BEHAVIOURS 1.4): turns normalized StreamChunks into the
 // content of one assistant message, and keeps adapter failures inside the stream.
 import { describeThrown, isRecordLike, peek } from '../values/foreign.js'
-import { freezeParsed, toFrozenJson } from '../session/lossless.js'
+import { notMinusZero, plainObject, toFrozenJson } from '../session/lossless.js'
 import {
   StreamChunkSchema,
   type ContentBlock,
@@ -138,7 +138,8 @@ export class StreamAssembler {
       }
     }
     const out: AssembledResponse = {
-      content,
+      // frozen, its blocks those of the logged block-end chunks, so the anchor can hold this very array (sized by slice)
+      content: Object.freeze(content.slice()) as ContentBlock[],
       finish,
       toolCalls: content.filter((b): b is ToolCallBlock => b.type === 'tool-call'),
     }
@@ -199,7 +200,7 @@ function blockOf(slot: Slot): ContentBlock | undefined {
 
 /** What the adapter boundary made of one yielded chunk: the chunk as checked plain data, or why it was refused. */
 export type AdmittedChunk =
-  /** `lossless`: the frozen parse is lossless JSON as it is, so the log may keep it without a copy. */
+  /** `lossless`: the chunk is a deep-frozen lossless copy of the parse, so the log may keep it as it is. */
   { readonly ok: true; readonly chunk: StreamChunk; readonly lossless: boolean } | { readonly ok: false; readonly failure: LlmFailure }
 
 /**
@@ -213,10 +214,10 @@ export type AdmittedChunk =
 export function admitChunk(raw: unknown): AdmittedChunk {
   try {
     const parsed = StreamChunkSchema.safeParse(peek(raw, 'type') === 'finish' ? finishWithFacts(raw) : raw)
-    // zod's output is a fresh object whose every leaf the schema typed (replayState was copied above)
     if (parsed.success) {
-      const lossless = freezeParsed(parsed.data)
-      return { ok: true, chunk: parsed.data, lossless }
+      const copy = copyParsed(parsed.data)
+      // a schema keeps a present `undefined` of an optional field, which JSON drops: such a parse is the log's to refuse
+      return copy === NOT_LOSSLESS ? { ok: true, chunk: parsed.data, lossless: false } : { ok: true, chunk: copy as StreamChunk, lossless: true }
     }
     const issue = parsed.error.issues[0]
     const at = formatIssuePath(issue.path)
@@ -224,6 +225,42 @@ export function admitChunk(raw: unknown): AdmittedChunk {
   } catch (error) {
     return { ok: false, failure: malformedChunk(`it could not be read: ${describeThrown(error)}`) }
   }
+}
+
+const NOT_LOSSLESS: unique symbol = Symbol('not lossless')
+
+/**
+ * The parsed chunk as the log keeps it: a deep-frozen copy the size of a literal (zod builds each object from `{}`,
+ * which reserves room for four fields), or NOT_LOSSLESS. It copies what the chunk schema built: plain objects and
+ * arrays of typed leaves, the one frozen part being what the schema takes untyped (`replayState`), which
+ * finishWithFacts copied with toFrozenJson before the parse.
+ */
+function copyParsed(v: unknown): unknown {
+  switch (typeof v) {
+    case 'string':
+      // a concatenation an adapter built is flattened, so the log keeps no parts
+      if (v.length > 12) v.charCodeAt(0)
+      return v
+    case 'number':
+      return Number.isFinite(v) && notMinusZero(v) ? v : NOT_LOSSLESS
+    case 'boolean':
+      return v
+    case 'object':
+      break
+    default:
+      return NOT_LOSSLESS
+  }
+  if (v === null || Object.isFrozen(v)) return v
+  if (Array.isArray(v)) {
+    const out = new Array<unknown>(v.length)
+    for (let i = 0; i < v.length; i++) if ((out[i] = copyParsed(v[i])) === NOT_LOSSLESS) return NOT_LOSSLESS
+    return Object.freeze(out)
+  }
+  const src = v as Record<string, unknown>
+  const names = Object.keys(src)
+  const out = plainObject(names.length)
+  for (const key of names) if ((out[key] = copyParsed(src[key])) === NOT_LOSSLESS) return NOT_LOSSLESS
+  return Object.freeze(out)
 }
 
 function malformedChunk(why: string): LlmFailure {

@@ -1,6 +1,7 @@
 // Lossless JSON (SS-2): a value is accepted only if a JSON round trip would
 // give it back unchanged. One recursive pass checks and deep-copies; the copy
 // is frozen as it is built, so callers can never mutate what the log keeps.
+import { types } from 'node:util'
 import { LosslessJsonError } from '../errors.js'
 
 type Key = string | number
@@ -24,9 +25,18 @@ export function formatPath(base: string, keys: readonly PropertyKey[]): string {
 export const notMinusZero = (n: number): boolean => n !== 0 || 1 / n > 0
 export const MINUS_ZERO = { message: '-0 does not survive JSON (it reads back as 0)' } as const
 
-/** Checks that `value` is lossless JSON and returns a deep-frozen deep copy; the one gate every logged value passes (SS-2). */
+/** Checks that `value` is lossless JSON and returns a deep-frozen deep copy. */
 export function toFrozenJson<T>(value: T, path = 'data'): T {
-  return visit(value, { base: path, keys: [], ancestors: [] }) as T
+  return visit(value, { base: path, keys: [], ancestors: [], keep: false }) as T
+}
+
+/**
+ * The one gate every logged value passes (SS-2): checks that `value` is lossless JSON and returns it deep-frozen, a
+ * copy except for each part that is already immutable lossless JSON (see `immutableJson`), which is kept as it is.
+ * Why: a value the log already holds (a block of a logged chunk, a logged user message) is then held once, not twice.
+ */
+export function toLoggedJson<T>(value: T, path = 'data'): T {
+  return visit(value, { base: path, keys: [], ancestors: [], keep: true }) as T
 }
 
 // Walk state: `keys` is the path from the root to the value being visited
@@ -37,6 +47,24 @@ interface Walk {
   readonly base: string
   readonly keys: Key[]
   readonly ancestors: object[]
+  /** Whether a part that is already immutable lossless JSON is kept instead of copied. */
+  readonly keep: boolean
+}
+
+/**
+ * One constructor per key count, each making plain objects (prototype Object.prototype). Why: V8 sizes a
+ * constructor's objects to the fields they come to hold (slack tracking), where `{}` reserves four and spills a
+ * fifth into a separate store, so a copy made here is as small as the literal it copies.
+ */
+const PLAIN: (new () => Record<string, unknown>)[] = Array.from({ length: 11 }, () => {
+  function Plain(): void {}
+  Plain.prototype = Object.prototype
+  return Plain as unknown as new () => Record<string, unknown>
+})
+
+/** An empty plain object with room for `fields` fields and no more (see PLAIN). */
+export function plainObject(fields: number): Record<string, unknown> {
+  return fields < PLAIN.length ? new PLAIN[fields]() : {}
 }
 
 function fail(walk: Walk, what: string): never {
@@ -66,6 +94,7 @@ function visit(v: unknown, walk: Walk): unknown {
       return fail(walk, typeof v)
   }
   const { keys, ancestors } = walk
+  if (walk.keep && Object.isFrozen(v) && immutableJson(v, ancestors)) return v
   if (ancestors.includes(v)) fail(walk, 'cycle')
   if (ancestors.length >= MAX_JSON_DEPTH) fail(walk, `nested deeper than ${MAX_JSON_DEPTH} levels`)
   if (Object.getOwnPropertySymbols(v).length > 0) fail(walk, 'symbol-keyed property')
@@ -94,8 +123,8 @@ function visit(v: unknown, walk: Walk): unknown {
     }
     // Only own enumerable string keys are read: exactly what JSON sees.
     const src = v as Record<string, unknown>
-    const out: Record<string, unknown> = {}
     const names = Object.keys(src)
+    const out = plainObject(names.length)
     for (let i = 0; i < names.length; i++) {
       const key = names[i]
       keys.push(key)
@@ -111,24 +140,55 @@ function visit(v: unknown, walk: Walk): unknown {
   return Object.freeze(copy)
 }
 
-/** Freezes an already-checked JSON value all the way down (for values built in-house, not taken from callers). */
-export function deepFreeze<T>(v: T): T {
-  freezeParsed(v)
-  return v
+/**
+ * Whether a frozen object is immutable lossless JSON all the way down, so that keeping it is as good as a copy: not a
+ * proxy, a plain object or array, every own property an enumerable data property (read by its descriptor, so no getter
+ * runs) whose value is a lossless leaf or again such an object. Never throws: anything else is left to the copy, which
+ * refuses or copies it as it would any value (a frozen object is no proof by itself: it may hold a Date or a getter).
+ */
+function immutableJson(v: object, ancestors: object[]): boolean {
+  if (types.isProxy(v) || ancestors.includes(v) || ancestors.length >= MAX_JSON_DEPTH) return false
+  const array = Array.isArray(v)
+  if (Object.getPrototypeOf(v) !== (array ? Array.prototype : Object.prototype)) return false
+  const own = Reflect.ownKeys(v)
+  // an array's own keys are its indexes and `length`; anything more is a named property or a symbol
+  if (array && own.length !== (v as unknown[]).length + 1) return false
+  const count = array ? own.length - 1 : own.length
+  ancestors.push(v)
+  let ok = true
+  for (let i = 0; ok && i < count; i++) {
+    // an array is read by index (a hole has no descriptor), an object by its own keys
+    const key = array ? i : own[i]
+    const d = typeof key === 'symbol' ? undefined : Object.getOwnPropertyDescriptor(v, key)
+    ok = d !== undefined && d.enumerable === true && 'value' in d && immutableLeafOrJson(d.value, ancestors)
+  }
+  ancestors.pop()
+  return ok
 }
 
-/**
- * Deep-freezes a value a schema built (plain objects and arrays of typed leaves) and says whether it is lossless
- * JSON, in one walk: a schema keeps a present `undefined` of an optional field, which JSON drops, and may pass a -0.
- */
-export function freezeParsed(v: unknown): boolean {
-  if (v === undefined) return false
-  if (typeof v === 'number') return Number.isFinite(v) && notMinusZero(v)
-  if (typeof v !== 'object' || v === null) return true
+function immutableLeafOrJson(v: unknown, ancestors: object[]): boolean {
+  switch (typeof v) {
+    case 'string':
+      // flattened as the copy would (see visit)
+      if (v.length > 12) v.charCodeAt(0)
+      return true
+    case 'boolean':
+      return true
+    case 'number':
+      return Number.isFinite(v) && notMinusZero(v)
+    case 'object':
+      return v === null || (Object.isFrozen(v) && immutableJson(v, ancestors))
+    default:
+      return false
+  }
+}
+
+/** Freezes an already-checked JSON value all the way down (for values built in-house, not taken from callers). */
+export function deepFreeze<T>(v: T): T {
+  if (typeof v !== 'object' || v === null) return v
   Object.freeze(v)
-  let lossless = true
-  for (const key of Object.keys(v)) if (!freezeParsed((v as Record<string, unknown>)[key])) lossless = false
-  return lossless
+  for (const key of Object.keys(v)) deepFreeze((v as Record<string, unknown>)[key])
+  return v
 }
 
 /** Predicate form of the SS-2 check, for callers that want to branch rather than catch. */

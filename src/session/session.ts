@@ -5,7 +5,7 @@ import { Observable, Subscriber, type Observer, type Operator, type Subscription
 import { ConfigError, SeedRefusedError, SessionAppendError } from '../errors.js'
 import { validatedSeedViolations, type CheckStart } from './invariants.js'
 import { describeValue, isArrayLike, isRecordLike } from '../values/foreign.js'
-import { formatPath, toFrozenJson } from './lossless.js'
+import { formatPath, toLoggedJson } from './lossless.js'
 import { frozenArrayOf } from './array-view.js'
 import { messageOf, nodeMessage, Surface, type SurfaceNode } from './surface.js'
 import {
@@ -67,12 +67,11 @@ const NO_INTENT: AppendIntent = Object.freeze({})
 /**
  * The one trusted path: marks an append intent whose data this library already parsed with the schema that types it
  * (the stock agent machine's events, a stream chunk admitChunk parsed), so the session skips its per-type schema
- * pass. Its data is copied like any other, except a frozen `assistant/chunk`: that is the stream's wrap of admitChunk's
- * deep-frozen parse, which admitChunk found lossless JSON in the walk that froze it, so it is kept as it is. Every log rule
- * still runs. Why: parsing and copying the same
- * value twice was most of zod's share of a step and the largest cost of a chunk. In-house (the package does not
- * export it); the test helpers re-check every log against the schemas, so a machine that built a bad event still
- * fails its tests.
+ * pass. Its data passes the lossless gate like any other, except a frozen `assistant/chunk`: that is the stream's wrap
+ * of admitChunk's deep-frozen copy of its parse, which admitChunk found lossless JSON in the walk that made it, so it is
+ * kept as it is. Every log rule still runs. Why: parsing and copying the same value twice was most of zod's share of a
+ * step and the largest cost of a chunk. In-house (the package does not export it); the test helpers re-check every
+ * log against the schemas, so a machine that built a bad event still fails its tests.
  */
 export const SCHEMA_CHECKED: unique symbol = Symbol('agentchart.schema-checked')
 export type CheckedIntent = AppendIntent & { readonly [SCHEMA_CHECKED]?: true }
@@ -321,9 +320,9 @@ export class Session {
         if (!INTENT_KEYS.has(key)) throw new SessionAppendError(`${String(type)}: unknown intent key ${JSON.stringify(key)}`, { path: key })
       }
     }
-    // a checked frozen chunk is the stream's wrap of a parse admitChunk froze and found lossless: kept as it is
+    // a checked frozen chunk is the stream's wrap of admitChunk's deep-frozen lossless copy: kept as it is
     const checked = intent !== undefined && (intent as CheckedIntent)[SCHEMA_CHECKED] === true
-    const logged = checked && type === 'assistant/chunk' && Object.isFrozen(data) ? data : toFrozenJson(data, 'data')
+    const logged = checked && type === 'assistant/chunk' && Object.isFrozen(data) ? data : toLoggedJson(data, 'data')
     const event = this.#build(this.length, type, logged, intent ?? NO_INTENT, 'data', intent?.time)
     // an injected store failure refuses a valid event, as a failing store would: nothing is logged
     if (this.#faults.size > 0) this.#injectedFault(type)
@@ -440,11 +439,11 @@ export class Session {
     if (surface) {
       if (surfaceOp === undefined) throw new SessionAppendError(`${type}: a surface event must carry a surfaceOp`)
       // 'append' is the one string the schema takes: no copy and no schema pass for it (every surface event)
-      op = surfaceOp === 'append' ? surfaceOp : toFrozenJson(surfaceOp, 'surfaceOp')
+      op = surfaceOp === 'append' ? surfaceOp : toLoggedJson(surfaceOp, 'surfaceOp')
       if (op !== 'append' && !SurfaceOpSchema.safeParse(op).success) {
         throw new SessionAppendError(`${type}: surfaceOp must be 'append' or {op:'replace', start, end}`, { path: 'surfaceOp' })
       }
-      if (sourceEventSeqs !== undefined) sources = this.#checkSources(type, seq, toFrozenJson(sourceEventSeqs, 'sourceEventSeqs'))
+      if (sourceEventSeqs !== undefined) sources = this.#checkSources(type, seq, toLoggedJson(sourceEventSeqs, 'sourceEventSeqs'))
       if (op !== 'append') this.#checkReplace(type, data, op, sources)
     }
 
@@ -568,7 +567,7 @@ export class Session {
   /** Validates and commits one seed (or stored tail) event at `seq`; a refusal names `seed[seq]` in message and path. */
   #commitStored(raw: unknown, seq: number): void {
     const at = `seed[${seq}]`
-    const copy = toFrozenJson(raw, at)
+    const copy = toLoggedJson(raw, at)
     if (!isRecordLike(copy)) throw new SessionAppendError(`${at}: a seed event must be an object`, { path: at })
     for (const key of Object.keys(copy)) {
       if (!ENVELOPE_KEYS.has(key)) throw new SessionAppendError(`${at}: unknown envelope key ${JSON.stringify(key)}`, { path: formatPath(at, [key]) })
@@ -613,7 +612,7 @@ export class Session {
     const raw = reader(from, to)
     if (raw.length !== to - from) throw new SessionAppendError(`session ${this.id}: the store gave ${raw.length} events for seq ${from}..${to - 1}`)
     return raw.map((value, i) => {
-      const event = toFrozenJson(value, `events[${from + i}]`) as SessionEvent
+      const event = toLoggedJson(value, `events[${from + i}]`) as SessionEvent
       if (!isRecordLike(event) || event.seq !== from + i) throw new SessionAppendError(`session ${this.id}: the store gave a wrong event for seq ${from + i}`)
       return event.surfaceOp === undefined || !asHistoryHolds ? event : this.#withHistoryMessage(event)
     })
@@ -663,7 +662,7 @@ export class Session {
     this.#base = base
     this.#prefix = read
     const adopt = (raw: unknown, at: string): SessionEvent => {
-      const copy = toFrozenJson(raw, at)
+      const copy = toLoggedJson(raw, at)
       if (!isRecordLike(copy) || typeof copy.seq !== 'number' || !Number.isInteger(copy.seq) || copy.seq < 0 || copy.seq >= base)
         throw new SessionAppendError(`${at}: not an event before seq ${base}`, { path: at })
       for (const key of Object.keys(copy)) {

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { normalizeStream, StreamAssembler } from '../../src/adapters/assemble.js'
+import { admitChunk, normalizeStream, StreamAssembler } from '../../src/adapters/assemble.js'
 import { LlmError } from '../../src/adapters/failure.js'
 import type { ModelAdapter, ModelRequest } from '../../src/adapters/types.js'
 import type { StreamChunk } from '../../src/session/schemas.js'
@@ -249,6 +249,44 @@ async function collect(iterable: AsyncIterable<StreamChunk>): Promise<StreamChun
   for await (const chunk of iterable) out.push(chunk)
   return out
 }
+
+/** Every object and array of `value`. */
+function containers(value: unknown, out: object[] = []): object[] {
+  if (typeof value === 'object' && value !== null) {
+    out.push(value)
+    for (const key of Object.keys(value)) containers((value as Record<string, unknown>)[key], out)
+  }
+  return out
+}
+
+describe('admitChunk', () => {
+  it('ST-6: hands on a deep-frozen copy of what the adapter yielded, sharing none of its objects', () => {
+    const yielded: unknown[] = [
+      { type: 'text-delta', index: 0, text: 'hi' },
+      { type: 'block-end', index: 1, block: { type: 'tool-call', id: 'c1', name: 'n', arguments: '{}' } },
+      { type: 'usage', usage: { inputTokens: 1, outputTokens: 2 } },
+      { type: 'finish', reason: { kind: 'stop' }, replayState: { response: { id: 'r1', items: [1, 2] }, blocks: [{ sig: 'x' }] } },
+    ]
+    for (const raw of yielded) {
+      const admitted = admitChunk(raw)
+      expect(admitted.ok && admitted.lossless).toBe(true)
+      if (!admitted.ok) continue
+      expect(admitted.chunk).toEqual(raw)
+      const theirs = new Set(containers(raw))
+      for (const c of containers(admitted.chunk)) {
+        expect(Object.isFrozen(c)).toBe(true)
+        expect(theirs.has(c)).toBe(false)
+      }
+    }
+  })
+
+  it('ST-6: a parse JSON would not give back (a present undefined) is handed on unfrozen, marked not lossless; a -0 is refused', () => {
+    const admitted = admitChunk({ type: 'tool-call-delta', index: 0, id: undefined, argumentsDelta: '' })
+    expect(admitted.ok && !admitted.lossless && !Object.isFrozen(admitted.chunk)).toBe(true)
+    const minusZero = admitChunk({ type: 'usage', usage: { inputTokens: -0, outputTokens: 1 } })
+    expect(!minusZero.ok && minusZero.failure.code).toBe('MALFORMED_RESPONSE')
+  })
+})
 
 describe('normalizeStream', () => {
   it('passes chunks through and stops after finish', async () => {

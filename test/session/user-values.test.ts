@@ -1,6 +1,6 @@
-// SS-2 beside the one trusted path (events the stock machine built skip the schema pass; a chunk admitChunk parsed
-// is kept as it is): whatever came from user code must still be checked and copied. These tests fail if a tool's,
-// an adapter's or a caller's value reached the log uncopied or unchecked.
+// SS-2 beside the one trusted path (events the stock machine built skip the schema pass): whatever came from user
+// code must still be checked, and copied unless it is already immutable lossless JSON (then keeping it is as good as a
+// copy). These tests fail if a tool's, an adapter's or a caller's value reached the log unchecked or still changeable.
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod/v4'
 import { createAgent, defineTool, userMessage, type ModelAdapter, type SessionEventOf, type StreamChunk, type UserMessage } from '../../src/index.js'
@@ -20,13 +20,34 @@ function containers(value: unknown, out: object[] = []): object[] {
   return out
 }
 
-/** True when `value` is deep-frozen and shares no container with `foreign`. */
-function isOwnFrozenCopy(value: unknown, foreign: unknown): boolean {
-  const theirs = new Set(containers(foreign))
-  return containers(value).every((c) => Object.isFrozen(c) && !theirs.has(c))
+/** True when every container of `value` is frozen and holds only enumerable data properties: nothing in it can change. */
+function isImmutable(value: unknown): boolean {
+  return containers(value).every(
+    (c) =>
+      Object.isFrozen(c) &&
+      Reflect.ownKeys(c).every((key) => {
+        const d = Object.getOwnPropertyDescriptor(c, key)!
+        return 'value' in d && (d.enumerable || (Array.isArray(c) && key === 'length'))
+      }),
+  )
 }
 
-describe('SS-2: user values in machine-built events are still checked and copied', () => {
+/** True when `value` is immutable, reads back from JSON as it is, and shares no container of `foreign` that could change. */
+function isOwnFrozenCopy(value: unknown, foreign: unknown): boolean {
+  const changeable = new Set(containers(foreign).filter((c) => !isImmutable(c)))
+  return isImmutable(value) && containers(value).every((c) => !changeable.has(c)) && isDeepStrictEqualJson(value)
+}
+
+function isDeepStrictEqualJson(value: unknown): boolean {
+  try {
+    expect(JSON.parse(JSON.stringify(value))).toStrictEqual(value)
+    return true
+  } catch {
+    return false
+  }
+}
+
+describe('SS-2: user values in machine-built events are still checked, and copied unless immutable', () => {
   it('SS-2: a tool that mutates its result meta after returning it does not change the logged tool/result', async () => {
     const meta = { hits: [1, 2], source: { name: 'index' } }
     const tool = defineTool({
@@ -135,7 +156,7 @@ describe('SS-2: user values in machine-built events are still checked and copied
     await agent.dispose()
   })
 
-  it('SS-2: a deep-frozen value is not trusted for being frozen: appended, it is checked and copied', () => {
+  it('SS-2: a deep-frozen value is not trusted for being frozen: appended, it is checked, and kept only when nothing in it can change', () => {
     const session = createSession()
     const exotic = Object.freeze({
       id: 'u1',
@@ -152,7 +173,130 @@ describe('SS-2: user values in machine-built events are still checked and copied
     })
     const event = session.append('user/message', plain as UserMessage, { surfaceOp: 'append' })
     expect(event.data).toEqual(plain)
-    expect(isOwnFrozenCopy(event.data, plain)).toBe(true)
+    // immutable lossless JSON already: the log holds it as it is
+    expect(event.data).toBe(plain)
+  })
+
+  it('SS-2: frozen values that are not lossless JSON are refused as before, whatever else in the value is frozen', () => {
+    const frozenPlain = Object.freeze({ kind: 'user' as const })
+    const refusedAt: [unknown, string][] = [
+      [Object.freeze({ at: Object.freeze(new Date(0)) }), 'data.x.at'],
+      [Object.freeze({ at: undefined }), 'data.x.at'],
+      [Object.freeze({ at: -0 }), 'data.x.at'],
+      [Object.freeze({ at: NaN }), 'data.x.at'],
+      [Object.freeze({ at: 1n }), 'data.x.at'],
+      [Object.freeze({ at: Object.freeze(new Map()) }), 'data.x.at'],
+      [Object.freeze(Object.assign(Object.create(null), { at: Object.freeze(Object.assign(new Array<number>(3), { 0: 1, 2: 2 })) })), 'data.x.at[1]'],
+      [Object.freeze({ [Symbol('s')]: 1 }), 'data.x'],
+      [Object.freeze(Object.assign([1], { extra: 2 })), 'data.x'],
+    ]
+    for (const [x, path] of refusedAt) {
+      const session = createSession()
+      let error: unknown
+      try {
+        session.append('x/frozen', Object.freeze({ ok: frozenPlain, x }), { ignorable: true })
+      } catch (err) {
+        error = err
+      }
+      expect(error, path).toBeInstanceOf(LosslessJsonError)
+      expect((error as LosslessJsonError).path).toBe(path)
+      expect(session.length).toBe(0)
+    }
+  })
+
+  it('SS-2: a frozen value that could still change or that JSON would not give back is logged as a plain copy', () => {
+    let reads = 0
+    const getter = Object.freeze({
+      get n() {
+        return ++reads
+      },
+    })
+    const hidden = Object.freeze(Object.defineProperty({ shown: 1 }, 'hidden', { value: 2, enumerable: false }))
+    const bare = Object.freeze(Object.assign(Object.create(null) as object, { a: 1 }))
+    const proxy = new Proxy(Object.freeze({ a: 1 }), {})
+    const elementGetter = Object.freeze(Object.defineProperty([0], 0, { get: () => ++reads, enumerable: true }))
+    const logged = [getter, hidden, bare, proxy, elementGetter].map(
+      (value) => (createSession().append('x/frozen', { value }, { ignorable: true }).data as { value: unknown }).value,
+    )
+    // each getter ran once, as the copy read it
+    expect(reads).toBe(2)
+    for (const [k, value] of [getter, hidden, bare, proxy, elementGetter].entries()) {
+      expect(logged[k] !== value).toBe(true)
+      expect(isImmutable(logged[k])).toBe(true)
+      expect(Object.getPrototypeOf(logged[k])).toBe(Array.isArray(logged[k]) ? Array.prototype : Object.prototype)
+      expect(JSON.parse(JSON.stringify(logged[k]))).toStrictEqual(logged[k])
+    }
+  })
+
+  it('SS-2: a tool whose result meta is a frozen value holding a Date ends its call with an error result, and the log holds none of it', async () => {
+    const meta = Object.freeze({ list: Object.freeze([1]), at: Object.freeze(new Date(0)) })
+    const tool = defineTool({ name: 'lookup', description: 'looks up', input: z.object({}), execute: () => Object.freeze({ content: 'found', meta }) })
+    const agent = track(
+      createAgent({
+        model: scriptedModel([toolCallResponse([{ id: 'c1', name: 'lookup', arguments: '{}' }]), textResponse('done')]),
+        tools: [tool],
+        logger: quiet,
+      }),
+    )
+    agent.followup('go')
+    await agent.whenIdle()
+    const [result] = ofType(agent, 'tool/result')
+    expect(result.data.message.content[0].isError).toBe(true)
+    expect(result.data.message.content[0].content).toMatch(/meta\.at.*exotic object \(Date\)/)
+    expect(result.data.meta).toBeUndefined()
+    for (const event of agent.session.events) expect(isOwnFrozenCopy(event, meta)).toBe(true)
+    await agent.dispose()
+  })
+
+  it('SS-2: a tool whose frozen result meta has a getter is logged as the plain data it read once', async () => {
+    let reads = 0
+    const meta = Object.freeze({
+      fixed: Object.freeze({ a: 1 }),
+      get live() {
+        return ++reads
+      },
+    })
+    const tool = defineTool({ name: 'lookup', description: 'looks up', input: z.object({}), execute: () => ({ content: 'found', meta }) })
+    const agent = track(
+      createAgent({ model: scriptedModel([toolCallResponse([{ id: 'c1', name: 'lookup', arguments: '{}' }]), textResponse('done')]), tools: [tool] }),
+    )
+    agent.followup('go')
+    await agent.whenIdle()
+    const [result] = ofType(agent, 'tool/result')
+    expect(result.data.message.content[0].isError).toBe(false)
+    const logged = result.data.meta as { live: number; fixed: unknown }
+    expect(logged).not.toBe(meta)
+    expect(Object.getOwnPropertyDescriptor(logged, 'live')).toMatchObject({ value: expect.any(Number), writable: false })
+    expect(isOwnFrozenCopy(result.data, meta)).toBe(true)
+    await agent.dispose()
+  })
+})
+
+describe('SS-2, SS-7: a value the log already holds is held once', () => {
+  it('SS-2: the anchor holds the very blocks and usage of its chunks, and user/message the very message its inbox splice logged', async () => {
+    const agent = track(
+      createAgent({
+        model: scriptedModel([toolCallResponse([{ id: 'c1', name: 't', arguments: '{}' }], 'calling'), textResponse('done')]),
+        tools: [defineTool({ name: 't', description: 't', input: z.object({}), execute: () => 'ok' })],
+      }),
+    )
+    agent.followup('go')
+    await agent.whenIdle()
+    const anchors = ofType(agent, 'assistant/message')
+    expect(anchors.length).toBe(2)
+    for (const anchor of anchors) {
+      const chunks = (anchor.sourceEventSeqs ?? []).map((seq) => (agent.session.at(seq) as SessionEventOf<'assistant/chunk'>).data.chunk)
+      const blocks = chunks.flatMap((c) => (c.type === 'block-end' ? [c.block] : []))
+      expect(anchor.data.message.content.length).toBe(blocks.length)
+      anchor.data.message.content.forEach((block, k) => expect(block).toBe(blocks[k]))
+      const usage = chunks.find((c) => c.type === 'usage')
+      if (usage?.type === 'usage') expect(anchor.data.usage).toBe(usage.usage)
+    }
+    const [inserted] = ofType(agent, 'agent/inbox/spliced').flatMap((e) => e.data.inserted)
+    const [user] = ofType(agent, 'user/message')
+    expect(user.data).toBe(inserted)
+    for (const event of agent.session.events) expect(isImmutable(event)).toBe(true)
+    await agent.dispose()
   })
 })
 
