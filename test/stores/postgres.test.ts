@@ -197,7 +197,7 @@ describe('every PostgreSQL store operation has a bound', () => {
 
   it('a commit blocked by a row lock fails with STORE_TIMEOUT after commitTimeoutMs: run() and whenIdle() after cancel() settle, nothing acknowledged is lost', async () => {
     const url = await createDatabase(server, 'bounds_commit')
-    const store = postgresStore({ connectionString: url, commitTimeoutMs: 300 })
+    const store = postgresStore({ connectionString: url, commitTimeoutMs: 1500 })
     const agent = await createAgent({ model: scriptedModel([textResponse('one')]), store, sessionId: 'locked', lease: { leaseMs: 1000 }, logger: quiet })
     await agent.run('first')
     const lock = await lockRow(url, 'locked')
