@@ -33,7 +33,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop()
   rmSync(dir, { recursive: true, force: true })
-})
+}, 60_000)
 
 interface Pair {
   client: SessionStore

@@ -30,7 +30,7 @@ afterAll(async () => {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')
   await server?.stop()
   rmSync(dir, { recursive: true, force: true })
-})
+}, 60_000)
 
 /** A child process running `file` under tsx, with a way to wait for a line it prints. */
 function child(file: string, args: string[]) {

@@ -34,7 +34,7 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup()
   await server?.stop()
   rmSync(dir, { recursive: true, force: true })
-})
+}, 60_000)
 
 let n = 0
 const subjects: Subject[] = [

@@ -27,7 +27,7 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(async () => {
   await server?.stop()
-})
+}, 60_000)
 
 const quiet = { error: () => {} }
 const plain = (value: unknown): unknown => JSON.parse(JSON.stringify(value ?? null))

@@ -20,7 +20,7 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(async () => {
   await server?.stop()
-})
+}, 60_000)
 
 /** A child process with its stdout collected line by line. */
 function run(args: string[]): {
