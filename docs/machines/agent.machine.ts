@@ -31,7 +31,7 @@ export const agentMachine = createMachine({
     },
     idle: {
       on: {
-        'inbox.send': { target: 'running', guard: and([not('isDuplicate'), 'isWakingSend']), actions: 'insertSent' },
+        'inbox.send': [{ target: '#agent.running.turn.proposing', guard: and([not('isObserved'), not('isDuplicate'), 'isWakingSend']), actions: ['insertSent', 'announceRunning', 'openTurn'] }, { target: 'running', guard: and([not('isDuplicate'), 'isWakingSend']), actions: 'insertSent' }],
         'agent.cancel': { actions: 'cancelWhileIdle' },
         'maintenance.start': { target: 'maintenance' },
         'compaction.start': [{ guard: 'isCompactionOff', actions: 'refuseCompactionOff' }, { target: 'compacting', actions: 'beginManualCompaction' }],
@@ -50,12 +50,11 @@ export const agentMachine = createMachine({
       always: { target: 'disposed', guard: 'isParked' },
       states: {
         starting: {
-          entry: 'announceRunning',
+          entry: ['announceRunning', 'confirmAppends'],
           on: {
             'appends.confirmed': [{ target: '#agent.idle', guard: and(['isAwaited', 'isCancelled']), actions: 'announceIdle' }, { target: 'turn', guard: 'isAwaited', actions: 'openTurn' }],
             'append.failed': { target: '#agent.idle', guard: 'isAwaited', actions: 'restoreInbox' },
           },
-          always: { target: '#agent.running.turn.proposing', guard: not('isObserved'), actions: 'openTurn' },
         },
         turn: {
           initial: 'opening',

@@ -21,12 +21,11 @@ const agentImplementations = named({
     }),
     /** A refused repair closer, or a refused summary of agent.compact(), goes to agent/error; no turn is involved. */
     reportStoreFailure: actionOn(['append.failed'], (d, e) => d.notify('agent/error', { turn: d.get('turn'), step: 0, failure: e.failure })),
-    /** PH-2: a fresh signal and status running; when watched, confirmed before turn/start so a cancel from that listener opens no turn (TU-3). */
+    /** PH-2: a fresh signal and status running. */
     announceRunning: action((d) => {
       d.setActivity({ cancelCause: null, wakeLatched: false })
       d.emit({ type: 'fx.signal' })
       d.notify('agent/status', { status: 'running' })
-      if (d.get('facts').observed) d.confirm()
     }),
     /** IN-7: the waking send that started this activity was refused: the turn it began never happened. */
     undoRefusedWake: actionOn(['append.failed'], (d) => d.set({ turn: d.get('turn') - 1, endReason: null })),
@@ -134,7 +133,15 @@ const agentConfig = labelGuards(
           ],
           on: {
             // PH-2: a waking send from idle runs; anything else an inbox request does bubbles to the root
-            'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), target: 'running', actions: 'insertSent' },
+            'inbox.send': [
+              // nobody watches: nothing can cancel between the status, turn/start and the claim
+              {
+                guard: and([not('isObserved'), not('isDuplicate'), 'isWakingSend']),
+                target: 'running.turn.proposing',
+                actions: ['insertSent', 'announceRunning', 'openTurn'],
+              },
+              { guard: and([not('isDuplicate'), 'isWakingSend']), target: 'running', actions: 'insertSent' },
+            ],
             'agent.cancel': { actions: 'cancelWhileIdle' },
             'maintenance.start': { target: 'maintenance' },
             // CP-4: agent.compact() compacts from idle, like a maintenance job
@@ -156,10 +163,9 @@ const agentConfig = labelGuards(
           },
           exit: 'clearCancelCause',
           states: {
+            // TU-3: confirmed before turn/start, so a cancel from the running-status listener opens no turn
             starting: {
-              entry: 'announceRunning',
-              // nobody watches: nothing can cancel between the status, turn/start and the claim
-              always: { guard: not('isObserved'), target: 'turn.proposing', actions: 'openTurn' },
+              entry: ['announceRunning', 'confirmAppends'],
               on: awaiting({
                 'appends.confirmed': [
                   // TU-3: cancelled from the running-status listener: no turn/start

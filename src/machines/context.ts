@@ -26,6 +26,9 @@ export const ASSUMED_FACTS: Facts = Object.freeze({
   modes: null,
 })
 
+/** A proposal that claimed nothing and enters nothing (shared, so setting it again changes nothing). */
+export const NO_PROPOSAL: AgentContext['proposal'] = Object.freeze({ claimed: Object.freeze([]), entering: Object.freeze([]), asked: false })
+
 /** No prompt queued with options and no turn running with them. */
 export const NO_TURN_OPTIONS: TurnOptionsContext = Object.freeze({ queued: Object.freeze({}), current: null, baseSeed: null })
 
@@ -61,7 +64,7 @@ export function initialContext(input: AgentInput): AgentContext {
     step: 0,
     maxTokensSeen: false,
     lastStep: 'none',
-    proposal: { claimed: [], entering: input.entering ?? [], asked: false },
+    proposal: input.entering?.length ? { claimed: [], entering: input.entering, asked: false } : NO_PROPOSAL,
     endReason: null,
     failure: null,
     stepOutcome: null,

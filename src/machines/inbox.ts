@@ -5,6 +5,7 @@
 import type { EventData, InboxTarget, UserMessage } from '../session/schemas.js'
 import { actionOn, baseSetup, guardOn, type Draft, named } from './setup.js'
 import type { AgentEvent, CallerUndo, InboxLists } from './types.js'
+import { NO_PROPOSAL } from './context.js'
 import { forgetTurnOptions, queueTurnOptions, takeTurnOptions } from './turn-options.js'
 
 export type SpliceData = EventData<'agent/inbox/spliced'>
@@ -134,7 +135,7 @@ export function claimInbox(d: Draft, turnBoundary: boolean): void {
   }
   const turn = d.get('turn')
   for (const message of claimed) d.notify('agent/inbox/claimed', { message, turn })
-  d.set({ proposal: { claimed, entering: [], asked: false } })
+  d.set({ proposal: claimed.length === 0 ? NO_PROPOSAL : { claimed, entering: [], asked: false } })
 }
 
 /** Insert messages at the end of a list as one splice, then announce them (TL-12 tool contexts). */

@@ -34,6 +34,12 @@ export const baseSetup = setup({
 export type EventType = AgentEvent['type']
 export type EventOf<T extends EventType> = Extract<AgentEvent, { type: T }>
 
+/** Every field of `patch` already has that value in `current`. */
+function sameFields<T extends object>(current: T, patch: Partial<T>): boolean {
+  for (const key in patch) if (patch[key] !== current[key]) return false
+  return true
+}
+
 /** Collects what one action wants: a context patch (read back through `get`) and effects in order. */
 export class Draft {
   /** The keys this action changes, or null while it changes nothing. */
@@ -45,20 +51,29 @@ export class Draft {
     const patch = this.patch
     return patch !== null && key in patch ? (patch[key] as AgentContext[K]) : this.context[key]
   }
+  /** Record the keys whose value changes: a key set to the value it has is left out, so a patch that changes nothing assigns nothing. */
   set(patch: Partial<AgentContext>): void {
-    this.patch = this.patch === null ? { ...patch } : Object.assign(this.patch, patch)
+    for (const key in patch) {
+      const k = key as keyof AgentContext
+      if (patch[k] === this.get(k)) continue
+      if (this.patch === null) this.patch = {}
+      ;(this.patch as Record<string, unknown>)[k] = patch[k]
+    }
   }
   /** Update part of the request side. */
   setRequest(patch: Partial<RequestContext>): void {
-    this.set({ request: { ...this.get('request'), ...patch } })
+    const request = this.get('request')
+    if (!sameFields(request, patch)) this.set({ request: { ...request, ...patch } })
   }
   /** Update the activity's flags. */
   setActivity(patch: Partial<ActivityContext>): void {
-    this.set({ activity: { ...this.get('activity'), ...patch } })
+    const activity = this.get('activity')
+    if (!sameFields(activity, patch)) this.set({ activity: { ...activity, ...patch } })
   }
   /** Update part of the tool batch. */
   setToolBatch(patch: Partial<ToolBatchContext>): void {
-    this.set({ toolBatch: { ...this.get('toolBatch'), ...patch } })
+    const batch = this.get('toolBatch')
+    if (!sameFields(batch, patch)) this.set({ toolBatch: { ...batch, ...patch } })
   }
   emit(effect: Effect): void {
     this.effects.push(effect)

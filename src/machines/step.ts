@@ -6,7 +6,7 @@ import { and, not } from 'xstate'
 import { standaloneOn } from './activity.js'
 import { attached } from './attachment.js'
 import { attemptSetup, attemptState, type AttemptImplementations } from './attempt.js'
-import { initialContext, newToolBatch } from './context.js'
+import { NO_PROPOSAL, initialContext, newToolBatch } from './context.js'
 import { action, actionOn, guardOn, named, labelGuards } from './setup.js'
 import { toolBatchState } from './tool-batch.js'
 
@@ -20,7 +20,7 @@ export const stepImplementations = named({
       d.setRequest({ attempt: 0, failure: null })
       d.append('step/start', { turn, step })
       for (const message of d.get('proposal').entering) d.append('user/message', message, { surfaceOp: 'append' })
-      d.set({ proposal: { claimed: [], entering: [], asked: false } })
+      d.set({ proposal: NO_PROPOSAL })
     }),
     /** step/end; the turn reads what kind of step it was, and max-tokens stays for the turn (TU-12). */
     closeStep: action((d) => {

@@ -8,7 +8,7 @@ import { and, not, or } from 'xstate'
 import type { TurnEndReason, UserMessage } from '../session/schemas.js'
 import { asks, awaiting, standaloneOn } from './activity.js'
 import { attached } from './attachment.js'
-import { initialContext } from './context.js'
+import { NO_PROPOSAL, initialContext } from './context.js'
 import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './setup.js'
 import { compactionState } from './compaction.js'
 import { claimInbox } from './inbox.js'
@@ -21,7 +21,7 @@ type PreStepAnswer = { kind: 'reject' } | { kind: 'enter'; messages: readonly Us
 /** ST-2: ask agent/pre-step about the claimed messages when anyone listens or watches; with nobody to decide, it is entered as claimed. */
 function askPreStep(d: Draft): void {
   const claimed = d.get('proposal').claimed
-  if (!asks(d.context, 'agent/pre-step')) return d.set({ proposal: { claimed, entering: claimed, asked: false } })
+  if (!asks(d.context, 'agent/pre-step')) return d.set({ proposal: claimed.length === 0 ? NO_PROPOSAL : { claimed, entering: claimed, asked: false } })
   d.set({ proposal: { claimed, entering: [], asked: true } })
   const payload = { messages: claimed, turn: d.get('turn'), step: d.get('step') + 1 }
   d.hook('agent/pre-step', payload, { fallback: { kind: 'enter', messages: claimed }, abandonOnCancel: true })
