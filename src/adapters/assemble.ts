@@ -7,20 +7,13 @@ import {
   type ContentBlock,
   type FinishReason,
   type LlmFailure,
-  type ReasoningBlock,
   type StreamChunk,
-  type TextBlock,
   type TokenUsage,
   type ToolCallBlock,
 } from '../session/schemas.js'
+import { visiblePrefix } from '../session/vocabulary.js'
 import { llmFailure, toLlmFailure } from './failure.js'
 import type { ModelAdapter, ModelRequest } from './types.js'
-
-/** CX-7: the non-empty text and reasoning blocks of a cancelled stream, or null when none shows non-whitespace text. */
-export function visiblePrefix(content: readonly ContentBlock[]): (TextBlock | ReasoningBlock)[] | null {
-  const out = content.filter((b): b is TextBlock | ReasoningBlock => (b.type === 'text' || b.type === 'reasoning') && b.text !== '')
-  return out.some((b) => /\S/.test(b.text)) ? out : null
-}
 
 /** The provider envelope a finish may carry for faithful replay. */
 export type ReplayState = NonNullable<Extract<StreamChunk, { type: 'finish' }>['replayState']>

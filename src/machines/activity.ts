@@ -62,7 +62,7 @@ export const activitySetup = inboxSetup.extend(activityImplementations)
 type Transition = { guard?: unknown }
 
 /** The tool batch's lanes wait apart from the machine's one awaited answer: each keeps the id it waits for here. */
-export type WaitLane = 'preId' | 'postId' | 'classifyId'
+type WaitLane = 'preId' | 'postId' | 'classifyId'
 
 /**
  * The transitions of a state that waits for one answer (the machine's, or its lane's in a tool batch): every answer

@@ -4,8 +4,8 @@
 // builds again: a new attempt of the same step (RQ-10), after a cancellable
 // backoff when the decision names a delay (llm/retry ... llm/retry-started, RQ-14).
 import { and, not, or } from 'xstate'
-import type { ContentBlock, ReasoningBlock, TextBlock } from '../session/schemas.js'
-import { parseArguments } from '../session/vocabulary.js'
+import type { ContentBlock } from '../session/schemas.js'
+import { parseArguments, visiblePrefix } from '../session/vocabulary.js'
 import { activityOn, asks, awaiting } from './activity.js'
 import { inboxOn } from './inbox.js'
 import { attached } from './attachment.js'
@@ -13,12 +13,6 @@ import { initialContext, newToolBatch } from './context.js'
 import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from './setup.js'
 import { compactionSetup, compactionState, type CompactionImplementations } from './compaction.js'
 import type { RequestedCall, TurnFailure } from './types.js'
-
-/** CX-7: the non-empty text and reasoning blocks of a cancelled stream, or null when none shows non-whitespace text. */
-export function visiblePrefix(content: readonly ContentBlock[]): (TextBlock | ReasoningBlock)[] | null {
-  const out = content.filter((b): b is TextBlock | ReasoningBlock => (b.type === 'text' || b.type === 'reasoning') && b.text !== '')
-  return out.some((b) => /\S/.test(b.text)) ? out : null
-}
 
 const NO_ROUTE =
   'the agent has no provider/model for this request: set `model` in createAgent options or return a config with provider and model from an agent/request listener'
@@ -36,7 +30,7 @@ function modelSource(d: Draft, replayState: unknown) {
 
 const messageId = (d: Draft) => `${d.get('instance').id}-m${d.id()}`
 
-export const attemptImplementations = named({
+const attemptImplementations = named({
   actions: {
     /** A new attempt: agent/request and the request's config, header and route record (RQ-1, RQ-2). */
     buildRequest: action((d) => {

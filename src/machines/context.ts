@@ -19,7 +19,7 @@ export const HOOK_NAMES: readonly HookName[] = Object.freeze([
  * approves, every call is classified when it starts. Prompt assembly is not assumed: with nobody assembling, the
  * fixed prompt and tools stand (HK-12).
  */
-export const ASSUMED_FACTS: Facts = Object.freeze({
+const ASSUMED_FACTS: Facts = Object.freeze({
   listened: Object.freeze(HOOK_NAMES.filter((name) => name !== 'system-prompt/assemble')),
   observed: true,
   approver: true,

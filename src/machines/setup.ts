@@ -31,7 +31,7 @@ export const baseSetup = setup({
   },
 })
 
-export type EventType = AgentEvent['type']
+type EventType = AgentEvent['type']
 export type EventOf<T extends EventType> = Extract<AgentEvent, { type: T }>
 
 /** Every field of `patch` already has that value in `current`. */

@@ -10,7 +10,7 @@ import { NO_PROPOSAL, initialContext, newToolBatch } from './context.js'
 import { action, actionOn, guardOn, named, labelGuards } from './setup.js'
 import { toolBatchState } from './tool-batch.js'
 
-export const stepImplementations = named({
+const stepImplementations = named({
   actions: {
     /** step/start, then each entered message as user/message in decision order (ST-3). */
     openStep: action((d) => {

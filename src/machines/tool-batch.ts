@@ -8,29 +8,23 @@ import { and, not, or, stateIn } from 'xstate'
 import { activitySetup, asks, awaiting, standaloneOn } from './activity.js'
 import type { activityImplementations } from './activity.js'
 import { attached } from './attachment.js'
-import { UNKNOWN_OUTCOME, parseArguments } from '../session/vocabulary.js'
+import { UNKNOWN_OUTCOME_RESULT, parseArguments } from '../session/vocabulary.js'
 import { initialContext, newToolBatch } from './context.js'
 import { action, actionOn, guard, guardOn, type Draft, type EventOf, named, labelGuards, type WrittenFor } from './setup.js'
 import { clearInbox, insertInbox, type inboxImplementations } from './inbox.js'
 import type { AgentContext, RequestedCall, PostExecuteAnswer, ToolBatchContext, ToolOutcome } from './types.js'
 
-export const ABORTED_BEFORE_DISPATCH: ToolOutcome = {
+const ABORTED_BEFORE_DISPATCH: ToolOutcome = {
   isError: true,
   content: 'Error: tool call aborted before dispatch',
   error: { name: 'AbortError', code: 'ABORTED_BEFORE_DISPATCH' },
 }
-export const ABORTED_WHILE_RUNNING: ToolOutcome = {
+const ABORTED_WHILE_RUNNING: ToolOutcome = {
   isError: true,
   content: 'Error: tool call aborted',
   error: { name: 'AbortError', code: 'ABORTED' },
 }
 
-/** The result a call that was running when the last process stopped gets once its batch resumes (as repair writes it, RS-5). */
-export const OUTCOME_UNKNOWN: ToolOutcome = {
-  isError: true,
-  content: UNKNOWN_OUTCOME,
-  error: { name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' },
-}
 /** A committed call's slot in a resumed batch: the commit lane is past it and never reads it again. */
 const COMMITTED: ToolOutcome = { isError: false, content: '' }
 
@@ -161,11 +155,11 @@ const committable = (b: ToolBatchContext) => b.nextCommit < b.calls.length && b.
 
 // ---- named implementations ---------------------------------------------------------
 
-export const toolBatchImplementations = named({
+const toolBatchImplementations = named({
   actions: {
     /**
      * TL-18: the batch as the log leaves it when the instance starts inside an approval wait: earlier calls that
-     * started without a result owe OUTCOME_UNKNOWN (committed first, in model order), the waiting call keeps its slot,
+     * started without a result owe UNKNOWN_OUTCOME_RESULT (committed first, in model order), the waiting call keeps its slot,
      * later calls never started.
      */
     restoreApprovalWait: action((d) => {
@@ -185,7 +179,7 @@ export const toolBatchImplementations = named({
           nextStart: waiting,
           nextCommit: owed < 0 ? waiting : owed,
           started: calls.map((_, i) => i <= waiting),
-          outcomes: calls.map((c, i) => (i >= waiting ? null : committed.has(c.callId) ? COMMITTED : OUTCOME_UNKNOWN)),
+          outcomes: calls.map((c, i) => (i >= waiting ? null : committed.has(c.callId) ? COMMITTED : UNKNOWN_OUTCOME_RESULT)),
           skipPost: calls.map((_, i) => i < waiting),
           inFlight: 1,
           approval: wait.waiting,

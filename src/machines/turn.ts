@@ -30,7 +30,7 @@ function askPreStep(d: Draft): void {
 /** The reason a turn ends with when nothing went wrong: max-tokens is sticky (TU-12). */
 const standingReason = (d: Draft): TurnEndReason => (d.get('maxTokensSeen') ? { kind: 'max-tokens' } : { kind: 'completed' })
 
-export const turnImplementations = named({
+const turnImplementations = named({
   actions: {
     /** TU-1: the next turn number, a clean slate, and turn/start. */
     openTurn: action((d) => {

@@ -13,7 +13,7 @@ import type { Durability } from '../stores/writer.js'
 /** Effects with an id that start work outside the machine. */
 export type WorkEffect = Extract<Effect, { type: 'fx.hook' | 'fx.prepare' | 'fx.model' | 'fx.tool' | 'fx.job' | 'fx.wait' | 'fx.summarise' }>
 
-export interface GateOptions {
+interface GateOptions {
   durability: Durability
   /** How many events the log holds now: held work waits until the store holds that many. */
   logLength: () => number

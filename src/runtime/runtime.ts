@@ -17,6 +17,7 @@ import type { AgentEvent, AgentInput, AppendEffect, Effect, ActionEffects, Facts
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
 import type { LlmCallConfig, LlmFailure, Message, RequestHeader, SessionEvent, SessionEventType } from '../session/schemas.js'
 import { pendingApprovals } from '../session/approvals.js'
+import { ABANDONED_RESULT } from '../session/vocabulary.js'
 import { InterruptedAnswers, type InterruptedHistory } from '../session/interrupted.js'
 import { SCHEMA_CHECKED, interruptedAnswers, logSnapshot, type CheckedIntent, type Session } from '../session/session.js'
 import type { Durability } from '../stores/writer.js'
@@ -29,14 +30,14 @@ import { Hooks, NOTIFICATION_NAMES } from './hooks.js'
 import { Pending } from './pending.js'
 import { streamModel } from './stream.js'
 import { Timers } from './timers.js'
-import { ABANDONED_TOOL, executeWithListeners, modesOf } from './tools.js'
+import { executeWithListeners, modesOf } from './tools.js'
 import { checkAssembly, toAssembled, type Assembled, type PromptAssembly, type PromptContext } from './assembly.js'
 import type { ResolvedCompaction } from '../compaction/options.js'
 import { Compacting } from './compacting.js'
 
 export { MAX_TIMER_MS } from './timers.js'
 
-export interface RuntimeOptions {
+interface RuntimeOptions {
   session: Session
   model: ModelAdapter
   /** The system text and tools of requests until a step assembles its own (HK-12). */
@@ -500,7 +501,7 @@ export class Runtime {
         case 'fx.model':
           return void this.#stream(signal, effect.id, effect.turn, effect.step, effect.config)
         case 'fx.tool': {
-          const answer = this.#pending.track(effect.id, { type: 'tool.settled', id: effect.id, outcome: ABANDONED_TOOL })
+          const answer = this.#pending.track(effect.id, { type: 'tool.settled', id: effect.id, outcome: ABANDONED_RESULT })
           void executeWithListeners(this.hooks, this.#tool(effect.call.name), effect, signal, this.options.agent).then((outcome) =>
             answer({ type: 'tool.settled', id: effect.id, outcome }),
           )

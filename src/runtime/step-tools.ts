@@ -8,7 +8,7 @@ import { isToolSource, type ToolRead, type ToolSource } from '../tools/source.js
 import type { HookLogger } from './hooks.js'
 
 /** The tools one step offers and runs with. */
-export interface ToolSnapshot {
+interface ToolSnapshot {
   readonly tools: readonly ToolDefinition[]
 }
 

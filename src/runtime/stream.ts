@@ -16,7 +16,7 @@ const CHUNKS_PER_YIELD = 256
 const ABORT = Symbol('abort')
 
 /** What one stream came to: its chunks' seqs and assembly, and whether the turn's cancellation cut it. */
-export type StreamOutcome =
+type StreamOutcome =
   | { ok: true; chunkSeqs: number[]; response: AssembledResponse; cancelled: boolean }
   /** An append was refused (RQ-7): the attempt ends without recovery. */
   | { ok: false; error: unknown }

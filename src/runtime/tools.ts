@@ -11,13 +11,6 @@ import type { CheckResult } from '../request/schema.js'
 import { checkArguments, describeInvalidArgs, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
 import type { Hooks } from './hooks.js'
 
-/** The result of a tool call abandoned while its body ran: the same words and code a repaired log uses. */
-export const ABANDONED_TOOL: ToolOutcome = Object.freeze({
-  isError: true,
-  content: 'Error: the outcome of this tool call is unknown: it was abandoned while it ran. Retry it blindly only if the call is safe to repeat.',
-  error: Object.freeze({ name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' }),
-})
-
 /**
  * One call's body, inside the tools/execute chain when anyone listens (TL-10): next() runs the body (arguments
  * checked, timeout applied); what a listener returns is read like a body's return, and a throw is the call's

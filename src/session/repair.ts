@@ -1,21 +1,11 @@
 // Repair: the synthetic closers a crash-truncated log needs before a new
 // agent instance may continue it (RS-4..RS-6). Pure: it reads a log and
 // returns events to append; the agent machine appends them.
-import { NOT_STARTED, UNKNOWN_OUTCOME, type RepairCloser, type SessionEvent, type TurnEndReason } from './schemas.js'
+import { NOT_STARTED, type RepairCloser, type SessionEvent, type TurnEndReason } from './schemas.js'
+import { UNKNOWN_OUTCOME_RESULT } from './vocabulary.js'
 
 export type { RepairCloser }
 
-/** RS-5: the result of a call that was running when the session stopped, as repair writes it and a resumed tool batch owes it. */
-export const UNKNOWN_OUTCOME_RESULT = Object.freeze({
-  isError: true,
-  content: UNKNOWN_OUTCOME,
-  error: Object.freeze({ name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' }),
-})
-/** TL-15: the result of a call abandoned while its body ran: UNKNOWN_OUTCOME_RESULT's error, in words that say why. */
-export const ABANDONED_RESULT = Object.freeze({
-  ...UNKNOWN_OUTCOME_RESULT,
-  content: 'Error: the outcome of this tool call is unknown: it was abandoned while it ran. Retry it blindly only if the call is safe to repeat.',
-})
 const NOT_STARTED_ERROR = Object.freeze({ name: 'ToolNotStartedError', code: 'TOOL_NOT_STARTED' })
 
 /** Where a log stands: the open turn and step, if any. Read from the end, so it costs the open turn, not the log. */
@@ -63,7 +53,7 @@ export function repairClosers(events: readonly SessionEvent[]): RepairCloser[] {
         id: `repair-${turn}-${step}-${callId}`,
         role: 'user' as const,
         source: { kind: 'tool' as const, callId },
-        content: [{ type: 'tool-result' as const, toolCallId: callId, content: started ? UNKNOWN_OUTCOME : NOT_STARTED, isError: true }],
+        content: [{ type: 'tool-result' as const, toolCallId: callId, content: started ? UNKNOWN_OUTCOME_RESULT.content : NOT_STARTED, isError: true }],
       }
       closers.push({
         type: 'tool/result',

@@ -25,6 +25,17 @@ export const UNKNOWN_OUTCOME =
   'Error: the outcome of this tool call is unknown: the session was interrupted while it ran. Retry it blindly only if the call is safe to repeat.'
 /** RS-5: the result of a call that never started before the session stopped. */
 export const NOT_STARTED = 'Error: this tool call was never started: the session was interrupted before it ran. You may retry it.'
+/** RS-5: the result of a call that was running when the session stopped, as repair writes it and a resumed tool batch owes it. */
+export const UNKNOWN_OUTCOME_RESULT = Object.freeze({
+  isError: true,
+  content: UNKNOWN_OUTCOME,
+  error: Object.freeze({ name: 'ToolOutcomeUnknownError', code: 'TOOL_OUTCOME_UNKNOWN' }),
+})
+/** TL-15: the result of a call abandoned while its body ran: UNKNOWN_OUTCOME_RESULT's error, in words that say why. */
+export const ABANDONED_RESULT = Object.freeze({
+  ...UNKNOWN_OUTCOME_RESULT,
+  content: 'Error: the outcome of this tool call is unknown: it was abandoned while it ran. Retry it blindly only if the call is safe to repeat.',
+})
 
 /** The source of a compaction summary message; a range that holds only such a message has nothing left to compact. */
 export const SUMMARY_SOURCE = Object.freeze({ kind: 'plugin' as const, plugin: 'compaction' })
