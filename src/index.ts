@@ -5,15 +5,7 @@ export type { AgentStatus } from './agent/agent-type.js'
 export { Inbox } from './agent/inbox.js'
 export { DEFAULT_MAX_STEPS } from './agent/options.js'
 export type { AgentOptions, StoredAgentOptions, CancelOptions, DisposeOptions, CompactionResult, HistoryOptions } from './agent/options.js'
-export type {
-  AgentHooks,
-  ListenerName,
-  PreStepDecision,
-  PreExecuteDecision,
-  PostExecuteResult,
-  ToolExecution,
-  ToolOutcomeView,
-} from './agent/hooks.js'
+export type { AgentHooks, ListenerName, PreStepDecision, PreExecuteDecision, PostExecuteResult, ToolExecution, ToolOutcomeView } from './agent/hooks.js'
 export type { RequestErrorAction } from './request/retry.js'
 export { INTERRUPTED_NOTE, INTERRUPTED_SOURCE } from './session/interrupted.js'
 export type { InterruptedHistory } from './session/interrupted.js'
