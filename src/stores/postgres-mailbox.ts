@@ -68,7 +68,8 @@ export function postgresMailbox(deps: PostgresMailboxDeps): PostgresMailbox {
   const rides = new WeakMap<SessionHandle, RidingMail>()
   const listeners = new Set<(signal: StoreSignal) => void>()
   let listening: Promise<void> | null = null
-  let client: ListenClient | null = null
+  /** Gives the LISTEN connection back, once: pg-pool throws on a second release, and an error may follow a close. */
+  let releaseListener: (() => void) | null = null
   let closed = false
 
   const sql = {
@@ -110,14 +111,24 @@ export function postgresMailbox(deps: PostgresMailboxDeps): PostgresMailbox {
         connected.release()
         return
       }
-      client = connected
+      let released = false
+      // destroyed rather than pooled: the connection LISTENs, and no other query should inherit that
+      const release = () => {
+        if (released) return
+        released = true
+        connected.release(true)
+      }
+      releaseListener = release
       connected.on('notification', (message: { channel: string; payload?: string }) => {
         if (message.channel !== chan || !message.payload) return
         emit({ kind: message.payload[0] === 'm' ? 'mail' : 'commit', sessionId: message.payload.slice(1) })
       })
       connected.on('error', () => {
-        if (client === connected) client = null
-        connected.release(true)
+        const current = releaseListener === release
+        release()
+        // a connection already given back (the mailbox closed, or it was replaced) has nothing left to replace
+        if (!current) return
+        releaseListener = null
         listening = null
         if (closed) return
         setTimeout(() => {
@@ -211,9 +222,8 @@ export function postgresMailbox(deps: PostgresMailboxDeps): PostgresMailbox {
     close() {
       closed = true
       listeners.clear()
-      const current = client
-      client = null
-      current?.release()
+      releaseListener?.()
+      releaseListener = null
       return Promise.resolve()
     },
   }

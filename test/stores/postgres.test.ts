@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createAgent, defineTool, SessionInUseError, StoreError, type Agent, type SessionEvent } from '../../src/index.js'
 import { postgresStore, type SessionStore } from '../../src/stores/index.js'
+import { createSessionClient } from '../../src/service/index.js'
 import { checkSessionInvariants, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
 import { createDatabase, startPostgres, type PostgresServer } from '../../scripts/embedded-postgres.js'
 import { plain, until } from './support.js'
@@ -315,6 +316,45 @@ describe('closing a PostgreSQL store', () => {
     await again.dispose()
     await agent.dispose()
     await second.close()
+  })
+
+  it("over the application's pool, leaves no connection LISTENing and survives the server dropping every connection later", async () => {
+    const url = await createDatabase(server, 'close_listener')
+    const pool = new pg.Pool({ connectionString: url, max: 4 })
+    pool.on('error', () => {})
+    const store = postgresStore({ pool })
+    const agent = await createAgent({ model: scriptedModel([textResponse('one')]), store, sessionId: 'chat', logger: { error: () => {} } })
+    await agent.run('hello')
+    // a watch makes the store LISTEN for commits on one connection of the pool
+    const client = createSessionClient({ store })
+    const seen: SessionEvent[] = []
+    const watching = client.watch('chat').subscribe((event) => seen.push(event))
+    await until(() => seen.length === agent.session.length, 5000, 'the watch to catch up')
+    watching.unsubscribe()
+    await client.close()
+    await agent.dispose()
+    await store.close()
+
+    const admin = new pg.Client({ connectionString: url })
+    await admin.connect()
+    try {
+      const listening = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`)
+      expect(listening.rows[0].n).toBe(0)
+      // a restart or failover drops every connection the pool still holds: nothing of the closed store may throw then
+      const uncaught: unknown[] = []
+      const onUncaught = (error: unknown) => uncaught.push(error)
+      process.on('uncaughtException', onUncaught)
+      try {
+        await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')
+        await new Promise((resolve) => setTimeout(resolve, 300))
+      } finally {
+        process.off('uncaughtException', onUncaught)
+      }
+      expect(uncaught).toEqual([])
+    } finally {
+      await admin.end()
+      await pool.end()
+    }
   })
 })
 
