@@ -1,7 +1,8 @@
 // Stream assembly (BEHAVIOURS 1.4): turns normalized StreamChunks into the
 // content of one assistant message, and keeps adapter failures inside the stream.
 import { describeThrown, isRecordLike, peek } from '../values/foreign.js'
-import { notMinusZero, plainObject, toFrozenJson } from '../session/lossless.js'
+import { toFrozenJson, toLoggedJson } from '../session/lossless.js'
+import { LosslessJsonError } from '../errors.js'
 import {
   StreamChunkSchema,
   type ContentBlock,
@@ -208,9 +209,10 @@ export function admitChunk(raw: unknown): AdmittedChunk {
   try {
     const parsed = StreamChunkSchema.safeParse(peek(raw, 'type') === 'finish' ? finishWithFacts(raw) : raw)
     if (parsed.success) {
-      const copy = copyParsed(parsed.data)
-      // a schema keeps a present `undefined` of an optional field, which JSON drops: such a parse is the log's to refuse
-      return copy === NOT_LOSSLESS ? { ok: true, chunk: parsed.data, lossless: false } : { ok: true, chunk: copy as StreamChunk, lossless: true }
+      // the log's own gate copies zod's parse literal-sized (replayState, frozen before the parse, is kept); a schema keeps
+      // a present `undefined` of an optional field, which JSON drops: such a parse is the log's to refuse
+      const copy = losslessCopy(parsed.data)
+      return copy === undefined ? { ok: true, chunk: parsed.data, lossless: false } : { ok: true, chunk: copy, lossless: true }
     }
     const issue = parsed.error.issues[0]
     const at = formatIssuePath(issue.path)
@@ -220,40 +222,14 @@ export function admitChunk(raw: unknown): AdmittedChunk {
   }
 }
 
-const NOT_LOSSLESS: unique symbol = Symbol('not lossless')
-
-/**
- * The parsed chunk as the log keeps it: a deep-frozen copy the size of a literal (zod builds each object from `{}`,
- * which reserves room for four fields), or NOT_LOSSLESS. It copies what the chunk schema built: plain objects and
- * arrays of typed leaves, the one frozen part being what the schema takes untyped (`replayState`), which
- * finishWithFacts copied with toFrozenJson before the parse.
- */
-function copyParsed(v: unknown): unknown {
-  switch (typeof v) {
-    case 'string':
-      // a concatenation an adapter built is flattened, so the log keeps no parts
-      if (v.length > 12) v.charCodeAt(0)
-      return v
-    case 'number':
-      return Number.isFinite(v) && notMinusZero(v) ? v : NOT_LOSSLESS
-    case 'boolean':
-      return v
-    case 'object':
-      break
-    default:
-      return NOT_LOSSLESS
+/** The log's frozen copy of a parse, or undefined when it is not lossless JSON. */
+function losslessCopy(chunk: StreamChunk): StreamChunk | undefined {
+  try {
+    return toLoggedJson(chunk, 'chunk')
+  } catch (error) {
+    if (error instanceof LosslessJsonError) return undefined
+    throw error
   }
-  if (v === null || Object.isFrozen(v)) return v
-  if (Array.isArray(v)) {
-    const out = new Array<unknown>(v.length)
-    for (let i = 0; i < v.length; i++) if ((out[i] = copyParsed(v[i])) === NOT_LOSSLESS) return NOT_LOSSLESS
-    return Object.freeze(out)
-  }
-  const src = v as Record<string, unknown>
-  const names = Object.keys(src)
-  const out = plainObject(names.length)
-  for (const key of names) if ((out[key] = copyParsed(src[key])) === NOT_LOSSLESS) return NOT_LOSSLESS
-  return Object.freeze(out)
 }
 
 function malformedChunk(why: string): LlmFailure {

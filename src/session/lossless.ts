@@ -63,7 +63,7 @@ const PLAIN: (new () => Record<string, unknown>)[] = Array.from({ length: 11 }, 
 })
 
 /** An empty plain object with room for `fields` fields and no more (see PLAIN). */
-export function plainObject(fields: number): Record<string, unknown> {
+function plainObject(fields: number): Record<string, unknown> {
   return fields < PLAIN.length ? new PLAIN[fields]() : {}
 }
 
