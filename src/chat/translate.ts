@@ -2,7 +2,8 @@
 // shows in the chat. Stateful over one assistant message (one response): it
 // remembers which text, reasoning and tool parts are open so deltas land in
 // the right part, and closes what a step or a cancelled stream left open.
-import { parseArguments, type SessionEvent, type StreamChunk, type TurnEndReason } from '../session/schemas.js'
+import type { SessionEvent, StreamChunk, TurnEndReason } from '../session/schemas.js'
+import { parseArguments } from '../session/vocabulary.js'
 import type { TurnData, UIFinishReason, UIMessageChunk } from './protocol.js'
 
 /** The `data-turn` chunk that says how a turn stands (one part per turn: a later one replaces it). */

@@ -2,9 +2,10 @@
 // leading range of the surface a summary should replace so that the recent
 // tail stays verbatim. The runtime plans over the live session, the model walk
 // over its trace, with this one function (docs/compaction.md).
-import { SUMMARY_SOURCE, type CompactionPlan, type CompactionReason, type Message, type UserMessage } from '../session/schemas.js'
+import type { CompactionPlan, CompactionReason, Message, UserMessage } from '../session/schemas.js'
+import { SUMMARY_SOURCE } from '../session/vocabulary.js'
 
-export { SUMMARY_SOURCE, summaryText } from '../session/schemas.js'
+export { SUMMARY_SOURCE, summaryText } from '../session/vocabulary.js'
 export type { CompactionPlan, CompactionReason } from '../session/schemas.js'
 
 /** The numbers a plan is made with. */

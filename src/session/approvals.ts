@@ -1,8 +1,8 @@
 // Approvals in the log (TL-18): which questions are still open, and what the
 // log says of a tool batch whose call waits for a person's answer.
 // Pure: it reads a log; the machines append everything.
-import { parseArguments, type SessionEvent, type ToolCallBlock } from './schemas.js'
-import type { ApprovalWait } from './vocabulary.js'
+import type { SessionEvent, ToolCallBlock } from './schemas.js'
+import { parseArguments, type ApprovalWait } from './vocabulary.js'
 
 /** A question that waits for `agent.approve(callId)` or `agent.deny(callId, reason)`. */
 export interface PendingApproval {

@@ -1,8 +1,8 @@
 // Repair: the synthetic closers a crash-truncated log needs before a new
 // agent instance may continue it (RS-4..RS-6). Pure: it reads a log and
 // returns events to append; the agent machine appends them.
-import { NOT_STARTED, type RepairCloser, type SessionEvent, type TurnEndReason } from './schemas.js'
-import { UNKNOWN_OUTCOME_RESULT } from './vocabulary.js'
+import type { RepairCloser, SessionEvent, TurnEndReason } from './schemas.js'
+import { NOT_STARTED, UNKNOWN_OUTCOME_RESULT } from './vocabulary.js'
 
 export type { RepairCloser }
 

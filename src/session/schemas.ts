@@ -399,5 +399,3 @@ export interface RepairCloser {
   data: unknown
   intent?: AppendIntent
 }
-
-export { parseArguments, UNKNOWN_OUTCOME, NOT_STARTED, SUMMARY_SOURCE, summaryText } from './vocabulary.js'

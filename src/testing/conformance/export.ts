@@ -1,7 +1,7 @@
 // From a walk's path to a portable scenario: the agent's setup, the inputs
 // spelled out, and the whole expected log with the values an implementation
 // chooses itself (message ids, the text of its own errors) marked free.
-import { SUMMARY_SOURCE } from '../../session/schemas.js'
+import { SUMMARY_SOURCE } from '../../session/vocabulary.js'
 import { toolSchemas } from '../../tools/define.js'
 import { traceOf, type GeneratedScenario, type WalkEvent } from '../model/explore.js'
 import { SCENARIO_CONFIG, scenarioTools, type HarnessState } from '../model/harness.js'

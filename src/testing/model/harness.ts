@@ -15,7 +15,7 @@ import type { ScenarioInput } from '../conformance/format.js'
 import type { WalkInput } from './scenario.js'
 import { SCRIPTED, cancelCause, scenarioMessage, scriptInput } from './script.js'
 import { estimateMessageTokens, planCompaction, type CompactionPolicy, type SurfaceNodeView } from '../../compaction/plan.js'
-import { SUMMARY_SOURCE, summaryText } from '../../session/schemas.js'
+import { SUMMARY_SOURCE, summaryText } from '../../session/vocabulary.js'
 import type { CompactionPlan, Message } from '../../session/schemas.js'
 
 /** The two tools every scenario knows: `p` is parallel-safe, `x` exclusive. Bodies are scripted. */
