@@ -7,8 +7,8 @@ import { UserMessageSchema, type ContentBlock, type UserMessage } from '../sessi
 
 export type UserSource = UserMessage['source']
 
-/** The messages `userMessage` built from one string: valid user messages by construction, deep-frozen and sealed. */
-const FROM_TEXT = new WeakSet<object>()
+/** The default source, one frozen value every message shares (the log keeps it once, not once a message). */
+const USER_SOURCE: UserSource = Object.freeze({ kind: 'user' as const })
 
 /** A deep-frozen user message from text or content blocks; `id` defaults to a fresh UUID. */
 export function userMessage(textOrBlocks: string | readonly ContentBlock[], options: { id?: string; source?: UserSource } = {}): UserMessage {
@@ -25,22 +25,12 @@ export function userMessage(textOrBlocks: string | readonly ContentBlock[], opti
   }
   const content = typeof textOrBlocks === 'string' ? [{ type: 'text' as const, text: textOrBlocks }] : [...textOrBlocks]
   const { id, source } = options
-  const message = { id: id ?? randomUUID(), role: 'user' as const, content, source: source ?? { kind: 'user' as const } }
-  // text with the default id and source is made here of one string: nothing in it to check (any string is a text
-  // block's text and lossless JSON), so the boundary pass is skipped; every other form is checked
-  if (typeof textOrBlocks === 'string' && id === undefined && source === undefined) {
-    // frozen too: the inbox splice and the user/message event take it as it is instead of copying it
-    FROM_TEXT.add(deepFreeze(message))
-    return message
-  }
-  return toInboxMessage(message)
+  return toInboxMessage({ id: id ?? randomUUID(), role: 'user' as const, content, source: source ?? USER_SOURCE })
 }
 
 /** Check a message at the inbox boundary (IN-7) and freeze it in place (IN-8); strings become text messages. */
 export function toInboxMessage(input: unknown): UserMessage {
   if (typeof input === 'string') return userMessage(input)
-  // one userMessage built from a string and froze: nothing a caller could have changed or added since
-  if (FROM_TEXT.has(input as object)) return input as UserMessage
   toFrozenJson(input, 'message') // throws LosslessJsonError naming the path
   const parsed = UserMessageSchema.safeParse(input)
   if (!parsed.success) {
