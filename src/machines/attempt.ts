@@ -22,10 +22,14 @@ function endAttempt(d: Draft, outcome: 'aborted' | 'error', failure?: Omit<TurnF
   if (failure) d.set({ failure: { failure: failure.failure, step: d.get('step') }, endReason: { kind: 'error', error: failure.failure } })
 }
 
+type ModelSource = { readonly kind: 'model'; readonly provider: string; readonly model: string }
+/** The last model source made, frozen: the requests of one route share it, so the log keeps it once, not once a message. */
+let lastSource: ModelSource = Object.freeze({ kind: 'model', provider: '', model: '' })
+
 function modelSource(d: Draft, replayState: unknown) {
-  const config = d.get('request').config!
-  const source = { kind: 'model' as const, provider: config.provider, model: config.model }
-  return replayState === undefined ? source : { ...source, replayState: replayState as { response: unknown } }
+  const { provider, model } = d.get('request').config!
+  if (lastSource.provider !== provider || lastSource.model !== model) lastSource = Object.freeze({ kind: 'model', provider, model })
+  return replayState === undefined ? lastSource : { ...lastSource, replayState: replayState as { response: unknown } }
 }
 
 const messageId = (d: Draft) => `${d.get('instance').id}-m${d.id()}`
