@@ -1,7 +1,10 @@
 // The mutation harness: the suite run against each mutant of the independent
 // loop (./independent/mutants.ts). A mutant is caught by the first scenario
 // that fails on it, so a caught mutant costs a few scenarios and only a
-// survivor costs a whole pass.
+// survivor costs a whole pass. The order cannot change whether a mutant is
+// caught, only which scenario is named and how many run before it: the suite is
+// tried from its end (the forks and the walks made for particular rules come
+// last and catch most mutants), with each catch moved to the front.
 import { judge, type Scenario, type ScenarioResult } from '../../src/testing/index.js'
 import { runIndependent } from './independent/driver.js'
 import { MUTANTS, type Mutant, type Mutation } from './independent/mutants.js'
@@ -52,9 +55,15 @@ export async function runMutants(
   if (baseline) throw new Error(`the unmutated independent loop fails ${baseline.id} (${baseline.how}): no mutant can be judged`)
   const results: MutantResult[] = []
   const chosen = (MUTANTS as readonly Mutant[]).filter((m) => !options.only || options.only.includes(m.name))
+  // every scenario: the latest catches first, then the rest from the suite's end
+  let order = [...scenarios].reverse()
   for (const mutant of chosen) {
     if (mutant.equivalent) continue
-    const caughtBy = await firstFailure(scenarios, mutant.name as Mutation)
+    const caughtBy = await firstFailure(order, mutant.name as Mutation)
+    if (caughtBy) {
+      const at = order.findIndex((s) => s.id === caughtBy.id)
+      order = [order[at], ...order.slice(0, at), ...order.slice(at + 1)]
+    }
     const result: MutantResult = caughtBy ? { mutant, caughtBy } : { mutant }
     results.push(result)
     options.onResult?.(result)
