@@ -37,7 +37,7 @@ function child(file: string, args: string[]) {
   const proc = spawn(process.execPath, ['--import', 'tsx', here(file), ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
   children.push(proc)
   const lines: string[] = []
-  const waiting: { test: (line: string) => boolean; resolve: () => void }[] = []
+  const waiting: { test: (line: string) => boolean; resolve: () => void; reject: (error: Error) => void }[] = []
   let stderr = ''
   let buffered = ''
   proc.stdout!.on('data', (data: Buffer) => {
@@ -55,12 +55,18 @@ function child(file: string, args: string[]) {
   })
   proc.stderr!.on('data', (data: Buffer) => (stderr += data.toString()))
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)))
+  // a child that ends (its output read to the end) before the line it was waited for fails the wait with its stderr
+  // instead of hanging the test until its timeout
+  proc.on('close', (code, signal) => {
+    for (const w of waiting.splice(0)) w.reject(new Error(`${file} ended (${code ?? signal}) before the awaited line:\n${stderr}`))
+  })
   return {
     proc,
     lines,
     exited,
     stderr: () => stderr,
-    line: (test: (line: string) => boolean) => (lines.some(test) ? Promise.resolve() : new Promise<void>((resolve) => waiting.push({ test, resolve }))),
+    line: (test: (line: string) => boolean) =>
+      lines.some(test) ? Promise.resolve() : new Promise<void>((resolve, reject) => waiting.push({ test, resolve, reject })),
   }
 }
 
