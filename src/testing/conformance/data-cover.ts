@@ -65,6 +65,15 @@ function label(event: Traced): string {
   }
 }
 
+/** Each traced event's label and shape key, made once: the states of a walk share their events, so a state repeats its parent's. */
+const TRACED = new WeakMap<Traced, { label: string; key: string }>()
+
+function traced(event: Traced): { label: string; key: string } {
+  let known = TRACED.get(event)
+  if (known === undefined) TRACED.set(event, (known = { label: label(event), key: `ev:${event.type}:${shape(event.data)}` }))
+  return known
+}
+
 /** One input as a key: its type and how it answers, with the flags the rules read. */
 function inputKey(input: ScenarioInput, flags: string): string {
   const after = flags ? `:${flags}` : ''
@@ -125,7 +134,7 @@ export function dataKeys(scenario: {
 }): string[] {
   const keys = new Set<string>()
   // chunks echo the model inputs: the events around them say what the loop made of them
-  const told = scenario.trace.map((e, seq) => ({ seq, label: label(e) })).filter((e) => e.label !== 'assistant/chunk')
+  const told = scenario.trace.map((e, seq) => ({ seq, label: traced(e).label })).filter((e) => e.label !== 'assistant/chunk')
   // the answer a call's body gave, for the key of its post-execute (a decision applies to the outcome it is given)
   const bodies = new Map<string, string>()
   let lastModel = ''
@@ -151,8 +160,8 @@ export function dataKeys(scenario: {
     keys.add(`then${tag}:${before}${key}=>${next.map((e) => e.label).join('>')}`)
   })
   scenario.trace.forEach((event, i) => {
-    keys.add(`ev:${event.type}:${shape(event.data)}`)
-    if (i > 0) keys.add(`seq:${label(scenario.trace[i - 1])}>${label(event)}`)
+    keys.add(traced(event).key)
+    if (i > 0) keys.add(`seq:${traced(scenario.trace[i - 1]).label}>${traced(event).label}`)
   })
   for (const note of scenario.notes ?? []) keys.add(`note:${note}`)
   return [...keys]
