@@ -25,7 +25,11 @@ export function userMessage(textOrBlocks: string | readonly ContentBlock[], opti
   }
   const content = typeof textOrBlocks === 'string' ? [{ type: 'text' as const, text: textOrBlocks }] : [...textOrBlocks]
   const { id, source } = options
-  return toInboxMessage({ id: id ?? randomUUID(), role: 'user' as const, content, source: source ?? USER_SOURCE })
+  const message = { id: id ?? randomUUID(), role: 'user' as const, content, source: source ?? USER_SOURCE }
+  // text with the default id and source is valid by construction (any string is a text block's text and lossless
+  // JSON): frozen here, it is checked once, where it enters an inbox; every other form is checked now
+  if (typeof textOrBlocks === 'string' && id === undefined && source === undefined) return deepFreeze(message)
+  return toInboxMessage(message)
 }
 
 /** Check a message at the inbox boundary (IN-7) and freeze it in place (IN-8); strings become text messages. */
