@@ -374,6 +374,8 @@ const toolBatchImplementations = named({
     isHalted: guard(halted),
     hasSchedulerFailure: guard((context) => context.toolBatch.failure !== null),
     allCallsStarted: guard((context) => context.toolBatch.nextStart >= context.toolBatch.calls.length),
+    /** The next call to start is the batch's last. */
+    isLastCall: guard((context) => context.toolBatch.nextStart === context.toolBatch.calls.length - 1),
     /** Every earlier call has committed: a barrier may start, or a new pool open. */
     isDrained: guard((context) => drained(context.toolBatch)),
     /** Room for one more parallel call in the open pool (TL-4). */
@@ -437,6 +439,8 @@ function toolBatchConfig(exit: { target: string; actions: readonly 'finishToolBa
                   { guard: or(['allCallsStarted', 'isHalted']), target: 'finished' },
                   { guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom']), 'needsClassification']), target: 'classifying' },
                   // TL-10: nobody decides or watches at pre-execute: the call is allowed, its body runs, the next may start
+                  // (after the last call, dispatch is finished in the same microstep)
+                  { guard: and([not('isCommitBusy'), 'mayStartNext', not('asksPreExecute'), 'isLastCall']), target: 'finished', actions: 'startNextCall' },
                   { guard: and([not('isCommitBusy'), 'mayStartNext', not('asksPreExecute')]), target: 'next', reenter: true, actions: 'startNextCall' },
                   { guard: and([not('isCommitBusy'), 'mayStartNext']), target: 'preExecuting', actions: 'startNextCall' },
                   { guard: and([not('isCommitBusy'), 'hasPoolRoom']), target: 'barrier', actions: 'closePool' },
