@@ -400,6 +400,8 @@ const toolBatchImplementations = named({
       const b = context.toolBatch
       return b.failure === null && b.bodyIds[b.nextCommit] === e.id && b.outcomes[b.nextCommit] === null
     }),
+    /** The next result to commit is the batch's last and its body is the only call still running. */
+    isLastResult: guard((context) => context.toolBatch.nextCommit === context.toolBatch.calls.length - 1 && context.toolBatch.inFlight === 1),
     /** The dispatch lane has started or given up on every call: once the commit lane is done too, the batch is. */
     isDispatchFinished: stateIn('#dispatchFinished') as ReturnType<typeof stateIn> & WrittenFor<'*'>,
   },
@@ -423,6 +425,16 @@ function toolBatchConfig(exit: { target: string; actions: readonly 'finishToolBa
           // TL-17: a refused append inside the batch is a scheduler failure: stop, drain, end the turn error
           'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
           'tool.settled': [
+            // the batch's last result, nothing else running and dispatch done: it commits and the batch ends in the same microstep
+            ...(exit.standalone
+              ? []
+              : [
+                  {
+                    guard: and(['settlesNextCommit', not('asksPostExecute'), 'isLastResult', 'isDispatchFinished']),
+                    target: exit.target,
+                    actions: ['settleAndCommit' as const, ...exit.actions],
+                  },
+                ]),
             // TL-10: nobody decides or watches at post-execute: the next result in model order commits as it settles
             { guard: and(['settlesNextCommit', not('asksPostExecute')]), actions: 'settleAndCommit' },
             { actions: 'settleToolBody' },
