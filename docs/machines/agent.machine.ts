@@ -31,7 +31,7 @@ export const agentMachine = createMachine({
     },
     idle: {
       on: {
-        'inbox.send': [{ target: '#agent.running.turn.proposing', guard: and([not('isObserved'), not('isDuplicate'), 'isWakingSend']), actions: ['insertSent', 'announceRunning', 'openTurn'] }, { target: 'running', guard: and([not('isDuplicate'), 'isWakingSend']), actions: 'insertSent' }],
+        'inbox.send': [{ target: '#agent.running.turn.step', guard: and([not('isObserved'), not('isDuplicate'), 'isWakingSend', not('waitsOnProposal'), not('isAutoCompaction')]), actions: ['insertSent', 'announceRunning', 'openTurn', 'propose', 'openStep'] }, { target: '#agent.running.turn.proposing', guard: and([not('isObserved'), not('isDuplicate'), 'isWakingSend']), actions: ['insertSent', 'announceRunning', 'openTurn'] }, { target: 'running', guard: and([not('isDuplicate'), 'isWakingSend']), actions: 'insertSent' }],
         'agent.cancel': { actions: 'cancelWhileIdle' },
         'maintenance.start': { target: 'maintenance' },
         'compaction.start': [{ guard: 'isCompactionOff', actions: 'refuseCompactionOff' }, { target: 'compacting', actions: 'beginManualCompaction' }],
@@ -113,7 +113,7 @@ export const agentMachine = createMachine({
               on: {
                 'append.failed': [{ target: '.unopened', guard: 'isStepStartFailure', actions: ['restoreInbox', 'failUnopenedStep'] }, { target: '.closed', guard: and(['isActivityFailure', not('skippedStepStart')]), actions: ['restoreInbox', 'failStep'] }],
               },
-              onDone: [{ target: 'closing', guard: or(['isStepAborted', 'isCancelled']), actions: 'endAborted' }, { target: 'closing', guard: 'isStepFailed' }, { target: 'continuing', guard: and([or(['stepContinues', 'hasStepInput']), 'isObserved']) }, { target: 'closing', guard: and([or(['stepContinues', 'hasStepInput']), 'atStepLimit']), actions: 'endMaxSteps' }, { target: 'proposing', guard: or(['stepContinues', 'hasStepInput']) }, { target: 'closing', guard: not('asksTurnStopping'), actions: 'endWithStandingReason' }, { target: 'stopping' }],
+              onDone: [{ target: 'closing', guard: or(['isStepAborted', 'isCancelled']), actions: 'endAborted' }, { target: 'closing', guard: 'isStepFailed' }, { target: 'continuing', guard: and([or(['stepContinues', 'hasStepInput']), 'isObserved']) }, { target: 'closing', guard: and([or(['stepContinues', 'hasStepInput']), 'atStepLimit']), actions: 'endMaxSteps' }, { target: 'step', guard: and([or(['stepContinues', 'hasStepInput']), not('waitsOnProposal'), not('isAutoCompaction')]), actions: ['propose', 'openStep'] }, { target: 'proposing', guard: or(['stepContinues', 'hasStepInput']) }, { target: 'closing', guard: not('asksTurnStopping'), actions: 'endWithStandingReason' }, { target: 'stopping' }],
               states: {
                 attempt: {
                   initial: 'building',
@@ -183,14 +183,14 @@ export const agentMachine = createMachine({
                   type: 'parallel',
                   on: {
                     'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
-                    'tool.settled': [{ guard: and(['settlesNextCommit', not('asksPostExecute')]), actions: 'settleAndCommit' }, { actions: 'settleToolBody' }],
+                    'tool.settled': [{ target: 'closed', guard: and(['settlesNextCommit', not('asksPostExecute'), 'isLastResult', 'isDispatchFinished']), actions: ['settleAndCommit', 'finishToolBatch'] }, { guard: and(['settlesNextCommit', not('asksPostExecute')]), actions: 'settleAndCommit' }, { actions: 'settleToolBody' }],
                   },
                   states: {
                     dispatch: {
                       initial: 'next',
                       states: {
                         next: {
-                          always: [{ target: 'finished', guard: or(['allCallsStarted', 'isHalted']) }, { target: 'classifying', guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom']), 'needsClassification']) }, { target: 'next', guard: and([not('isCommitBusy'), 'mayStartNext', not('asksPreExecute')]), actions: 'startNextCall', reenter: true }, { target: 'preExecuting', guard: and([not('isCommitBusy'), 'mayStartNext']), actions: 'startNextCall' }, { target: 'barrier', guard: and([not('isCommitBusy'), 'hasPoolRoom']), actions: 'closePool' }],
+                          always: [{ target: 'finished', guard: or(['allCallsStarted', 'isHalted']) }, { target: 'classifying', guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom']), 'needsClassification']) }, { target: 'finished', guard: and([not('isCommitBusy'), 'mayStartNext', not('asksPreExecute'), 'isLastCall']), actions: 'startNextCall' }, { target: 'next', guard: and([not('isCommitBusy'), 'mayStartNext', not('asksPreExecute')]), actions: 'startNextCall', reenter: true }, { target: 'preExecuting', guard: and([not('isCommitBusy'), 'mayStartNext']), actions: 'startNextCall' }, { target: 'barrier', guard: and([not('isCommitBusy'), 'hasPoolRoom']), actions: 'closePool' }],
                         },
                         classifying: {
                           entry: 'classifyNextCall',

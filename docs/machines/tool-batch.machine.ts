@@ -22,7 +22,7 @@ export const toolBatchMachine = createMachine({
       initial: 'next',
       states: {
         next: {
-          always: [{ target: 'finished', guard: or(['allCallsStarted', 'isHalted']) }, { target: 'classifying', guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom']), 'needsClassification']) }, { target: 'next', guard: and([not('isCommitBusy'), 'mayStartNext', not('asksPreExecute')]), actions: 'startNextCall', reenter: true }, { target: 'preExecuting', guard: and([not('isCommitBusy'), 'mayStartNext']), actions: 'startNextCall' }, { target: 'barrier', guard: and([not('isCommitBusy'), 'hasPoolRoom']), actions: 'closePool' }],
+          always: [{ target: 'finished', guard: or(['allCallsStarted', 'isHalted']) }, { target: 'classifying', guard: and([not('isCommitBusy'), or(['isDrained', 'hasPoolRoom']), 'needsClassification']) }, { target: 'finished', guard: and([not('isCommitBusy'), 'mayStartNext', not('asksPreExecute'), 'isLastCall']), actions: 'startNextCall' }, { target: 'next', guard: and([not('isCommitBusy'), 'mayStartNext', not('asksPreExecute')]), actions: 'startNextCall', reenter: true }, { target: 'preExecuting', guard: and([not('isCommitBusy'), 'mayStartNext']), actions: 'startNextCall' }, { target: 'barrier', guard: and([not('isCommitBusy'), 'hasPoolRoom']), actions: 'closePool' }],
         },
         classifying: {
           entry: 'classifyNextCall',

@@ -134,7 +134,13 @@ const agentConfig = labelGuards(
           on: {
             // PH-2: a waking send from idle runs; anything else an inbox request does bubbles to the root
             'inbox.send': [
-              // nobody watches: nothing can cancel between the status, turn/start and the claim
+              // nobody watches: nothing can cancel between the status, turn/start and the claim; with nobody to wait on
+              // and no policy to check at pre-step either, the first step opens at once (ST-2)
+              {
+                guard: and([not('isObserved'), not('isDuplicate'), 'isWakingSend', not('waitsOnProposal'), not('isAutoCompaction')]),
+                target: 'running.turn.step',
+                actions: ['insertSent', 'announceRunning', 'openTurn', 'propose', 'openStep'],
+              },
               {
                 guard: and([not('isObserved'), not('isDuplicate'), 'isWakingSend']),
                 target: 'running.turn.proposing',

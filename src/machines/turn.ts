@@ -117,6 +117,8 @@ const turnImplementations = named({
     isRejected: guardOn(['hook.done'], (_context, e) => (e.value as PreStepAnswer).kind === 'reject'),
     /** The proposal waits for agent/pre-step's answer (someone decides there, or watches, when it was made). */
     asksPreStep: guard((context) => context.proposal.asked),
+    /** A proposal made now would wait for someone: a prompt assembly (HK-12) or agent/pre-step (ST-2). */
+    waitsOnProposal: guard((context) => context.facts.listened.includes('system-prompt/assemble') || asks(context, 'agent/pre-step')),
     asksTurnStopping: guard((context) => asks(context, 'agent/turn-stopping')),
     /** TU-7, TU-8: the claim took nothing (nothing was claimed to enter). */
     hasEmptyClaim: guard((context) => context.proposal.claimed.length === 0),
@@ -221,6 +223,12 @@ export const turnState = labelGuards(
             { guard: and([or(['stepContinues', 'hasStepInput']), 'isObserved']), target: 'continuing' },
             // TU-16: the step that reached the limit closed with its results; no further proposal
             { guard: and([or(['stepContinues', 'hasStepInput']), 'atStepLimit']), target: 'closing', actions: 'endMaxSteps' },
+            // ST-2: after a tool step or with input waiting, with nobody to wait on and no policy to check, the next step opens at once
+            {
+              guard: and([or(['stepContinues', 'hasStepInput']), not('waitsOnProposal'), not('isAutoCompaction')]),
+              target: 'step',
+              actions: ['propose', 'openStep'],
+            },
             { guard: or(['stepContinues', 'hasStepInput']), target: 'proposing' },
             // TU-10: turn-stopping with nobody listening or watching can steer nothing: the turn ends as it stands
             { guard: not('asksTurnStopping'), target: 'closing', actions: 'endWithStandingReason' },

@@ -20,7 +20,9 @@ describe('inspection', () => {
     const values = seen
       .filter((e) => e.type === '@xstate.microstep')
       .map((e) => JSON.stringify((e as unknown as { snapshot: { value: unknown } }).snapshot.value))
-    expect(values.some((v) => v.includes('"proposing"'))).toBe(true)
+    // the step closes and the turn closes within the model.settled event that ends the step
+    expect(values.some((v) => v.includes('"closed"'))).toBe(true)
+    expect(values.some((v) => v.includes('"closing"'))).toBe(true)
     expect(values.some((v) => v.includes('"streaming"'))).toBe(true)
     expect(values.at(-1)).toBe('"idle"')
   })
