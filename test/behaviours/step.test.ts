@@ -86,6 +86,61 @@ describe('ST — Step', () => {
     expect((seen[1].decision as { messages: Array<{ id: string }> }).messages.map((m) => m.id)).toEqual(['ctx'])
   })
 
+  it('ST-2: with nobody at agent/pre-step the claimed batch enters at once, and the log is the one a listener that enters it as it is gives', async () => {
+    // two tool steps, a steer waiting at the second step boundary, and a second turn from idle
+    const run = async (listen: boolean) => {
+      // the steer comes from a tool body, so nobody watches: the quiet run takes the fast path at every boundary
+      let steered = false
+      const steering = defineTool({
+        name: 'lookup',
+        description: 'look something up, steering once',
+        input: z.object({}),
+        execute: () => {
+          if (!steered) agent.steer(userMessage('steer', { id: 'steer' }))
+          steered = true
+          return 'found it'
+        },
+      })
+      const { agent } = scriptedAgent(
+        [
+          toolCallResponse([{ id: 'c1', name: 'lookup', arguments: '{}' }]),
+          toolCallResponse([
+            { id: 'c2', name: 'lookup', arguments: '{}' },
+            { id: 'c3', name: 'lookup', arguments: '{}' },
+          ]),
+          textResponse('first'),
+          textResponse('second'),
+        ],
+        { tools: [steering] },
+      )
+      const proposals: string[] = []
+      if (listen) agent.on('agent/pre-step', (p, next) => (proposals.push(`${p.turn}.${p.step}`), next()))
+      // one send at a time: a listener's round trip would let a second send land earlier in the log
+      agent.followup(userMessage('one', { id: 'one' }))
+      await agent.whenIdle()
+      agent.followup(userMessage('two', { id: 'two' }))
+      await agent.whenIdle()
+      // the ids the agent makes are its instance's random prefix and a counter that a listener's round trips also draw on
+      const prefix = ofType(agent, 'assistant/message')[0].data.message.id.split('-')[0]
+      const made = new RegExp(`"${prefix}-([mr])\\d+"`, 'g')
+      const log = agent.session.events.map(({ time: _time, ...rest }) => JSON.parse(JSON.stringify(rest).replace(made, '"made-$1"')) as SessionEvent)
+      return { log, proposals }
+    }
+    const quiet = await run(false)
+    const listened = await run(true)
+    expect(listened.proposals).toEqual(['1.1', '1.2', '1.3', '2.1'])
+    expect(quiet.log).toEqual(listened.log)
+    expect(trace(quiet.log).filter((t) => t.startsWith('step/start') || t.startsWith('user/message'))).toEqual([
+      'step/start{1,1}',
+      'user/message(one)',
+      'step/start{1,2}',
+      'user/message(steer)',
+      'step/start{1,3}',
+      'step/start{2,1}',
+      'user/message(two)',
+    ])
+  })
+
   it('ST-3: the enter decision is authoritative: rewritten, added and dropped messages, logged right after step/start', async () => {
     const { agent, model } = scriptedAgent([textResponse('ok'), textResponse('later')])
     const dropped = userMessage('dropped context', { id: 'dropped' })
