@@ -15,7 +15,7 @@ export const toolBatchMachine = createMachine({
     'append.failed': [{ guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] }, { actions: 'restoreInbox' }],
     'agent.cancel': { actions: 'cancelActivity' },
     'facts.changed': { actions: 'learnFacts' },
-    'tool.settled': [{ guard: and(['settlesNextCommit', not('asksPostExecute')]), actions: 'settleAndCommit' }, { actions: 'settleToolBody' }],
+    'tool.settled': [{ target: '.commit.finished', guard: and(['settlesNextCommit', not('asksPostExecute'), 'isLastResult', 'isDispatchFinished']), actions: 'settleAndCommit' }, { guard: and(['settlesNextCommit', not('asksPostExecute')]), actions: 'settleAndCommit' }, { actions: 'settleToolBody' }],
   },
   states: {
     dispatch: {

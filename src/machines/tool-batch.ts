@@ -426,15 +426,11 @@ function toolBatchConfig(exit: { target: string; actions: readonly 'finishToolBa
           'append.failed': { guard: 'isActivityFailure', actions: ['restoreInbox', 'recordSchedulerFailure'] },
           'tool.settled': [
             // the batch's last result, nothing else running and dispatch done: it commits and the batch ends in the same microstep
-            ...(exit.standalone
-              ? []
-              : [
-                  {
-                    guard: and(['settlesNextCommit', not('asksPostExecute'), 'isLastResult', 'isDispatchFinished']),
-                    target: exit.target,
-                    actions: ['settleAndCommit' as const, ...exit.actions],
-                  },
-                ]),
+            {
+              guard: and(['settlesNextCommit', not('asksPostExecute'), 'isLastResult', 'isDispatchFinished']),
+              target: exit.target,
+              actions: ['settleAndCommit', ...exit.actions],
+            },
             // TL-10: nobody decides or watches at post-execute: the next result in model order commits as it settles
             { guard: and(['settlesNextCommit', not('asksPostExecute')]), actions: 'settleAndCommit' },
             { actions: 'settleToolBody' },
@@ -560,7 +556,7 @@ function toolBatchConfig(exit: { target: string; actions: readonly 'finishToolBa
 
 /** The batch inside a step: done, it closes the step with the step's outcome. */
 export const toolBatchState = toolBatchConfig({ target: '#stepClosed', actions: ['finishToolBatch'], standalone: false })
-const standaloneConfig = toolBatchConfig({ target: 'finished', actions: [], standalone: true })
+const standaloneConfig = toolBatchConfig({ target: '#toolBatch.commit.finished', actions: [], standalone: true })
 /** On its own the batch ends in a final of each lane, so the machine is done when both are. */
 const standaloneBatchState = {
   ...standaloneConfig,

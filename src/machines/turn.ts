@@ -13,10 +13,14 @@ import { action, actionOn, guard, guardOn, type Draft, named, labelGuards } from
 import { compactionState } from './compaction.js'
 import { claimInbox } from './inbox.js'
 import { stepLimitOf } from './turn-options.js'
+import type { AgentContext } from './types.js'
 import { stepSetup, stepState, type StepImplementations } from './step.js'
 
 /** What agent/pre-step decided about the claimed messages (the runtime hands over checked data). */
 type PreStepAnswer = { kind: 'reject' } | { kind: 'enter'; messages: readonly UserMessage[] }
+
+/** HK-12: someone assembles each step's prompt, so a proposal waits for the assembly before agent/pre-step. */
+const assemblesPrompt = (context: AgentContext): boolean => context.facts.listened.includes('system-prompt/assemble')
 
 /** ST-2: ask agent/pre-step about the claimed messages when anyone listens or watches; with nobody to decide, it is entered as claimed. */
 function askPreStep(d: Draft): void {
@@ -52,7 +56,7 @@ const turnImplementations = named({
     propose: action((d) => {
       claimInbox(d, d.get('step') === 0)
       const claimed = d.get('proposal').claimed
-      if (!d.get('facts').listened.includes('system-prompt/assemble')) return askPreStep(d)
+      if (!assemblesPrompt(d.context)) return askPreStep(d)
       d.set({ proposal: { claimed, entering: [], asked: true, assembling: true } })
       d.hook('system-prompt/assemble', { messages: claimed, turn: d.get('turn'), step: d.get('step') + 1 }, { abandonOnCancel: true })
     }),
@@ -118,7 +122,7 @@ const turnImplementations = named({
     /** The proposal waits for agent/pre-step's answer (someone decides there, or watches, when it was made). */
     asksPreStep: guard((context) => context.proposal.asked),
     /** A proposal made now would wait for someone: a prompt assembly (HK-12) or agent/pre-step (ST-2). */
-    waitsOnProposal: guard((context) => context.facts.listened.includes('system-prompt/assemble') || asks(context, 'agent/pre-step')),
+    waitsOnProposal: guard((context) => assemblesPrompt(context) || asks(context, 'agent/pre-step')),
     asksTurnStopping: guard((context) => asks(context, 'agent/turn-stopping')),
     /** TU-7, TU-8: the claim took nothing (nothing was claimed to enter). */
     hasEmptyClaim: guard((context) => context.proposal.claimed.length === 0),
