@@ -125,13 +125,23 @@ export function defineTool<S extends SchemaInput<any>>(definition: {
 
 /** The tool list the request header carries, in canonical order by name; no `$schema` key goes to providers. */
 export function toolSchemas(tools: readonly ToolDefinition[]): ToolSchema[] {
-  return [...tools]
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .map((tool) => ({
-      name: tool.name,
-      ...(tool.description ? { description: tool.description } : {}),
-      inputSchema: toFrozenJson(checkedSchemaOf(tool).jsonSchema, `tools.${tool.name}.inputSchema`),
-    }))
+  return [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map(toolSchemaOf)
+}
+
+/** Each frozen tool's header entry. Why: a tool is defined once and serves many agents, whose headers then share it. */
+const toolSchemaCache = new WeakMap<ToolDefinition, ToolSchema>()
+
+/** A tool's entry in the request header, deep-frozen: made once for a frozen tool (defineTool's), else each time. */
+function toolSchemaOf(tool: ToolDefinition): ToolSchema {
+  const cached = toolSchemaCache.get(tool)
+  if (cached) return cached
+  const entry: ToolSchema = Object.freeze({
+    name: tool.name,
+    ...(tool.description ? { description: tool.description } : {}),
+    inputSchema: toFrozenJson(checkedSchemaOf(tool).jsonSchema, `tools.${tool.name}.inputSchema`),
+  })
+  if (Object.isFrozen(tool)) toolSchemaCache.set(tool, entry)
+  return entry
 }
 
 /**

@@ -139,4 +139,21 @@ describe('tool input schemas', () => {
     expect(checked.check({ a: 'x' })).toEqual({ ok: true, value: { a: 'x' } })
     expect(checked.check({ a: 1 })).toMatchObject({ ok: false, issues: [{ path: 'a' }] })
   })
+
+  it('RQ-6: agents of one tool list send and log the same frozen entry per tool, made once for the tool', async () => {
+    const lookup = defineTool({ name: 'lookup', description: 'looks up', input: z.object({ key: z.string() }), execute: ({ key }) => key })
+    const agents = [0, 1].map(() => scriptedAgent([textResponse('one')], { tools: [lookup] }))
+    for (const { agent } of agents) await agent.run('go')
+    const headers = agents.map(({ agent }) => agent.session.events.find((e) => e.type === 'request/header')!.data.header.tools![0])
+    const sent = agents.map(({ model }) => model.requests[0].tools![0])
+    expect(headers[0]).toEqual({ name: 'lookup', description: 'looks up', inputSchema: toolSchemas([lookup])[0].inputSchema })
+    expect(headers[1]).toBe(headers[0])
+    expect(sent[0]).toBe(headers[0])
+    expect(sent[1]).toBe(headers[0])
+    expect(Object.isFrozen(headers[0]) && Object.isFrozen(headers[0].inputSchema)).toBe(true)
+    // a copy of the tool that is not frozen gets its own entry each time: nothing cached can go stale
+    const loose = { ...lookup }
+    expect(toolSchemas([loose])[0]).not.toBe(toolSchemas([loose])[0])
+    expect(toolSchemas([loose])[0]).toEqual(headers[0])
+  })
 })
