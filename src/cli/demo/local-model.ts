@@ -4,7 +4,7 @@
 // finish), so the loop, the tree and cancellation behave as with a real model.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { LlmError, type ModelAdapter, type ModelRequest, type StreamChunk } from '../../index.js'
-import { decide, type Decision } from './planner.js'
+import { decide, type Reply } from './planner.js'
 
 export const LOCAL_PROVIDER = 'local'
 export const LOCAL_MODEL = 'agentchart-local'
@@ -26,14 +26,14 @@ function abortError(signal: AbortSignal): LlmError {
   return error
 }
 
-/** The chunks of one decision: a text block streamed word by word, then each tool call in two deltas. */
-export function decisionChunks(decision: Decision, callIdPrefix: string, inputTokens: number): StreamChunk[] {
+/** The chunks of one reply: a text block streamed word by word, then each tool call in two deltas. */
+export function replyChunks(reply: Reply, callIdPrefix: string, inputTokens: number): StreamChunk[] {
   const chunks: StreamChunk[] = [{ type: 'block-start', index: 0, blockType: 'text' }]
-  for (const piece of decision.text.match(/\s*\S+/g) ?? []) chunks.push({ type: 'text-delta', index: 0, text: piece })
-  chunks.push({ type: 'block-end', index: 0, block: { type: 'text', text: decision.text } })
-  let output = decision.text
-  if (decision.kind === 'tools') {
-    decision.calls.forEach((call, i) => {
+  for (const piece of reply.text.match(/\s*\S+/g) ?? []) chunks.push({ type: 'text-delta', index: 0, text: piece })
+  chunks.push({ type: 'block-end', index: 0, block: { type: 'text', text: reply.text } })
+  let output = reply.text
+  if (reply.kind === 'tools') {
+    reply.calls.forEach((call, i) => {
       const index = i + 1
       const id = `${callIdPrefix}-${index}`
       const args = JSON.stringify(call.args)
@@ -46,7 +46,7 @@ export function decisionChunks(decision: Decision, callIdPrefix: string, inputTo
     })
   }
   chunks.push({ type: 'usage', usage: { inputTokens, outputTokens: estimateTokens(output) } })
-  chunks.push({ type: 'finish', reason: { kind: decision.kind === 'tools' ? 'tool-calls' : 'stop' } })
+  chunks.push({ type: 'finish', reason: { kind: reply.kind === 'tools' ? 'tool-calls' : 'stop' } })
   return chunks
 }
 
@@ -68,11 +68,11 @@ export function localModel(options: LocalModelOptions = {}): ModelAdapter {
         if (signal.aborted) throw abortError(signal)
       }
       await wait(thinkMs)
-      const decision = decide(request.messages)
+      const reply = decide(request.messages)
       // ids are unique in the session: one prefix per assistant message so far
       const answered = request.messages.filter((m) => m.role === 'assistant').length
       const input = estimateTokens(JSON.stringify(request.messages) + (request.system ?? '') + JSON.stringify(request.tools ?? []))
-      for (const chunk of decisionChunks(decision, `local-${answered + 1}`, input)) {
+      for (const chunk of replyChunks(reply, `local-${answered + 1}`, input)) {
         if (chunk.type === 'text-delta') await wait(chunkMs)
         else if (signal.aborted) throw abortError(signal)
         yield chunk

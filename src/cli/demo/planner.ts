@@ -13,7 +13,7 @@ export interface PlannedCall {
 }
 
 /** The next move: call tools (with a sentence saying why), or answer. */
-export type Decision =
+export type Reply =
   { readonly kind: 'tools'; readonly text: string; readonly calls: readonly PlannedCall[] } | { readonly kind: 'answer'; readonly text: string }
 
 /** What one request needs next: more calls, or its answer. */
@@ -80,7 +80,7 @@ const isAbortedResult = (m: Message) =>
  * The open requests are the user messages after the last answer (a prompt, then steering);
  * an answer covers all of them, the first one first.
  */
-export function decide(messages: readonly Message[]): Decision {
+export function decide(messages: readonly Message[]): Reply {
   let start = 0
   messages.forEach((m, i) => {
     if (isAnswer(m) || isAbortedResult(m)) start = i + 1
