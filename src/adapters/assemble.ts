@@ -1,8 +1,8 @@
 // Stream assembly (BEHAVIOURS 1.4): turns normalized StreamChunks into the
 // content of one assistant message, and keeps adapter failures inside the stream.
-import { describeThrown, isRecordLike, peek } from '../values/foreign.js'
+import { describeThrown, describeValue, isRecordLike, peek } from '../values/foreign.js'
 import { toFrozenJson, toLoggedJson } from '../session/lossless.js'
-import { LosslessJsonError } from '../errors.js'
+import { ConfigError, LosslessJsonError } from '../errors.js'
 import {
   StreamChunkSchema,
   type ContentBlock,
@@ -230,6 +230,18 @@ function losslessCopy(chunk: StreamChunk): StreamChunk | undefined {
     if (error instanceof LosslessJsonError) return undefined
     throw error
   }
+}
+
+/**
+ * The adapter's declared context window: absent, or a positive safe integer (the tokens one request may carry).
+ * Why read through here: request/context logs it, and a log holding anything else could not be opened again.
+ */
+export function contextWindowOf(model: ModelAdapter): number | undefined {
+  const { contextWindow } = model
+  if (contextWindow === undefined || (Number.isSafeInteger(contextWindow) && contextWindow > 0)) return contextWindow
+  throw new ConfigError(`model.contextWindow must be a positive safe integer (the tokens one request may carry), got ${describeValue(contextWindow)}`, {
+    path: 'model.contextWindow',
+  })
 }
 
 function malformedChunk(why: string): LlmFailure {

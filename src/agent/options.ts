@@ -2,6 +2,7 @@
 import type { InspectionEvent, Observer } from 'xstate'
 import type { agentMachine } from '../machines/agent.js'
 import type { ModelAdapter } from '../adapters/types.js'
+import { contextWindowOf } from '../adapters/assemble.js'
 import { ConfigError } from '../errors.js'
 import { describeValue, isRecordLike } from '../values/foreign.js'
 import type { HookLogger } from '../runtime/hooks.js'
@@ -150,6 +151,7 @@ export function checkOptions(options: AgentOptions | StoredAgentOptions) {
   if (!options || typeof options !== 'object') throw new ConfigError('createAgent needs an options object')
   const { model } = options
   if (!model || typeof model.stream !== 'function') throw new ConfigError('options.model must be a ModelAdapter with a stream() method', { path: 'model' })
+  contextWindowOf(model) // request/context logs it; a bad one is refused now, by its name
   const maxTokens = positiveInt('maxTokens', options.maxTokens)
   const maxParallelToolCalls = positiveInt('maxParallelToolCalls', options.maxParallelToolCalls) ?? 10
   const maxSteps = stepLimit(options.maxSteps)

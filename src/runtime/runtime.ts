@@ -6,7 +6,7 @@
 import { setMaxListeners } from 'node:events'
 import { createActor, transition, type Actor, type InspectionEvent, type Observer } from 'xstate'
 import { LlmError, toLlmFailure } from '../adapters/failure.js'
-import { normalizeStream } from '../adapters/assemble.js'
+import { contextWindowOf, normalizeStream } from '../adapters/assemble.js'
 import type { ModelAdapter, ModelRequest } from '../adapters/types.js'
 import { canonical } from '../values/canonical.js'
 import { AgentStateError, ApprovalError, InboxError } from '../errors.js'
@@ -559,7 +559,14 @@ export class Runtime {
 
   /** The request's records from the seed alone, in the macrostep that asked (nobody listens to agent/request). */
   #prepareNow(id: number, seed: LlmCallConfig): void {
-    this.#send({ type: 'request.prepared', id, ...this.#requestRecords(this.#frozenSeed(seed)) })
+    let records: PreparedRequest
+    try {
+      records = this.#requestRecords(this.#frozenSeed(seed))
+    } catch (error) {
+      // answered as a failed preparation, as it is with a listener: the attempt ends error (an adapter's bad window)
+      return this.#send({ type: 'hook.failed', id, failure: this.#failureOf(error) })
+    }
+    this.#send({ type: 'request.prepared', id, ...records })
   }
 
   /** The seed as a checked frozen copy: usually the config this runtime prepared last time, which is one already. */
@@ -583,18 +590,17 @@ export class Runtime {
    * config comes back step after step, and canonical JSON of a header with tool schemas is the dear part.
    */
   #requestRecords(config: LlmCallConfig): PreparedRequest {
-    const { model } = this.options
     const assembly = this.#assembly
     // the adapter's context window is read each time: it is the one part that is not fixed for the runtime's life
-    if (this.#prepared?.config === config && this.#preparedFor === assembly && this.#prepared.context.contextWindow === model.contextWindow)
-      return this.#prepared
+    const contextWindow = contextWindowOf(this.options.model)
+    if (this.#prepared?.config === config && this.#preparedFor === assembly && this.#prepared.context.contextWindow === contextWindow) return this.#prepared
     const { system, toolSchemas } = assembly
     const header: RequestHeader = {
       config: config,
       ...(system ? { system } : {}),
       ...(toolSchemas.length ? { tools: [...toolSchemas] } : {}),
     }
-    const context = { provider: config.provider, model: config.model, ...(model.contextWindow ? { contextWindow: model.contextWindow } : {}) }
+    const context = { provider: config.provider, model: config.model, ...(contextWindow !== undefined ? { contextWindow } : {}) }
     this.#prepared = { config, header, headerKey: canonical(header), context, contextKey: canonical(context) }
     this.#preparedFor = assembly
     return this.#prepared

@@ -232,6 +232,51 @@ describe('RQ — Request attempts and retry', () => {
     ).toEqual([{ provider: 'scripted', model: 'scripted-1', contextWindow: 16_000 }])
   })
 
+  it('RQ-5: an adapter context window that is not a positive safe integer is refused by name and never logged', async () => {
+    for (const contextWindow of ['big', 1.5, -5, 0, Number.NaN, Infinity]) {
+      const model = Object.assign(scriptedModel([]), { contextWindow }) as unknown as ModelAdapter
+      // with compaction off too: request/context would log it, and a log holding it could not be opened again
+      for (const compaction of [false, undefined] as const) {
+        const error = (() => {
+          try {
+            createAgent({ model, compaction })
+          } catch (thrown) {
+            return thrown
+          }
+        })()
+        expect(error, String(contextWindow)).toBeInstanceOf(ConfigError)
+        expect((error as ConfigError).path).toBe('model.contextWindow')
+        expect((error as Error).message).toMatch(/^model\.contextWindow must be a positive safe integer/)
+      }
+    }
+  })
+
+  it('RQ-5: a context window that goes bad after creation fails that attempt by name; the log still opens, later turns run', async () => {
+    let window: unknown = 8_000
+    const model = Object.defineProperty(scriptedModel([textResponse('one'), textResponse('three')]), 'contextWindow', { get: () => window })
+    const agent = track(createAgent({ model, compaction: false, logger: { error: () => {} } }))
+    const errors: unknown[] = []
+    agent.on('agent/error', (p) => void errors.push(p.error))
+    agent.followup('one')
+    await agent.whenIdle()
+    window = 'big'
+    agent.followup('two')
+    await agent.whenIdle()
+    expect(turnEnds(agent)[1]).toMatchObject({
+      kind: 'error',
+      error: { message: expect.stringMatching(/model\.contextWindow must be a positive safe integer \(the tokens one request may carry\), got "big"/) },
+    })
+    expect(errors).toHaveLength(1)
+    expect(errors[0]).toBeInstanceOf(ConfigError)
+    expect(model.requests).toHaveLength(1)
+    expect(() => createSession({ seed: agent.session.events })).not.toThrow()
+    window = 16_000
+    agent.followup('three')
+    await agent.whenIdle()
+    expect(turnEnds(agent).map((r) => r.kind)).toEqual(['completed', 'error', 'completed'])
+    expect(ofType(agent, 'request/context').map((e) => e.data.contextWindow)).toEqual([8_000, 16_000])
+  })
+
   it('RQ-6: the dispatched request is deep-frozen: header config, derived messages, system/tools, session id, turn signal', async () => {
     let request: ModelRequest | undefined
     let turnSignal: AbortSignal | undefined
