@@ -107,6 +107,7 @@ export function defineTool<S extends SchemaInput<any>>(definition: {
     throw new ConfigError(`tool name must be 1-64 letters, digits, '_', '.' or '-', got ${JSON.stringify(definition?.name)}`, { path: 'name' })
   }
   const checked = toCheckedSchema(definition.input, `tool ${definition.name}: input`)
+  checkDescription(definition.name, definition.description)
   if (typeof definition.execute !== 'function') throw new ConfigError(`tool ${definition.name}: execute must be a function`, { path: 'execute' })
   const mode = definition.executionMode ?? 'exclusive'
   if (mode !== 'parallel' && mode !== 'exclusive' && typeof mode !== 'function') {
@@ -135,6 +136,10 @@ const toolSchemaCache = new WeakMap<ToolDefinition, ToolSchema>()
 function toolSchemaOf(tool: ToolDefinition): ToolSchema {
   const cached = toolSchemaCache.get(tool)
   if (cached) return cached
+  // a tool not made by defineTool is read here first: the header logs what it holds, unchecked by any schema later
+  if (typeof tool.name !== 'string' || tool.name === '')
+    throw new ConfigError(`a tool's name must be a non-empty string, got ${describeValue(tool.name)}`, { path: 'name' })
+  checkDescription(tool.name, tool.description)
   const entry: ToolSchema = Object.freeze({
     name: tool.name,
     ...(tool.description ? { description: tool.description } : {}),
@@ -250,4 +255,10 @@ function thrownMessage(thrown: unknown): string {
   } catch {
     return describeThrown(thrown)
   }
+}
+
+/** A tool's description is text for the model, or absent. */
+function checkDescription(name: string, description: unknown): void {
+  if (description !== undefined && typeof description !== 'string')
+    throw new ConfigError(`tool ${name}: description must be a string, got ${describeValue(description)}`, { path: 'description' })
 }

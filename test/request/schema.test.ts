@@ -156,4 +156,13 @@ describe('tool input schemas', () => {
     expect(toolSchemas([loose])[0]).not.toBe(toolSchemas([loose])[0])
     expect(toolSchemas([loose])[0]).toEqual(headers[0])
   })
+
+  it('a tool description that is not a string is refused by name, from defineTool or on a tool built by hand', async () => {
+    const input = z.object({})
+    expect(() => defineTool({ name: 't', description: 42 as never, input, execute: () => '' })).toThrow(/tool t: description must be a string, got 42/)
+    const byHand = { name: 'h', description: ['x'], input, executionMode: 'exclusive', execute: () => '' }
+    expect(() => toolSchemas([byHand as never])).toThrow(ConfigError)
+    expect(() => toolSchemas([{ ...byHand, description: 'fine', name: '' } as never])).toThrow(/a tool's name must be a non-empty string/)
+    expect(() => scriptedAgent([textResponse('x')], { tools: [byHand as never] })).toThrow(/tool h: description must be a string/)
+  })
 })
