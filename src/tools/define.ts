@@ -5,7 +5,7 @@ import { ConfigError } from '../errors.js'
 import { describeThrown, describeValue, fieldsOf, isArrayLike, isRecordLike, peek } from '../values/foreign.js'
 import { describeIssues, toCheckedSchema, type CheckedSchema, type CheckResult, type InferSchema, type SchemaInput } from '../request/schema.js'
 import { formatPath, toFrozenJson } from '../session/lossless.js'
-import { UserMessageSchema, type ToolSchema, type UserMessage } from '../session/schemas.js'
+import { ToolSchemaSchema, UserMessageSchema, type ToolSchema, type UserMessage } from '../session/schemas.js'
 import { userMessage } from '../request/messages.js'
 import { redactSecrets } from '../adapters/failure.js'
 import type { ToolOutcome } from '../machines/types.js'
@@ -107,7 +107,6 @@ export function defineTool<S extends SchemaInput<any>>(definition: {
     throw new ConfigError(`tool name must be 1-64 letters, digits, '_', '.' or '-', got ${JSON.stringify(definition?.name)}`, { path: 'name' })
   }
   const checked = toCheckedSchema(definition.input, `tool ${definition.name}: input`)
-  checkDescription(definition.name, definition.description)
   if (typeof definition.execute !== 'function') throw new ConfigError(`tool ${definition.name}: execute must be a function`, { path: 'execute' })
   const mode = definition.executionMode ?? 'exclusive'
   if (mode !== 'parallel' && mode !== 'exclusive' && typeof mode !== 'function') {
@@ -121,6 +120,7 @@ export function defineTool<S extends SchemaInput<any>>(definition: {
   }
   const tool: ToolDefinition<S> = Object.freeze({ ...definition, description: definition.description ?? '', executionMode: mode })
   checkedSchemas.set(tool, checked)
+  toolSchemaOf(tool) // its header entry, checked and made now rather than at the first request
   return tool
 }
 
@@ -132,19 +132,22 @@ export function toolSchemas(tools: readonly ToolDefinition[]): ToolSchema[] {
 /** Each frozen tool's header entry. Why: a tool is defined once and serves many agents, whose headers then share it. */
 const toolSchemaCache = new WeakMap<ToolDefinition, ToolSchema>()
 
-/** A tool's entry in the request header, deep-frozen: made once for a frozen tool (defineTool's), else each time. */
+/**
+ * A tool's entry in the request header, deep-frozen and checked against ToolSchemaSchema: made once for a
+ * frozen tool (defineTool's), else each time. Why here: the header is logged on the trusted path, unchecked later.
+ */
 function toolSchemaOf(tool: ToolDefinition): ToolSchema {
   const cached = toolSchemaCache.get(tool)
   if (cached) return cached
-  // a tool not made by defineTool is read here first: the header logs what it holds, unchecked by any schema later
-  if (typeof tool.name !== 'string' || tool.name === '')
-    throw new ConfigError(`a tool's name must be a non-empty string, got ${describeValue(tool.name)}`, { path: 'name' })
-  checkDescription(tool.name, tool.description)
-  const entry: ToolSchema = Object.freeze({
-    name: tool.name,
-    ...(tool.description ? { description: tool.description } : {}),
-    inputSchema: toFrozenJson(checkedSchemaOf(tool).jsonSchema, `tools.${tool.name}.inputSchema`),
-  })
+  const { name, description } = tool
+  const candidate = { name, ...(description === undefined || description === '' ? {} : { description }), inputSchema: checkedSchemaOf(tool).jsonSchema }
+  const parsed = ToolSchemaSchema.safeParse(candidate)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    const where = typeof name === 'string' && name !== '' ? `tool ${name}` : 'a tool'
+    throw new ConfigError(`${where} at ${issue.path.join('.') || '(root)'}: ${issue.message}`, { path: issue.path.join('.') })
+  }
+  const entry: ToolSchema = Object.freeze({ ...candidate, inputSchema: toFrozenJson(candidate.inputSchema, `tools.${name}.inputSchema`) })
   if (Object.isFrozen(tool)) toolSchemaCache.set(tool, entry)
   return entry
 }
@@ -255,10 +258,4 @@ function thrownMessage(thrown: unknown): string {
   } catch {
     return describeThrown(thrown)
   }
-}
-
-/** A tool's description is text for the model, or absent. */
-function checkDescription(name: string, description: unknown): void {
-  if (description !== undefined && typeof description !== 'string')
-    throw new ConfigError(`tool ${name}: description must be a string, got ${describeValue(description)}`, { path: 'description' })
 }

@@ -159,10 +159,12 @@ describe('tool input schemas', () => {
 
   it('a tool description that is not a string is refused by name, from defineTool or on a tool built by hand', async () => {
     const input = z.object({})
-    expect(() => defineTool({ name: 't', description: 42 as never, input, execute: () => '' })).toThrow(/tool t: description must be a string, got 42/)
+    expect(() => defineTool({ name: 't', description: 42 as never, input, execute: () => '' })).toThrow(
+      /tool t at description: .*expected string, received number/,
+    )
     const byHand = { name: 'h', description: ['x'], input, executionMode: 'exclusive', execute: () => '' }
     expect(() => toolSchemas([byHand as never])).toThrow(ConfigError)
-    expect(() => toolSchemas([{ ...byHand, description: 'fine', name: '' } as never])).toThrow(/a tool's name must be a non-empty string/)
-    expect(() => scriptedAgent([textResponse('x')], { tools: [byHand as never] })).toThrow(/tool h: description must be a string/)
+    expect(() => toolSchemas([{ ...byHand, description: 'fine', name: '' } as never])).toThrow(/a tool at name: .*>=1 characters/)
+    expect(() => scriptedAgent([textResponse('x')], { tools: [byHand as never] })).toThrow(/tool h at description: .*expected string, received array/)
   })
 })
