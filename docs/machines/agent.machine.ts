@@ -81,12 +81,13 @@ export const agentMachine = createMachine({
             },
             compacting: {
               initial: 'measuring',
-              onDone: [{ target: 'closing', guard: 'isCancelled', actions: 'endAborted' }, { target: 'step', actions: 'openStep' }],
+              onDone: [{ target: 'closing', guard: 'isCancelled', actions: 'endAborted' }, { target: 'closing', guard: 'hasFailedMeasure', actions: 'failCompactionCheck' }, { target: 'step', actions: 'openStep' }],
               states: {
                 measuring: {
                   entry: 'measureHistory',
                   on: {
                     'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', and(['hasCompactionPlan', not('isCancelled')])]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+                    'compaction.failed': { target: 'done', guard: 'isAwaited', actions: 'failMeasure' },
                   },
                 },
                 summarising: {
@@ -134,12 +135,13 @@ export const agentMachine = createMachine({
                     },
                     compacting: {
                       initial: 'measuring',
-                      onDone: [{ target: '#stepClosed', guard: 'isCancelled', actions: 'abortAttempt' }, { target: 'building', guard: 'hasCompacted' }, { target: 'recovering' }],
+                      onDone: [{ target: '#stepClosed', guard: 'isCancelled', actions: 'abortAttempt' }, { target: '#stepClosed', guard: 'hasFailedMeasure', actions: 'failOverflowCompaction' }, { target: 'building', guard: 'hasCompacted' }, { target: 'recovering' }],
                       states: {
                         measuring: {
                           entry: 'measureHistory',
                           on: {
                             'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', and(['hasCompactionPlan', not('isCancelled')])]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+                            'compaction.failed': { target: 'done', guard: 'isAwaited', actions: 'failMeasure' },
                           },
                         },
                         summarising: {
@@ -306,12 +308,13 @@ export const agentMachine = createMachine({
         'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), actions: ['insertSent', 'latchWake'] },
         'append.failed': { target: 'idle', actions: ['restoreInbox', 'reportStoreFailure'] },
       },
-      onDone: { target: 'idle' },
+      onDone: [{ target: 'idle', guard: 'hasFailedMeasure', actions: 'reportCompactionFailure' }, { target: 'idle' }],
       states: {
         measuring: {
           entry: 'measureHistory',
           on: {
             'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', and(['hasCompactionPlan', not('isCancelled')])]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+            'compaction.failed': { target: 'done', guard: 'isAwaited', actions: 'failMeasure' },
           },
         },
         summarising: {

@@ -33,12 +33,13 @@ export const attemptMachine = createMachine({
     },
     compacting: {
       initial: 'measuring',
-      onDone: [{ target: 'done', guard: 'isCancelled', actions: 'abortAttempt' }, { target: 'building', guard: 'hasCompacted' }, { target: 'recovering' }],
+      onDone: [{ target: 'done', guard: 'isCancelled', actions: 'abortAttempt' }, { target: 'done', guard: 'hasFailedMeasure', actions: 'failOverflowCompaction' }, { target: 'building', guard: 'hasCompacted' }, { target: 'recovering' }],
       states: {
         measuring: {
           entry: 'measureHistory',
           on: {
             'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', and(['hasCompactionPlan', not('isCancelled')])]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+            'compaction.failed': { target: 'done', guard: 'isAwaited', actions: 'failMeasure' },
           },
         },
         summarising: {

@@ -37,12 +37,13 @@ export const stepMachine = createMachine({
         },
         compacting: {
           initial: 'measuring',
-          onDone: [{ target: '#stepClosed', guard: 'isCancelled', actions: 'abortAttempt' }, { target: 'building', guard: 'hasCompacted' }, { target: 'recovering' }],
+          onDone: [{ target: '#stepClosed', guard: 'isCancelled', actions: 'abortAttempt' }, { target: '#stepClosed', guard: 'hasFailedMeasure', actions: 'failOverflowCompaction' }, { target: 'building', guard: 'hasCompacted' }, { target: 'recovering' }],
           states: {
             measuring: {
               entry: 'measureHistory',
               on: {
                 'compaction.measured': [{ target: 'summarising', guard: and(['isAwaited', and(['hasCompactionPlan', not('isCancelled')])]), actions: 'acceptPlan' }, { target: 'done', guard: 'isAwaited' }],
+                'compaction.failed': { target: 'done', guard: 'isAwaited', actions: 'failMeasure' },
               },
             },
             summarising: {

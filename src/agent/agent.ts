@@ -379,6 +379,9 @@ export class Agent {
     try {
       this.#start()
       this.#runtime.dispatch({ type: 'compaction.start' })
+      // the measure is answered at once, so a failed estimate is known as the dispatch returns (CP-7)
+      const failed = this.#runtime.manualCompactionError()
+      if (failed !== undefined) throw failed as Error // as the estimator threw it, like a listener's error
       // the agent's whenIdle: over a store, the summary and its record are committed before compact() reports them
       await this.whenIdle()
     } finally {

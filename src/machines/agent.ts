@@ -21,6 +21,8 @@ const agentImplementations = named({
     }),
     /** A refused repair closer, or a refused summary of agent.compact(), goes to agent/error; no turn is involved. */
     reportStoreFailure: actionOn(['append.failed'], (d, e) => d.notify('agent/error', { turn: d.get('turn'), step: 0, failure: e.failure })),
+    /** CP-7: agent.compact() could not measure the history; compact() rejects with the same failure. */
+    reportCompactionFailure: action((d) => d.notify('agent/error', { turn: d.get('turn'), step: 0, failure: d.get('compaction').failure! })),
     /** PH-2: a fresh signal and status running. */
     announceRunning: action((d) => {
       d.setActivity({ cancelCause: null, wakeLatched: false })
@@ -211,7 +213,7 @@ const agentConfig = labelGuards(
         compacting: {
           ...compactionState,
           exit: 'clearCancelCause',
-          onDone: { target: 'idle' },
+          onDone: [{ guard: 'hasFailedMeasure', target: 'idle', actions: 'reportCompactionFailure' }, { target: 'idle' }],
           on: {
             // like maintenance (MT-3): waking sends latch until it ends (a cancel ends the summariser's wait, in the region)
             'inbox.send': { guard: and([not('isDuplicate'), 'isWakingSend']), actions: ['insertSent', 'latchWake'] },

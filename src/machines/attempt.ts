@@ -127,6 +127,8 @@ const attemptImplementations = named({
     giveUpRequest: action((d) => endAttempt(d, 'error', d.get('request').failure!)),
     /** A listener or the stream outside the adapter failed: the turn ends `error` without recovery (RQ-7, RQ-13, HK-5). */
     failAttempt: actionOn(['hook.failed', 'model.failed'], (d, e) => endAttempt(d, 'error', e)),
+    /** CP-7: the overflow's compaction could not measure the request: the attempt ends with that failure. */
+    failOverflowCompaction: action((d) => endAttempt(d, 'error', { failure: d.get('compaction').failure! })),
     abortAttempt: action((d) => endAttempt(d, 'aborted')),
   },
   guards: {
@@ -192,6 +194,7 @@ function attemptConfig(exit: { tools: string; closed: string }) {
             ...compactionState,
             onDone: [
               { guard: 'isCancelled', target: done, actions: 'abortAttempt' },
+              { guard: 'hasFailedMeasure', target: done, actions: 'failOverflowCompaction' },
               { guard: 'hasCompacted', target: 'building' },
               // nothing to compact, or the summariser failed: request recovery decides as for any failure
               { target: 'recovering' },

@@ -13,7 +13,7 @@ import { toolBatchSetup, type ToolBatchImplementations } from './tool-batch.js'
 import type { CompactionContext, CompactionReason } from './types.js'
 
 function begin(d: Draft, reason: CompactionReason, patch: Partial<CompactionContext> = {}): void {
-  d.set({ compaction: { ...d.get('compaction'), reason, plan: null, compacted: false, ...patch } })
+  d.set({ compaction: { ...d.get('compaction'), reason, plan: null, compacted: false, failure: null, ...patch } })
 }
 
 const compactionImplementations = named({
@@ -35,6 +35,8 @@ const compactionImplementations = named({
       d.emit({ type: 'fx.measure', id: d.await(), reason, entering })
     }),
     acceptPlan: actionOn(['compaction.measured'], (d, e) => d.set({ compaction: { ...d.get('compaction'), plan: e.plan } })),
+    /** CP-7: the token estimate threw or answered no count: nothing is measured, and the host ends with the failure. */
+    failMeasure: actionOn(['compaction.failed'], (d, e) => d.set({ compaction: { ...d.get('compaction'), failure: e.failure } })),
     /** CP-2: the summariser gets the planned range (the model with the request's config, or the user's function). */
     askSummary: action((d) => {
       const { reason, plan } = d.get('compaction')
@@ -94,6 +96,8 @@ const compactionImplementations = named({
     }),
     /** The compaction that just ended replaced a range. */
     hasCompacted: guard((context) => context.compaction.compacted),
+    /** The compaction that just ended could not measure the request (CP-7). */
+    hasFailedMeasure: guard((context) => context.compaction.failure !== null),
   },
 })
 
@@ -115,6 +119,7 @@ export const compactionState = labelGuards(
               // under the threshold, or nothing left to compact: the host goes on as if nothing happened
               { target: 'done' },
             ],
+            'compaction.failed': { target: 'done', actions: 'failMeasure' },
           }),
         },
         summarising: {

@@ -70,7 +70,7 @@ export function initialContext(input: AgentInput): AgentContext {
     stepOutcome: null,
     ids: { next: 1, waiting: 0 },
     toolBatch: newToolBatch(input.calls ?? [], maxParallelToolCalls),
-    compaction: { reason: null, plan: null, compacted: false, overflowAt: null },
+    compaction: { reason: null, plan: null, compacted: false, overflowAt: null, failure: null },
     turnOptions: NO_TURN_OPTIONS,
   }
 }

@@ -78,6 +78,11 @@ const turnImplementations = named({
     failProposal: actionOn(['hook.failed'], (d, e) => {
       d.set({ failure: { failure: e.failure, step: d.get('step') + 1 }, endReason: { kind: 'error', error: e.failure } })
     }),
+    /** CP-7: a failed token estimate at the pre-step checkpoint ends the turn `error` before the step opens. */
+    failCompactionCheck: action((d) => {
+      const { failure } = d.get('compaction')
+      d.set({ failure: { failure: failure!, step: d.get('step') + 1 }, endReason: { kind: 'error', error: failure! } })
+    }),
     /** HK-5: a throwing turn-stopping listener ends the turn `error`. */
     failTurnStopping: actionOn(['hook.failed'], (d, e) => {
       d.set({ failure: { failure: e.failure, step: d.get('step') }, endReason: { kind: 'error', error: e.failure } })
@@ -215,6 +220,7 @@ export const turnState = labelGuards(
           ...compactionState,
           onDone: [
             { guard: 'isCancelled', target: 'closing', actions: 'endAborted' },
+            { guard: 'hasFailedMeasure', target: 'closing', actions: 'failCompactionCheck' },
             { target: 'step', actions: 'openStep' },
           ],
         },

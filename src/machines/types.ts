@@ -104,6 +104,8 @@ export interface CompactionContext {
   compacted: boolean
   /** The step whose CONTEXT_WINDOW_EXCEEDED failure was already met with a compaction (once per step, CP-6). */
   overflowAt: { turn: number; step: number } | null
+  /** Why the last compaction could not measure the request (its token estimate failed, CP-7). */
+  failure: LlmFailure | null
 }
 
 /**

@@ -2,6 +2,8 @@
 // weigh and which range would go (CP-1), and the summariser's run over that
 // range (CP-2, CP-3). The machine decides when; this only measures and runs.
 import type { ModelAdapter } from '../adapters/types.js'
+import { ConfigError } from '../errors.js'
+import { describeValue } from '../values/foreign.js'
 import type { ResolvedCompaction } from '../compaction/options.js'
 import { runSummariser } from '../compaction/summarise.js'
 import type { AgentEvent, CompactionReason, Effect } from '../machines/types.js'
@@ -22,10 +24,16 @@ export class Compacting {
     readonly model: ModelAdapter,
   ) {}
 
+  /** A message's estimate, checked: the log records sums of them as token counts (CP-7). */
   #estimate = (message: Message): number => {
     let tokens = this.#tokens.get(message)
     if (tokens === undefined) {
       tokens = this.compaction.estimate(message)
+      if (!Number.isSafeInteger(tokens) || tokens < 0) {
+        throw new ConfigError(`compaction.estimateTokens must return a non-negative safe integer, got ${describeValue(tokens)}`, {
+          path: 'compaction.estimateTokens',
+        })
+      }
       this.#tokens.set(message, tokens)
     }
     return tokens
@@ -46,7 +54,13 @@ export class Compacting {
       if (tokensBefore <= policy.threshold * policy.contextWindow) return null
     }
     const nodes = surfaceNodes(session)
-    return planCompaction({ nodes, entering, baseTokens: this.#baseTokens.tokens, policy, reason, estimate: this.#estimate })
+    const plan = planCompaction({ nodes, entering, baseTokens: this.#baseTokens.tokens, policy, reason, estimate: this.#estimate })
+    if (plan && !Number.isSafeInteger(plan.tokensBefore)) {
+      throw new ConfigError(`compaction.estimateTokens: the request's estimates sum to ${plan.tokensBefore}, past a safe integer`, {
+        path: 'compaction.estimateTokens',
+      })
+    }
+    return plan
   }
 
   /** The history's tokens as last counted: its length then, and the replace generation it was counted in. */
@@ -92,7 +106,7 @@ export class Compacting {
       signal,
     })
     const message = { id: 'summary', role: 'user' as const, content: [{ type: 'text' as const, text: summaryText(summary) }], source: SUMMARY_SOURCE }
-    const tokensAfter = Math.max(0, plan.tokensBefore - plan.rangeTokens + compaction.estimate(message))
+    const tokensAfter = Math.max(0, plan.tokensBefore - plan.rangeTokens + this.#estimate(message))
     return { type: 'compaction.summarised', id: effect.id, summary, tokensAfter, ...(usage ? { usage } : {}) }
   }
 }

@@ -13,7 +13,18 @@ import { AgentStateError, ApprovalError, InboxError } from '../errors.js'
 import { agentMachine } from '../machines/agent.js'
 import { HOOK_NAMES } from '../machines/context.js'
 import { applySplice } from '../machines/inbox.js'
-import type { AgentEvent, AgentInput, AppendEffect, Effect, ActionEffects, Facts, HookName, InboxLists, ResumeInput } from '../machines/types.js'
+import type {
+  AgentEvent,
+  AgentInput,
+  AppendEffect,
+  CompactionPlan,
+  Effect,
+  ActionEffects,
+  Facts,
+  HookName,
+  InboxLists,
+  ResumeInput,
+} from '../machines/types.js'
 import { deepFreeze, toFrozenJson } from '../session/lossless.js'
 import type { LlmCallConfig, LlmFailure, Message, RequestHeader, SessionEvent, SessionEventType } from '../session/schemas.js'
 import { pendingApprovals } from '../session/approvals.js'
@@ -427,13 +438,16 @@ export class Runtime {
       case 'fx.classify':
         // a pure decision of the tool's classifier, answered at once (TL-2)
         return this.#send({ type: 'tool.classified', id: effect.id, mode: classify(this.#tool(effect.call.name), deepFreeze(effect.call.args)) })
-      case 'fx.measure':
-        // a pure reading of the log, answered at once like a classification (CP-1)
-        return this.#send({
-          type: 'compaction.measured',
-          id: effect.id,
-          plan: this.#compacting?.measure(effect.reason, effect.entering, this.#assembly) ?? null,
-        })
+      case 'fx.measure': {
+        // a pure reading of the log, answered at once like a classification (CP-1); a failed estimate answers CP-7
+        let plan: CompactionPlan | null
+        try {
+          plan = this.#compacting?.measure(effect.reason, effect.entering, this.#assembly) ?? null
+        } catch (error) {
+          return this.#send({ type: 'compaction.failed', id: effect.id, failure: this.#failureOf(error) })
+        }
+        return this.#send({ type: 'compaction.measured', id: effect.id, plan })
+      }
       case 'fx.prepare':
         // RQ-1: with nobody listening to agent/request the seed is the config: answered at once, like a classification
         if (this.hooks.count('agent/request') > 0) break
@@ -662,6 +676,12 @@ export class Runtime {
     const failure = toLlmFailure(error)
     this.#thrown.set(failure, error)
     return failure
+  }
+
+  /** Why the last agent.compact() could not measure the history (CP-7): the estimate's error as thrown, if it failed. */
+  manualCompactionError(): unknown {
+    const { reason, failure } = this.actor.getSnapshot().context.compaction
+    return reason === 'manual' && failure ? this.#errorOf(failure) : undefined
   }
 
   /** The error a listener gets for a failure: what was thrown, or an LlmError carrying the facts (RQ-9). */

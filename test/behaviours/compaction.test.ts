@@ -510,6 +510,62 @@ describe('CP — Compaction', () => {
     expect(() => createAgent({ model: windowedModel(800), compaction: { baseTokens: -1 } })).toThrow(/compaction.baseTokens/)
   })
 
+  it('CP-7: a token estimate that throws or answers no count ends the turn error before its step, and the agent serves the next turn', async () => {
+    for (const bad of [
+      () => {
+        throw new Error('estimator broke')
+      },
+      () => 10.5,
+      () => '3',
+      () => Number.NaN,
+      () => -1,
+    ]) {
+      let broken = true
+      const estimateTokens = (message: Message) => (broken ? (bad() as number) : estimateMessageTokens(message))
+      const agent = track(createAgent({ model: windowedModel(100_000), logger: { error: () => {} }, compaction: { estimateTokens } }))
+      const errors: unknown[] = []
+      agent.on('agent/error', ({ error }) => errors.push(error))
+      const result = await agent.run(m('p1'))
+      const message = errors[0] instanceof Error ? errors[0].message : ''
+      expect(message).toMatch(/estimator broke|compaction.estimateTokens must return a non-negative safe integer/)
+      expect(result.end).toMatchObject({ kind: 'error', error: { message } })
+      // as after a throwing pre-step (HK-4): no step opened, the claimed prompt was not entered, nothing of compaction was logged
+      const events = agent.session.events.slice(agent.session.events.findIndex((e) => e.type === 'turn/start'))
+      expect(trace(events)).toEqual(['turn/start{1}', 'spliced(next-turn -1)', 'turn/end{1,error}'])
+      expect(checkSessionInvariants(agent.session.events)).toEqual([])
+      broken = false
+      await expect(agent.run(m('p2'))).resolves.toMatchObject({ end: { kind: 'completed' } })
+    }
+  })
+
+  it('CP-7: a token estimate that fails in an overflow compaction ends the attempt error with that failure; in agent.compact() it rejects', async () => {
+    const overflow = errorResponse({ message: 'prompt is too long', code: 'CONTEXT_WINDOW_EXCEEDED', status: 400 })
+    let broken = false
+    const estimateTokens = (message: Message) => {
+      if (broken) throw new ConfigError('no estimate today', { path: 'estimate' })
+      return estimateMessageTokens(message)
+    }
+    const model = windowedModel(100_000, (_request, n) => (n === 3 ? overflow : answer(n)))
+    const agent = track(createAgent({ model, logger: { error: () => {} }, compaction: { auto: false, keepRecent: 0.001, estimateTokens } }))
+    await agent.run(m('p1'))
+    await agent.run(m('p2'))
+    broken = true
+    const result = await agent.run(m('p3'))
+    expect(result.end).toMatchObject({ kind: 'error', error: { message: 'no estimate today' } })
+    expect(ofType(agent, 'compaction/completed')).toHaveLength(0)
+    expect(ofType(agent, 'compaction/failed')).toHaveLength(0)
+    const errors: unknown[] = []
+    agent.on('agent/error', ({ error }) => errors.push(error))
+    const compacting = agent.compact()
+    await expect(compacting).rejects.toThrow('no estimate today')
+    expect(errors).toEqual([await compacting.catch((error: unknown) => error)])
+    expect(agent.status).toBe('idle')
+    expect(checkSessionInvariants(agent.session.events)).toEqual([])
+    broken = false
+    await expect(agent.compact()).resolves.toMatchObject({ compacted: true })
+    await expect(agent.run(m('p4'))).resolves.toMatchObject({ end: { kind: 'completed' } })
+  })
+
   it('CP-7: the tail never starts with a tool result: a call and its results stay together', async () => {
     const model = windowedModel(1200, (_request, n) => (n % 2 === 1 ? toolCallResponse([{ id: `c${n}`, name: 'look', arguments: '{}' }]) : answer(n)))
     const look = { name: 'look', description: 'look', input: { jsonSchema: { type: 'object' } }, execute: () => 'seen '.padEnd(300, 'y') }

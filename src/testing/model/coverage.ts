@@ -2,6 +2,9 @@
 // for every transition a walk cannot take.
 import type { Exploration } from './explore.js'
 
+const FAILED_ESTIMATE =
+  'a token estimate that fails (CP-7) comes from compaction.estimateTokens, which is code, not data a scenario can carry; the walk measures with the default estimate (test/behaviours/compaction.test.ts covers it in all three hosts)'
+
 /**
  * Transitions no walk of that machine can take, and why. Matched by the end of the transition key.
  * Every other transition of every machine is taken by some walk.
@@ -19,6 +22,13 @@ export const UNREACHABLE: ReadonlyArray<{ machines: readonly string[]; suffix: s
     reason:
       'prompt assembly (HK-12) runs only when createAgent is given a systemPrompt or tools function or a system-prompt/assemble listener, whose answers are code, not data a scenario can carry; the walk keeps the fixed prompt and tools (test/behaviours/extension-points.test.ts covers assembly)',
   },
+  // CP-7: the failed measure and each host's way out of it
+  ...[
+    { machines: ['agent', 'turn', 'step', 'attempt'], suffix: 'compacting.measuring#compaction.failed#0' },
+    { machines: ['agent', 'turn'], suffix: 'turn.compacting#1' },
+    { machines: ['agent', 'turn', 'step', 'attempt'], suffix: 'attempt.compacting#1' },
+    { machines: ['agent'], suffix: 'agent.compacting#0' },
+  ].map((entry) => ({ ...entry, reason: FAILED_ESTIMATE })),
   {
     machines: ['agent'],
     suffix: 'agent.maintenance#append.failed#0',
