@@ -7,6 +7,8 @@ import { toLlmFailure } from '../adapters/failure.js'
 import type { Effect, Facts, RequestedCall, ToolOutcome } from '../machines/types.js'
 import { errorOutcome } from '../machines/tool-batch.js'
 import { deepFreeze } from '../session/lossless.js'
+import { ToolErrorSchema } from '../session/schemas.js'
+import { isRecordLike, peek } from '../values/foreign.js'
 import type { CheckResult } from '../request/schema.js'
 import { checkArguments, describeInvalidArgs, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
 import type { Hooks } from './hooks.js'
@@ -91,11 +93,15 @@ async function runBody(tool: ToolDefinition, args: unknown, callId: string, turn
  */
 function middlewareOutcome(name: string, value: unknown): ToolOutcome {
   const outcome = toOutcome(name, value)
-  const error = (value as { error?: unknown }).error as { name?: unknown; code?: unknown } | undefined
-  if (outcome.isError && error && typeof error.name === 'string' && typeof error.code === 'string') {
-    return Object.freeze({ ...outcome, error: Object.freeze({ name: error.name, code: error.code }) })
+  const error = peek(value, 'error')
+  if (!outcome.isError || error === undefined) return outcome
+  // read once into a copy, then checked as the log will hold it
+  const parsed = ToolErrorSchema.safeParse(isRecordLike(error) ? { name: peek(error, 'name'), code: peek(error, 'code') } : error)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw new TypeError(`tools/execute for ${name} answered an error that is not { name, code } at ${['error', ...issue.path].join('.')}: ${issue.message}`)
   }
-  return outcome
+  return Object.freeze({ ...outcome, error: Object.freeze(parsed.data) })
 }
 
 /** TL-2: each tool's execution mode as a fact: fixed, or `per-call` when it is a function of the arguments. */

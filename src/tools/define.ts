@@ -226,14 +226,19 @@ export function toOutcome(callName: string, value: unknown): ToolOutcome {
   const field = fieldsOf(value, `tool ${callName}'s result`)
   const content = field('content')
   if (typeof content !== 'string') throw new TypeError(invalid)
+  const flag = (key: 'isError' | 'concludesTurn') => {
+    const value = field(key)
+    if (value !== undefined && typeof value !== 'boolean') throw new TypeError(`tool ${callName} returned ${key} ${describeValue(value)}, not a boolean`)
+    return value === true
+  }
   const meta = field('meta')
   const additionalContexts = contextsOf(callName, field('additionalContexts'))
   return Object.freeze({
-    isError: field('isError') === true,
+    isError: flag('isError'),
     content,
     ...(meta !== undefined ? { meta: toFrozenJson(meta, 'meta') } : {}),
     ...(additionalContexts && additionalContexts.length ? { additionalContexts: Object.freeze(additionalContexts) as UserMessage[] } : {}),
-    ...(field('concludesTurn') === true ? { concludesTurn: true } : {}),
+    ...(flag('concludesTurn') ? { concludesTurn: true } : {}),
   })
 }
 

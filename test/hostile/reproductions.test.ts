@@ -9,7 +9,7 @@ import { promisify } from 'node:util'
 import { map } from 'rxjs'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createAgent, defineTool, userMessage, type Agent, type AgentOptions, type ModelAdapter, type StreamChunk } from '../../src/index.js'
+import { createAgent, createSession, defineTool, userMessage, type Agent, type AgentOptions, type ModelAdapter, type StreamChunk } from '../../src/index.js'
 import { checkSessionInvariants, hang, scriptedModel, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
 import { ofType, tick, turnEnds } from '../helpers.js'
 
@@ -139,6 +139,47 @@ describe('#8.1 a tool that throws a hostile value ends as an error result', () =
     agent.followup('go')
     await expectRecovered(agent, model)
     expect(resultOf(agent, 'c1')!.data.message.content[0].isError).toBe(true)
+  })
+
+  it('TL-9: a body whose isError or concludesTurn is not a boolean ends as an error result that names the field', async () => {
+    for (const [key, value] of [
+      ['isError', 'yes'],
+      ['concludesTurn', 1],
+    ] as const) {
+      const { agent, model } = toolAgent(() => ({ content: 'done', [key]: value }))
+      agent.followup('go')
+      await expectRecovered(agent, model)
+      const block = resultOf(agent, 'c1')!.data.message.content[0]
+      expect(block).toMatchObject({ isError: true, content: expect.stringContaining(`tool t returned ${key} ${JSON.stringify(value)}, not a boolean`) })
+    }
+  })
+
+  it('TL-10: a tools/execute listener that passes on an error that is not { name, code } ends as an error result naming it; one read once is logged as read', async () => {
+    const { agent, model } = toolAgent(
+      () => 'fine',
+      [textResponse('again'), toolCallResponse([{ id: 'c2', name: 't', arguments: '{}' }]), textResponse('after')],
+    )
+    let reads = 0
+    const shifty = {
+      get name() {
+        return ++reads === 1 ? 'Refused' : ''
+      },
+      code: 'NOPE',
+    }
+    const errors = [{ name: '', code: 'X' }, shifty]
+    agent.on('tools/execute', async (_execution, next) => ({ ...(await next()), isError: true, content: 'no', error: errors.shift() }))
+    agent.followup('go')
+    await expectRecovered(agent, model)
+    const first = resultOf(agent, 'c1')!.data
+    expect(first.message.content[0]).toMatchObject({
+      isError: true,
+      content: expect.stringMatching(/tools\/execute for t answered an error that is not \{ name, code \} at error\.name/),
+    })
+    expect(first.error).toBeUndefined()
+    agent.followup('once more')
+    await expectRecovered(agent)
+    expect(resultOf(agent, 'c2')!.data.error).toEqual({ name: 'Refused', code: 'NOPE' })
+    expect(() => createSession({ seed: agent.session.events })).not.toThrow()
   })
 })
 
