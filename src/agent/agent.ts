@@ -299,7 +299,9 @@ export class Agent {
     if (!parsed.success) throw new ConfigError(`invalid cancel cause: ${parsed.error.issues[0].message}`, { path: 'cause' })
     const graceMs = options?.graceMs
     if (graceMs !== undefined) checkGrace('cancel', graceMs)
-    this.#runtime.dispatch({ type: 'agent.cancel', cause, keepInbox: options?.keepInbox === true })
+    // the machine and the log keep the checked copy; the signal is aborted with the caller's own object (CX-1)
+    this.#runtime.signalReasons.set(parsed.data, cause)
+    this.#runtime.dispatch({ type: 'agent.cancel', cause: parsed.data, keepInbox: options?.keepInbox === true })
     // after the cancel: a turn it ended at once has nothing left to abandon
     if (graceMs !== undefined) this.#runtime.abandonAfter(graceMs)
   }

@@ -416,10 +416,12 @@ export class Runtime {
       case 'fx.reject':
         this.#refuse(refusalError(effect))
         return
-      case 'fx.abort':
-        if (!this.#controller.signal.aborted) this.#controller.abort(effect.cause)
-        if (this.#jobController && !this.#jobController.signal.aborted) this.#jobController.abort(effect.cause)
+      case 'fx.abort': {
+        const reason = this.signalReasons.get(effect.cause) ?? effect.cause
+        if (!this.#controller.signal.aborted) this.#controller.abort(reason)
+        if (this.#jobController && !this.#jobController.signal.aborted) this.#jobController.abort(reason)
         return
+      }
       case 'fx.signal':
         this.#controller = new AbortController()
         // one turn signal fans out to every hook, request and tool body of the turn
@@ -677,6 +679,9 @@ export class Runtime {
     this.#thrown.set(failure, error)
     return failure
   }
+
+  /** A cancel cause as its caller gave it, by the checked copy the machine holds: what the turn's signal is aborted with. */
+  readonly signalReasons = new WeakMap<object, unknown>()
 
   /** Why the last agent.compact() could not measure the history (CP-7): the estimate's error as thrown, if it failed. */
   manualCompactionError(): unknown {

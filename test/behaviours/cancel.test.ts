@@ -13,7 +13,7 @@ import {
   type StreamChunk,
   type TurnEndReason,
 } from '../../src/index.js'
-import { errorResponse, hang, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
+import { checkSessionInvariants, errorResponse, hang, textResponse, toolCallResponse, type ScriptEntry } from '../../src/testing/index.js'
 import { ofType, record, scriptedAgent, textOf, tick, trace } from '../helpers.js'
 
 // ---- local plumbing -----------------------------------------------------------
@@ -95,6 +95,19 @@ describe('CX-1: the cause aborts the activity signal verbatim', () => {
       expect(ends(agent)).toEqual([{ kind: 'aborted', reason: cause }])
     })
   }
+
+  it('CX-1: the log records the cause as it was when cancel() checked it: changing the object afterwards changes nothing logged', async () => {
+    const { agent, model } = scriptedAgent([hang])
+    agent.followup('hi')
+    await until(() => model.requests.length === 1, 'the model request')
+    const cause = { kind: 'hook' as const, reason: 'budget exceeded' }
+    agent.cancel(cause)
+    cause.reason = 'rewritten later'
+    expect(model.requests[0].signal.reason).toBe(cause)
+    await agent.whenIdle()
+    expect(ends(agent)).toEqual([{ kind: 'aborted', reason: { kind: 'hook', reason: 'budget exceeded' } }])
+    expect(checkSessionInvariants(agent.session.events)).toEqual([])
+  })
 
   it('CX-1: cancel() defaults to the user cause; disposal aborts with {kind:"disposed"}', async () => {
     const { agent, model } = scriptedAgent([hang, hang])
