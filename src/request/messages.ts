@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto'
 import { InboxError } from '../errors.js'
 import { describeValue, isArrayLike } from '../values/foreign.js'
-import { deepFreeze, toFrozenJson } from '../session/lossless.js'
+import { deepFreeze, toLoggedJson } from '../session/lossless.js'
 import { UserMessageSchema, type ContentBlock, type UserMessage } from '../session/schemas.js'
 
 export type UserSource = UserMessage['source']
@@ -35,12 +35,15 @@ export function userMessage(textOrBlocks: string | readonly ContentBlock[], opti
 /** Check a message at the inbox boundary (IN-7) and freeze it in place (IN-8); strings become text messages. */
 export function toInboxMessage(input: unknown): UserMessage {
   if (typeof input === 'string') return userMessage(input)
-  toFrozenJson(input, 'message') // throws LosslessJsonError naming the path
-  const parsed = UserMessageSchema.safeParse(input)
+  // what is checked and logged is read once: a frozen lossless message is kept, anything else (getters, a proxy) copied
+  const message = toLoggedJson(input, 'message') // throws LosslessJsonError naming the path
+  const parsed = UserMessageSchema.safeParse(message)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
     const path = ['message', ...issue.path].join('.')
     throw new InboxError('INVALID_MESSAGE', `not a user message at ${path}: ${issue.message}`, { path })
   }
-  return deepFreeze(input as UserMessage)
+  // IN-8: the sender's own object is frozen too, so changing it afterwards throws
+  if (message !== input) deepFreeze(input)
+  return message as UserMessage
 }

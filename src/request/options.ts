@@ -72,9 +72,16 @@ export function toLoggedConfig(value: unknown, schemas: OutputSchemas, where: st
   if (!isRecordLike(value)) throw new ConfigError(`${where} must be an object`, { path: where })
   const candidate =
     'responseFormat' in value ? { ...value, responseFormat: normalizeResponseFormat(value.responseFormat, schemas, `${where}.responseFormat`) } : value
-  checkConfig(where, candidate, partialRoute)
-  // sealed: the request header carries it into its event (a deep-frozen copy, as toFrozenJson's always is)
-  return toFrozenJson(candidate, where) as LlmCallConfig
+  // the copy is what is checked and logged, so a getter is read once; a value JSON cannot hold is named by the schema first
+  let config: unknown
+  try {
+    config = toFrozenJson(candidate, where)
+  } catch (error) {
+    checkConfig(where, candidate, partialRoute)
+    throw error
+  }
+  checkConfig(where, config, partialRoute)
+  return config as LlmCallConfig
 }
 
 /** Provider options of two layers, merged one level deep: the later layer's fields win within each provider. */

@@ -581,4 +581,35 @@ describe('#8.13 agents that are never disposed', () => {
   })
 })
 
+describe('#8.14 a value with getters is read once where it enters: what is checked is what is logged', () => {
+  /** An object whose `key` reads `first`, then `later` on every read after. */
+  const shifting = <T extends object>(base: T, key: string, first: unknown, later: unknown) => {
+    let reads = 0
+    return Object.defineProperty({ ...base }, key, { enumerable: true, get: () => (++reads === 1 ? first : later) })
+  }
+
+  it('IN-8: an inbox message whose content getter changes is logged as it was checked; the sender cannot change it after', async () => {
+    const model = scriptedModel([textResponse('ok'), textResponse('again')])
+    const agent = createAgent({ model, logger: quiet })
+    const message = shifting({ id: 'm1', role: 'user', source: { kind: 'user' } }, 'content', [{ type: 'text', text: 'checked' }], 42)
+    agent.followup(message as never)
+    await expectRecovered(agent, model)
+    const logged = ofType(agent, 'user/message').find((e) => e.data.id === 'm1')!.data
+    expect(logged.content).toEqual([{ type: 'text', text: 'checked' }])
+    expect(() => ((message as { id: string }).id = 'changed')).toThrow(TypeError)
+    expect(() => createSession({ seed: agent.session.events })).not.toThrow()
+  })
+
+  it('RQ-2: an agent/request config whose field getter changes is logged and sent as it was checked', async () => {
+    const model = scriptedModel([textResponse('ok'), textResponse('again')])
+    const agent = createAgent({ model, logger: quiet })
+    agent.on('agent/request', async (_context, next) => shifting(await next(), 'temperature', 0.5, 'hot'))
+    agent.followup('go')
+    await expectRecovered(agent, model)
+    expect(ofType(agent, 'request/header')[0].data.header.config.temperature).toBe(0.5)
+    expect(model.requests[0].config.temperature).toBe(0.5)
+    expect(() => createSession({ seed: agent.session.events })).not.toThrow()
+  })
+})
+
 void userMessage
