@@ -399,9 +399,10 @@ export class Session {
   #lastTime: number | null = null
 
   #clock(): number {
-    const time = this.#now()
-    // Object.is: a clock that gives -0 then 0 must log each as given
-    if (Object.is(time, this.#lastTime)) return this.#lastTime as number
+    const read = this.#now()
+    // -0 is the instant 0, and JSON writes it as 0: the log holds 0, so it reopens as it was written
+    const time = read === 0 ? 0 : read
+    if (time === this.#lastTime) return this.#lastTime
     this.#lastTime = time
     return time
   }

@@ -122,6 +122,13 @@ describe('SS-1 append-only log', () => {
     expect(() => session.append('turn/start', { turn: 1 })).toThrow(SessionAppendError)
     expect(session.length).toBe(0)
   })
+
+  it('SS-1: a clock reading of -0 is logged as 0, so the log reopens as a seed exactly as written', () => {
+    const session = createSession({ now: () => -0 })
+    session.append('turn/start', { turn: 1 })
+    expect(Object.is(session.at(0)!.time, 0)).toBe(true)
+    expect(createSession({ seed: session.events }).events.slice(0, 1)).toEqual(session.events)
+  })
 })
 
 describe('SS-2 lossless data', () => {
