@@ -192,10 +192,8 @@ function blockOf(slot: Slot): ContentBlock | undefined {
   }
 }
 
-/** What the adapter boundary made of one yielded chunk: the chunk as checked plain data, or why it was refused. */
-export type AdmittedChunk =
-  /** `lossless`: the chunk is a deep-frozen lossless copy of the parse, so the log may keep it as it is. */
-  { readonly ok: true; readonly chunk: StreamChunk; readonly lossless: boolean } | { readonly ok: false; readonly failure: LlmFailure }
+/** What the adapter boundary made of one yielded chunk: the chunk as deep-frozen lossless plain data, or why it was refused. */
+export type AdmittedChunk = { readonly ok: true; readonly chunk: StreamChunk } | { readonly ok: false; readonly failure: LlmFailure }
 
 /**
  * Checks one chunk an adapter yielded against the schema the log uses (StreamChunkSchema), in full.
@@ -208,27 +206,17 @@ export type AdmittedChunk =
 export function admitChunk(raw: unknown): AdmittedChunk {
   try {
     const parsed = StreamChunkSchema.safeParse(peek(raw, 'type') === 'finish' ? finishWithFacts(raw) : raw)
-    if (parsed.success) {
-      // the log's own gate copies zod's parse literal-sized (replayState, frozen before the parse, is kept); a schema keeps
-      // a present `undefined` of an optional field, which JSON drops: such a parse is the log's to refuse
-      const copy = losslessCopy(parsed.data)
-      return copy === undefined ? { ok: true, chunk: parsed.data, lossless: false } : { ok: true, chunk: copy, lossless: true }
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]
+      const at = formatIssuePath(issue.path)
+      return { ok: false, failure: malformedChunk(`${at ? `${at}: ` : ''}${issue.message}`) }
     }
-    const issue = parsed.error.issues[0]
-    const at = formatIssuePath(issue.path)
-    return { ok: false, failure: malformedChunk(`${at ? `${at}: ` : ''}${issue.message}`) }
+    // the log's own gate copies zod's parse literal-sized (replayState, frozen before the parse, is kept); a schema keeps
+    // what JSON cannot hold (a present `undefined` of an optional field, -0), which it refuses by path
+    return { ok: true, chunk: toLoggedJson(parsed.data, 'chunk') }
   } catch (error) {
+    if (error instanceof LosslessJsonError) return { ok: false, failure: malformedChunk(error.message) }
     return { ok: false, failure: malformedChunk(`it could not be read: ${describeThrown(error)}`) }
-  }
-}
-
-/** The log's frozen copy of a parse, or undefined when it is not lossless JSON. */
-function losslessCopy(chunk: StreamChunk): StreamChunk | undefined {
-  try {
-    return toLoggedJson(chunk, 'chunk')
-  } catch (error) {
-    if (error instanceof LosslessJsonError) return undefined
-    throw error
   }
 }
 
@@ -261,7 +249,7 @@ function finishWithFacts(raw: unknown): unknown {
     chunk.reason = { ...reason, failure: llmFailure(reason.failure as unknown as LlmFailure) }
   }
   // an envelope must be lossless JSON to be logged; anything but an object is left to the schema, which names it
-  if (isRecordLike(chunk.replayState)) chunk.replayState = toFrozenJson(chunk.replayState, 'replayState')
+  if (isRecordLike(chunk.replayState)) chunk.replayState = toFrozenJson(chunk.replayState, 'chunk.replayState')
   return chunk
 }
 

@@ -70,11 +70,10 @@ export async function streamModel(
           }
           const admitted = admitChunk(next.value)
           const chunk: StreamChunk = admitted.ok ? admitted.chunk : { type: 'finish', reason: { kind: 'error', failure: admitted.failure } }
-          // a lossless parse is deep-frozen: in a frozen wrap of the machine's numbers the session keeps it as it is
-          const event =
-            admitted.ok && admitted.lossless
-              ? session.append('assistant/chunk', Object.freeze({ turn, step, chunk }), CHECKED)
-              : session.append('assistant/chunk', { turn, step, chunk })
+          // an admitted chunk is deep-frozen lossless data: in a frozen wrap of the machine's numbers the session keeps it as it is
+          const event = admitted.ok
+            ? session.append('assistant/chunk', Object.freeze({ turn, step, chunk }), CHECKED)
+            : session.append('assistant/chunk', { turn, step, chunk })
           chunkSeqs.push(event.seq)
           assembler.push(chunk)
           if (chunk.type === 'finish') break

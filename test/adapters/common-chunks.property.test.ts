@@ -259,13 +259,17 @@ async function expectDecision(chunk: unknown): Promise<void> {
     // the schema takes any envelope object; the boundary also holds it to lossless JSON, naming the value
     const finish = chunks[0].data.chunk as { type: string; reason: { kind: string; failure: { code: string; message: string } } }
     expect(finish.reason.failure.code).toBe('MALFORMED_RESPONSE')
-    expect(finish.reason.failure.message).toMatch(/^the model adapter sent a malformed stream chunk: it could not be read: not lossless JSON at replayState/)
+    expect(finish.reason.failure.message).toMatch(/^the model adapter sent a malformed stream chunk: not lossless JSON at chunk\.replayState/)
   } else if (parsed.success && isLosslessJson(parsed.data)) {
     expect(JSON.stringify(chunks[0].data.chunk)).toBe(JSON.stringify(parsed.data))
     expect(chunks[0].data.chunk).toEqual(parsed.data)
   } else if (parsed.success) {
-    // the schema keeps a present undefined, which the log refuses: the append fails and the turn ends error (RQ-7)
-    expect(chunks).toEqual([])
+    // the schema keeps a present undefined, which JSON would drop: refused by path like any malformed chunk
+    const finish = chunks[0].data.chunk as { type: string; reason: { kind: string; failure: { code: string; message: string } } }
+    expect(finish.reason.failure).toMatchObject({
+      code: 'MALFORMED_RESPONSE',
+      message: expect.stringMatching(/not lossless JSON at chunk\.[\w.]+: undefined$/),
+    })
     expect(end?.data.reason.kind).toBe('error')
   } else {
     const finish = chunks[0].data.chunk as { type: string; reason: { kind: string; failure: { code: string; message: string } } }
