@@ -117,6 +117,18 @@ describe('createAgent options', () => {
       /session must be a Session \(a stored log becomes one with createSession\(\{ seed: events \}\)\)/,
     ],
     ['an agent given as the session', { session: createAgent({ model: scriptedModel([]) }) }, 'session', /session must be a Session/],
+    [
+      'a model adapter whose provider is not a string',
+      { model: Object.assign(scriptedModel([]), { provider: 42 }) },
+      'model.provider',
+      /model.provider must be a string, got 42/,
+    ],
+    [
+      'a model adapter whose model is not a string',
+      { model: Object.assign(scriptedModel([]), { model: null }) },
+      'model.model',
+      /model.model must be a string, got null/,
+    ],
   ])('refuse %s with a ConfigError naming the option', (_name, bad, path, message) => {
     const create = () => createAgent({ model: scriptedModel([]), ...bad } as never)
     expect(create).toThrow(ConfigError)

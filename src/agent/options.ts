@@ -152,6 +152,11 @@ export function checkOptions(options: AgentOptions | StoredAgentOptions) {
   const { model } = options
   if (!model || typeof model.stream !== 'function') throw new ConfigError('options.model must be a ModelAdapter with a stream() method', { path: 'model' })
   contextWindowOf(model) // request/context logs it; a bad one is refused now, by its name
+  for (const key of ['provider', 'model'] as const) {
+    // the seed config's route, which request/context logs (absent: RQ-3 answers at the first request)
+    if (model[key] !== undefined && typeof model[key] !== 'string')
+      throw new ConfigError(`model.${key} must be a string, got ${describeValue(model[key])}`, { path: `model.${key}` })
+  }
   const maxTokens = positiveInt('maxTokens', options.maxTokens)
   const maxParallelToolCalls = positiveInt('maxParallelToolCalls', options.maxParallelToolCalls) ?? 10
   const maxSteps = stepLimit(options.maxSteps)
