@@ -91,6 +91,29 @@ function checkedSchemaOf(tool: ToolDefinition): CheckedSchema {
 }
 
 /**
+ * What defineTool checks of a definition, and what a tool built by hand is held to as well: its name, input schema,
+ * body, execution mode and timeout. `at` prefixes each error's path (where a tool list holds it).
+ */
+function checkDefinition(definition: Partial<Record<keyof ToolDefinition, unknown>>, at = '') {
+  if (typeof definition?.name !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(definition.name)) {
+    throw new ConfigError(`tool name must be 1-64 letters, digits, '_', '.' or '-', got ${JSON.stringify(definition?.name)}`, { path: `${at}name` })
+  }
+  const checked = toCheckedSchema(definition.input, `tool ${definition.name}: input`)
+  if (typeof definition.execute !== 'function') throw new ConfigError(`tool ${definition.name}: execute must be a function`, { path: `${at}execute` })
+  const mode = (definition.executionMode ?? 'exclusive') as ToolDefinition['executionMode']
+  if (mode !== 'parallel' && mode !== 'exclusive' && typeof mode !== 'function') {
+    throw new ConfigError(`tool ${definition.name}: executionMode must be 'parallel', 'exclusive' or a function`, { path: `${at}executionMode` })
+  }
+  const { timeoutMs } = definition
+  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0 && !Number.isNaN(timeoutMs))) {
+    throw new ConfigError(`tool ${definition.name}: timeoutMs must be a positive number of milliseconds (or Infinity), got ${describeValue(timeoutMs)}`, {
+      path: `${at}timeoutMs`,
+    })
+  }
+  return { checked, mode }
+}
+
+/**
  * Define a tool; its name, schema and body are checked here, not at the first call.
  * `input` is any zod v4 schema (classic, zod/mini, zod/v4 of zod 3.25) or `{ jsonSchema, validate? }`.
  */
@@ -103,21 +126,7 @@ export function defineTool<S extends SchemaInput<any>>(definition: {
   timeoutMs?: number
   execute: (args: InferSchema<S>, context: ToolContext<any>) => string | ToolResultValue | Promise<string | ToolResultValue>
 }): ToolDefinition<S> {
-  if (typeof definition?.name !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(definition.name)) {
-    throw new ConfigError(`tool name must be 1-64 letters, digits, '_', '.' or '-', got ${JSON.stringify(definition?.name)}`, { path: 'name' })
-  }
-  const checked = toCheckedSchema(definition.input, `tool ${definition.name}: input`)
-  if (typeof definition.execute !== 'function') throw new ConfigError(`tool ${definition.name}: execute must be a function`, { path: 'execute' })
-  const mode = definition.executionMode ?? 'exclusive'
-  if (mode !== 'parallel' && mode !== 'exclusive' && typeof mode !== 'function') {
-    throw new ConfigError(`tool ${definition.name}: executionMode must be 'parallel', 'exclusive' or a function`, { path: 'executionMode' })
-  }
-  const { timeoutMs } = definition
-  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0 && !Number.isNaN(timeoutMs))) {
-    throw new ConfigError(`tool ${definition.name}: timeoutMs must be a positive number of milliseconds (or Infinity), got ${describeValue(timeoutMs)}`, {
-      path: 'timeoutMs',
-    })
-  }
+  const { checked, mode } = checkDefinition(definition)
   const tool: ToolDefinition<S> = Object.freeze({ ...definition, description: definition.description ?? '', executionMode: mode })
   checkedSchemas.set(tool, checked)
   toolSchemaOf(tool) // its header entry, checked and made now rather than at the first request
@@ -166,6 +175,8 @@ export function checkToolList<T = never>(value: unknown, path: string, options: 
       throw new ConfigError(`${path}[${index}] must be a tool made by defineTool, got ${describeValue(tool)}`, { path: `${path}.${index}` })
     }
     if (names.has(tool.name)) throw new ConfigError(`${path}: two tools are named ${tool.name}`, { path })
+    // one not made by defineTool is held to what defineTool checks
+    if (!checkedSchemas.has(tool)) checkedSchemas.set(tool, checkDefinition(tool, `${path}.${index}.`).checked)
     names.add(tool.name)
   }
   return tools as Array<ToolDefinition | T>

@@ -157,6 +157,18 @@ describe('tool input schemas', () => {
     expect(toolSchemas([loose])[0]).toEqual(headers[0])
   })
 
+  it('a tool built by hand is held to what defineTool checks: name, body, execution mode and timeout, by its place in the list', () => {
+    const byHand = { name: 'h', description: 'd', input: { jsonSchema: { type: 'object' } }, executionMode: 'exclusive', execute: () => '' }
+    const refused = (change: Record<string, unknown>) => () => scriptedAgent([textResponse('x')], { tools: [{ ...byHand, ...change } as never] })
+    expect(refused({ name: 'has space' })).toThrow(expect.objectContaining({ name: 'ConfigError', path: 'tools.0.name' }))
+    expect(refused({ execute: 'run' })).toThrow(expect.objectContaining({ path: 'tools.0.execute', message: 'tool h: execute must be a function' }))
+    expect(refused({ executionMode: 'sometimes' })).toThrow(expect.objectContaining({ path: 'tools.0.executionMode' }))
+    expect(refused({ timeoutMs: 'soon' })).toThrow(/tool h: timeoutMs must be a positive number of milliseconds \(or Infinity\), got "soon"/)
+    expect(refused({ input: 5 })).toThrow(ConfigError)
+    // one without an execution mode runs exclusive, as defineTool's default
+    expect(() => scriptedAgent([textResponse('x')], { tools: [{ ...byHand, executionMode: undefined } as never] })).not.toThrow()
+  })
+
   it('a tool description that is not a string is refused by name, from defineTool or on a tool built by hand', async () => {
     const input = z.object({})
     expect(() => defineTool({ name: 't', description: 42 as never, input, execute: () => '' })).toThrow(
