@@ -367,6 +367,7 @@ export type LlmCallConfig = z.infer<typeof LlmCallConfigSchema>
 export type ToolChoice = z.infer<typeof ToolChoiceSchema>
 export type ResponseFormat = z.infer<typeof ResponseFormatSchema>
 export type ToolSchema = z.infer<typeof ToolSchemaSchema>
+export type ToolError = z.infer<typeof ToolErrorSchema>
 export type RequestHeader = z.infer<typeof RequestHeaderSchema>
 export type SurfaceOp = z.infer<typeof SurfaceOpSchema>
 export type EventData<T extends SessionEventType> = z.infer<(typeof EventDataSchemas)[T]>
