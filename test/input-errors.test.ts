@@ -4,9 +4,17 @@
 // returning nothing means, as docs/api.md says.
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { ConfigError, createAgent, defineTool, forkSession, InboxError, userMessage } from '../src/index.js'
+import { ConfigError, createAgent, createSession, defineTool, forkSession, InboxError, userMessage } from '../src/index.js'
 import { agentMachine } from '../src/machines/index.js'
-import { maxTokensResponse, reasoningResponse, scriptedModel, textResponse, toolCallResponse } from '../src/testing/index.js'
+import {
+  checkSessionInvariants,
+  errorResponse,
+  maxTokensResponse,
+  reasoningResponse,
+  scriptedModel,
+  textResponse,
+  toolCallResponse,
+} from '../src/testing/index.js'
 
 describe('userMessage', () => {
   it.each([
@@ -212,6 +220,26 @@ describe('forkSession', () => {
     }
     const last = agent.session.events.at(-1)!.seq
     expect(forkSession(agent.session, { upTo: last }).events).toHaveLength(last + 2)
+    await agent.dispose()
+  })
+})
+
+describe('a -0 where the log records a count', () => {
+  it('is read as 0 (as JSON writes it) in a retry delay, a splice start and a fork point, so the log reopens as written', async () => {
+    const model = scriptedModel([errorResponse({ message: 'busy', code: 'RATE_LIMITED' }), textResponse('ok')])
+    const agent = createAgent({ model, logger: { error: () => {} } })
+    agent.on('agent/request-error', () => ({ kind: 'retry', delayMs: -0 }))
+    await expect(agent.run('hi')).resolves.toMatchObject({ end: { kind: 'completed' } })
+    agent.inbox.splice('next-turn', -0, 0, 'later')
+    const logged = agent.session.events
+      .filter((e) => e.type === 'llm/retry' || e.type === 'agent/inbox/spliced')
+      .map((e) => e.data as { delayMs?: number; start?: number })
+    expect(logged.map((d) => d.delayMs ?? d.start).every((n) => Object.is(n, 0))).toBe(true)
+    expect(checkSessionInvariants(agent.session.events)).toEqual([])
+    expect(() => createSession({ seed: agent.session.events })).not.toThrow()
+    const fork = forkSession(agent.session, { upTo: -0 })
+    expect(fork.events.at(-1)!.data).toEqual({ fork: { parent: agent.session.id, upTo: 0, seedLength: 2 } })
+    expect(() => createSession({ seed: fork.events })).not.toThrow()
     await agent.dispose()
   })
 })

@@ -15,7 +15,8 @@ export type SpliceData = EventData<'agent/inbox/spliced'>
 /** Array.prototype.splice's start normalization (IN-3). */
 export function normalizeStart(start: unknown, length: number): number {
   const n = typeof start === 'number' ? Math.trunc(start) : Number.NaN
-  if (Number.isNaN(n)) return 0
+  // NaN counts as 0, and so does -0 (the log records the start)
+  if (Number.isNaN(n) || n === 0) return 0
   if (n < 0) return Math.max(length + n, 0)
   return Math.min(n, length)
 }

@@ -80,7 +80,7 @@ function decide(policy: Normalized, { failure, attempt }: RetryPayload): Request
   const retry = attempt // the retry this would be: after attempt 1 fails, retry 1
   if (retry > policy.maxRetries || !policy.isRetryable(failure)) return undefined
   const hinted = failure.providerRetryAfterMs
-  if (hinted !== undefined) return { kind: 'retry', delayMs: Math.round(Math.min(hinted, policy.maxDelayMs)) }
+  if (hinted !== undefined) return { kind: 'retry', delayMs: Math.round(Math.min(hinted, policy.maxDelayMs)) || 0 }
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1))
   const jitter = Math.min(Math.max(policy.random(), 0), 1)
   return { kind: 'retry', delayMs: Math.floor(jitter * ceiling) }

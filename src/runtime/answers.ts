@@ -59,7 +59,8 @@ function requestError(value: unknown): unknown {
   if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs < 0 || delayMs > MAX_DELAY_MS) {
     throw new TypeError(`agent/request-error: delayMs must be a number of milliseconds from 0 to ${MAX_DELAY_MS}, got ${describeValue(delayMs)}`)
   }
-  return Object.freeze({ kind: 'retry', delayMs: Math.round(delayMs) })
+  // whole milliseconds, and 0 for -0 (JSON writes it as 0: llm/retry logs the delay)
+  return Object.freeze({ kind: 'retry', delayMs: Math.round(delayMs) || 0 })
 }
 
 function preExecute(value: unknown): unknown {

@@ -54,7 +54,8 @@ export function forkSession(parent: Session, options: ForkOptions): Session {
   const id = options.id ?? crypto.randomUUID()
   if (id === parent.id) throw new ForkError('FORK_ID_TAKEN', `a fork needs an id of its own, not its parent's (${id})`, { path: 'id' })
   const seedLength = prefix.length + 1
-  const lineage: ForkLineage = { parent: parent.id, upTo, seedLength }
+  // the seq as the prefix ends (an upTo of -0 is seq 0)
+  const lineage: ForkLineage = { parent: parent.id, upTo: prefix.length - 1, seedLength }
   const marker = { seq: prefix.length, time: (options.now ?? Date.now)(), type: 'session/end-seed', data: { fork: lineage } }
   return createSession({ id, seed: [...prefix, marker] })
 }
