@@ -38,6 +38,9 @@ export function announceLater(agent: Agent): void {
   setImmediate(() => startOf(agent))
 }
 
+/** The cause dispose() cancels with (CX-1). */
+const DISPOSED: AgentCancelCause = Object.freeze({ kind: 'disposed' })
+
 /** Starts an agent from outside the class: the only way to reach its private #start. */
 let startOf: (agent: Agent) => void
 
@@ -292,18 +295,33 @@ export class Agent {
     return this.#index.usage()
   }
 
-  /** Abort the live activity with `cause` (first wins) and, unless keepInbox, discard pending input (CX-1..CX-4). */
+  /**
+   * Abort the live activity with `cause` (first wins) and, unless keepInbox, discard pending input (CX-1..CX-4).
+   * The `disposed` cause is disposal itself: it starts `dispose()` (forced after `graceMs` when one is given).
+   */
   cancel(cause: AgentCancelCause = { kind: 'user' }, options: CancelOptions = {}): void {
     if (this.#runtime.actor.getSnapshot().status !== 'active') return
     const parsed = AgentCancelCauseSchema.safeParse(cause)
     if (!parsed.success) throw new ConfigError(`invalid cancel cause: ${parsed.error.issues[0].message}`, { path: 'cause' })
     const graceMs = options?.graceMs
     if (graceMs !== undefined) checkGrace('cancel', graceMs)
-    // the machine and the log keep the checked copy; the signal is aborted with the caller's own object (CX-1)
-    this.#runtime.signalReasons.set(parsed.data, cause)
-    this.#runtime.dispatch({ type: 'agent.cancel', cause: parsed.data, keepInbox: options?.keepInbox === true })
+    const keepInbox = options?.keepInbox === true
+    if (parsed.data.kind === 'disposed') {
+      this.dispose(graceMs === undefined ? { keepInbox } : { keepInbox, force: true, graceMs }).catch((error: unknown) =>
+        this.#hooks.logger.error('agentchart: disposal by cancel({ kind: "disposed" }) failed', error),
+      )
+      return
+    }
+    this.#cancel(parsed.data, cause, keepInbox)
     // after the cancel: a turn it ended at once has nothing left to abandon
     if (graceMs !== undefined) this.#runtime.abandonAfter(graceMs)
+  }
+
+  /** The checked cause to the machine and the log; the caller's own object (`reason`) is what the signal aborts with. */
+  #cancel(cause: AgentCancelCause, reason: unknown, keepInbox: boolean): void {
+    if (this.#runtime.actor.getSnapshot().status !== 'active') return
+    this.#runtime.signalReasons.set(cause, reason)
+    this.#runtime.dispatch({ type: 'agent.cancel', cause, keepInbox })
   }
 
   /**
@@ -440,7 +458,7 @@ export class Agent {
     const mailStopped = mailReaders.get(this)?.()
     this.#disposed = (async () => {
       try {
-        this.cancel({ kind: 'disposed' }, { keepInbox })
+        this.#cancel(DISPOSED, DISPOSED, keepInbox)
       } catch (error) {
         // a halted session refuses the discard splices: the pending items stay in its log, disposal goes on
         this.#hooks.logger.error('agentchart: disposal could not discard the pending inbox', error)

@@ -57,10 +57,18 @@ export function checkRunOptions(options: unknown, schemas: OutputSchemas): { tur
   return { turn: turn.request !== undefined || turn.maxSteps !== undefined ? turn : undefined, signal }
 }
 
-/** The cancel cause an aborted signal stands for. */
+/**
+ * The cancel cause an aborted signal stands for: its reason when that is a cause other than disposal (which is
+ * dispose()'s alone), else the user's. Never throws: a reason whose reads throw is not a cause.
+ */
 function causeOf(signal: AbortSignal): AgentCancelCause {
-  const parsed = AgentCancelCauseSchema.safeParse(signal.reason)
-  return parsed.success ? parsed.data : { kind: 'user' }
+  try {
+    const parsed = AgentCancelCauseSchema.safeParse(signal.reason)
+    if (parsed.success && parsed.data.kind !== 'disposed') return parsed.data
+  } catch {
+    // a getter or proxy trap that throws
+  }
+  return { kind: 'user' }
 }
 
 /** What an aborted turn signal does to the agent: discard its queued input, or cancel the turn running it. */

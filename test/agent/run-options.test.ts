@@ -162,6 +162,47 @@ describe('per-turn signal', () => {
     expect(turnEnds(agent.session.events)).toEqual([{ kind: 'aborted', reason: { kind: 'user' } }, { kind: 'completed' }])
   })
 
+  it('CX-1: a signal whose reason throws when read, or is the disposed cause, cancels that turn as the user; the agent serves on', async () => {
+    const reasons = [
+      {
+        get kind(): string {
+          throw new Error('boom')
+        },
+      },
+      new Proxy(
+        {},
+        {
+          get: () => {
+            throw new Error('trap')
+          },
+        },
+      ),
+      { kind: 'disposed' },
+    ]
+    const model = scriptedModel([...reasons.map(() => hang), textResponse('still here')])
+    const agent = track(createAgent({ model, logger: quiet }))
+    for (const reason of reasons) {
+      const controller = new AbortController()
+      const run = agent.run('go', { signal: controller.signal })
+      await new Promise((resolve) => setImmediate(resolve))
+      controller.abort(reason)
+      expect(await run).toMatchObject({ end: { kind: 'aborted', reason: { kind: 'user' } } })
+    }
+    await expect(agent.run('and now')).resolves.toMatchObject({ end: { kind: 'completed' } })
+    expect(checkSessionInvariants(agent.session.events)).toEqual([])
+  })
+
+  it('CX-1: cancel({ kind: "disposed" }) is disposal: the turn ends aborted with that cause and the agent is disposed, not left unable to run', async () => {
+    const model = scriptedModel([hang])
+    const agent = createAgent({ model, logger: quiet })
+    const run = agent.run('go')
+    await new Promise((resolve) => setImmediate(resolve))
+    agent.cancel({ kind: 'disposed' })
+    expect(await run).toMatchObject({ end: { kind: 'aborted', reason: { kind: 'disposed' } } })
+    await agent.dispose()
+    await expect(async () => agent.run('again')).rejects.toMatchObject({ code: 'AGENT_DISPOSED' })
+  })
+
   it('IN-5: aborting the signal of a followup still queued discards it; the running turn goes on', async () => {
     let release!: () => void
     const gate = new Promise<void>((resolve) => (release = resolve))
