@@ -664,9 +664,11 @@ export class Runtime {
     if (this.#heldJob) this.#heldJob.resolve(promise)
     else this.jobPromise = promise
     this.#heldJob = null
+    // tracked like every other work: a forced disposal does not wait for a job that ignores its signal
+    const answer = this.#pending.track(id, { type: 'job.settled', id })
     const settled = () => {
       if (this.#jobController === controller) this.#jobController = null
-      this.#send({ type: 'job.settled', id })
+      answer({ type: 'job.settled', id })
     }
     promise.then(settled, settled)
   }

@@ -186,6 +186,16 @@ describe('MT — Maintenance', () => {
     expect(model.requests).toHaveLength(0)
   })
 
+  it('MT-5: dispose({ force }) abandons a job that ignores its signal after the grace, and the disposal settles', async () => {
+    const { agent } = scriptedAgent([])
+    let signal: AbortSignal | undefined
+    void agent.runMaintenance((s) => ((signal = s), new Promise(() => {})))
+    await agent.dispose({ force: true, graceMs: 20 })
+    expect(signal!.aborted).toBe(true)
+    expect(signal!.reason).toEqual({ kind: 'disposed' })
+    expect(trace(agent)).toEqual([])
+  })
+
   it('MT-5: a waking send after the cancel is forced into next-turn, latches, and runs after the job settles', async () => {
     const { agent } = scriptedAgent([textResponse('after the job')])
     const status = record(agent, ['agent/status'])
