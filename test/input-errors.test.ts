@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { ConfigError, createAgent, createSession, defineTool, forkSession, InboxError, userMessage } from '../src/index.js'
 import { agentMachine } from '../src/machines/index.js'
+import { memoryStore } from '../src/stores/index.js'
 import {
   checkSessionInvariants,
   errorResponse,
@@ -239,6 +240,61 @@ describe('a -0 where the log records a count', () => {
     expect(() => createSession({ seed: agent.session.events })).not.toThrow()
     const fork = forkSession(agent.session, { upTo: -0 })
     expect(fork.events.at(-1)!.data).toEqual({ fork: { parent: agent.session.id, upTo: 0, seedLength: 2 } })
+    expect(() => createSession({ seed: fork.events })).not.toThrow()
+    await agent.dispose()
+  })
+})
+
+describe('store, lease, commit, retry and fork options', () => {
+  const model = () => scriptedModel([textResponse('ok')])
+  it.each([
+    ['a store of null', { store: null }, 'store', /options.store must be a SessionStore, got null/],
+    ['commits.maxEvents of 0', { commits: { maxEvents: 0 } }, 'commits.maxEvents', /commits.maxEvents must be a positive integer, got 0/],
+    ['commits.maxEvents of NaN', { commits: { maxEvents: Number.NaN } }, 'commits.maxEvents', /got NaN/],
+    ['commits.maxDelayMs past a timer', { commits: { maxDelayMs: 1e12 } }, 'commits.maxDelayMs', /from 0 to 2147483647/],
+    ['commits that is not an object', { commits: 5 }, 'commits', /commits must be an object/],
+    ['a mailbox that is not a boolean', { mailbox: 'no' }, 'mailbox', /mailbox must be true or false/],
+    ['a lease past a timer', { lease: { leaseMs: 2 ** 34 } }, 'leaseMs', /leaseMs must be an integer number of milliseconds from 10 to 2147483647/],
+  ])('createAgent over a store refuses %s with a ConfigError naming it, before the store is touched', async (_name, bad, path, message) => {
+    const store = memoryStore()
+    const open = createAgent({ model: model(), store, ...bad } as never) as unknown as Promise<unknown>
+    await expect(open).rejects.toThrow(message)
+    await expect(open).rejects.toMatchObject({ name: 'ConfigError', path })
+    expect(await store.list()).toEqual([])
+  })
+
+  it.each([
+    [
+      'a delay no timer can wait',
+      { baseDelayMs: 1e300, maxDelayMs: 1e300 },
+      'baseDelayMs',
+      /baseDelayMs must be a number of milliseconds from 0 to 2147483647/,
+    ],
+    ['a misspelt option', { maxRetires: 1 }, 'maxRetires', /unknown option maxRetires; the options are maxRetries, baseDelayMs/],
+  ])('the retry policy refuses %s by name', (_name, bad, path, message) => {
+    const create = () => createAgent({ model: model(), retry: bad as never })
+    expect(create).toThrow(message)
+    expect(create).toThrow(expect.objectContaining({ path }))
+  })
+
+  it('a retry policy whose random() answers NaN waits no time instead of failing the turn', async () => {
+    const agent = createAgent({
+      model: scriptedModel([errorResponse({ message: 'busy', code: 'RATE_LIMIT' }), textResponse('ok')]),
+      retry: { random: () => Number.NaN },
+    })
+    await expect(agent.run('hi')).resolves.toMatchObject({ end: { kind: 'completed' } })
+    expect(agent.session.events.find((e) => e.type === 'llm/retry')!.data).toMatchObject({ delayMs: 0 })
+    await agent.dispose()
+  })
+
+  it('forkSession refuses a now that is not a clock, and logs a -0 reading as 0', async () => {
+    const agent = createAgent({ model: model() })
+    await agent.run('hi')
+    const upTo = agent.session.events.at(-1)!.seq
+    expect(() => forkSession(agent.session, { upTo, now: 5 as never })).toThrow(expect.objectContaining({ name: 'ConfigError', path: 'now' }))
+    expect(() => forkSession(agent.session, { upTo, now: () => Number.NaN })).toThrow(/now must return a finite number of epoch ms, got NaN/)
+    const fork = forkSession(agent.session, { upTo, now: () => -0 })
+    expect(Object.is(fork.events.at(-1)!.time, 0)).toBe(true)
     expect(() => createSession({ seed: fork.events })).not.toThrow()
     await agent.dispose()
   })

@@ -7,7 +7,8 @@ import { mailboxIn } from '../stores/mailbox.js'
 import type { SessionHandle } from '../stores/types.js'
 import { SessionWriter } from '../stores/writer.js'
 import { factsOf, FULL_OPEN_UP_TO, openedSession, recentEvents, storedLogError } from '../stores/checkpoint.js'
-import { describeValue } from '../values/foreign.js'
+import { describeValue, isRecordLike } from '../values/foreign.js'
+import { MAX_TIMER_MS } from '../values/timer.js'
 import { Agent, announceLater } from './agent.js'
 import { recoverCalls, type RecoveredResult } from './durable.js'
 import { readMail } from './mail-reader.js'
@@ -24,7 +25,10 @@ export async function openStoredAgent(options: StoredAgentOptions): Promise<Agen
   // the request options too are refused before the store is touched (RQ-3)
   seedConfig({ provider: model.provider, model: model.model }, model.defaultConfig, options.request, maxTokens, new OutputSchemas())
   const { store } = options
-  if (typeof store.open !== 'function') throw new ConfigError('options.store must be a SessionStore', { path: 'store' })
+  if (!isRecordLike(store) || typeof store.open !== 'function') {
+    throw new ConfigError(`options.store must be a SessionStore, got ${describeValue(store)}`, { path: 'store' })
+  }
+  checkStoredOptions(options)
   if ((options as { session?: unknown }).session !== undefined) throw new ConfigError('give either a session or a store, not both', { path: 'session' })
   if (options.sessionId !== undefined && options.id !== undefined && options.sessionId !== options.id) {
     throw new ConfigError(`options.id ${options.id} differs from options.sessionId ${options.sessionId}`, { path: 'id' })
@@ -100,5 +104,26 @@ function seedSession(sessionId: string, events: readonly unknown[]): Session {
   } catch (error) {
     if (!(error instanceof AgentchartError)) throw error
     throw storedLogError(sessionId, error)
+  }
+}
+
+/** The store-only options, refused by name before the store is touched: commits, lease and mailbox. */
+function checkStoredOptions(options: StoredAgentOptions): void {
+  for (const name of ['commits', 'lease'] as const) {
+    if (options[name] !== undefined && !isRecordLike(options[name])) {
+      throw new ConfigError(`${name} must be an object, got ${describeValue(options[name])}`, { path: name })
+    }
+  }
+  const { maxEvents, maxDelayMs } = options.commits ?? {}
+  if (maxEvents !== undefined && !(Number.isSafeInteger(maxEvents) && maxEvents > 0)) {
+    throw new ConfigError(`commits.maxEvents must be a positive integer, got ${describeValue(maxEvents)}`, { path: 'commits.maxEvents' })
+  }
+  if (maxDelayMs !== undefined && !(typeof maxDelayMs === 'number' && maxDelayMs >= 0 && maxDelayMs <= MAX_TIMER_MS)) {
+    throw new ConfigError(`commits.maxDelayMs must be a number of milliseconds from 0 to ${MAX_TIMER_MS}, got ${describeValue(maxDelayMs)}`, {
+      path: 'commits.maxDelayMs',
+    })
+  }
+  if (options.mailbox !== undefined && typeof options.mailbox !== 'boolean') {
+    throw new ConfigError(`mailbox must be true or false, got ${describeValue(options.mailbox)}`, { path: 'mailbox' })
   }
 }

@@ -3,6 +3,8 @@
 // its cancellable backoff state, logs `llm/retry-started` and tries again.
 import { ConfigError } from '../errors.js'
 import type { LlmFailure } from '../session/schemas.js'
+import { describeValue } from '../values/foreign.js'
+import { MAX_TIMER_MS } from '../values/timer.js'
 
 /** The codes worth another try by default: transient on the provider's side. */
 export const DEFAULT_RETRYABLE_CODES: readonly string[] = Object.freeze(['EMPTY_RESPONSE', 'RATE_LIMIT', 'SERVER', 'TIMEOUT', 'TRANSPORT'])
@@ -32,15 +34,13 @@ export interface RetryPayload {
 
 export const RETRY_DEFAULTS = Object.freeze({ maxRetries: 3, baseDelayMs: 1000, maxDelayMs: 30_000 })
 
+/** A count (`integer`) or a delay, which a timer must be able to wait (at most MAX_TIMER_MS). */
 function nonNegative(name: string, value: unknown, fallback: number, integer: boolean): number {
   if (value === undefined) return fallback
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (integer && !Number.isSafeInteger(value))) {
-    throw new ConfigError(
-      `retryPolicy: ${name} must be a non-negative ${integer ? 'integer' : 'number'}, got ${typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? typeof value)}`,
-      {
-        path: name,
-      },
-    )
+  const bad = typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (integer ? !Number.isSafeInteger(value) : value > MAX_TIMER_MS)
+  if (bad) {
+    const what = integer ? 'a non-negative integer' : `a number of milliseconds from 0 to ${MAX_TIMER_MS}`
+    throw new ConfigError(`retryPolicy: ${name} must be ${what}, got ${describeValue(value)}`, { path: name })
   }
   return value
 }
@@ -53,8 +53,13 @@ interface Normalized {
   random: () => number
 }
 
+const RETRY_OPTIONS: readonly string[] = ['maxRetries', 'baseDelayMs', 'maxDelayMs', 'retryable', 'random']
+
 function normalize(options: RetryPolicyOptions): Normalized {
   if (typeof options !== 'object' || options === null) throw new ConfigError('retryPolicy: options must be an object')
+  // a misspelt option would otherwise leave its default in force unnoticed
+  const unknown = Object.keys(options).find((key) => !RETRY_OPTIONS.includes(key))
+  if (unknown !== undefined) throw new ConfigError(`retryPolicy: unknown option ${unknown}; the options are ${RETRY_OPTIONS.join(', ')}`, { path: unknown })
   const maxRetries = nonNegative('maxRetries', options.maxRetries, RETRY_DEFAULTS.maxRetries, true)
   const baseDelayMs = nonNegative('baseDelayMs', options.baseDelayMs, RETRY_DEFAULTS.baseDelayMs, false)
   const maxDelayMs = nonNegative('maxDelayMs', options.maxDelayMs, Math.max(RETRY_DEFAULTS.maxDelayMs, baseDelayMs), false)
@@ -82,7 +87,9 @@ function decide(policy: Normalized, { failure, attempt }: RetryPayload): Request
   const hinted = failure.providerRetryAfterMs
   if (hinted !== undefined) return { kind: 'retry', delayMs: Math.round(Math.min(hinted, policy.maxDelayMs)) || 0 }
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1))
-  const jitter = Math.min(Math.max(policy.random(), 0), 1)
+  // a random() outside [0, 1] is clamped into it, and one that is not a number counts as 0
+  const drawn = policy.random()
+  const jitter = typeof drawn === 'number' && drawn > 0 ? Math.min(drawn, 1) : 0
   return { kind: 'retry', delayMs: Math.floor(jitter * ceiling) }
 }
 

@@ -5,6 +5,7 @@
 // with hook.failed, so the call ends as an error result (tools) or the turn
 // ends `error` (agent hooks). Machine guards and actions then read only plain data.
 import { describeThrown, describeValue, fieldsOf, isArrayLike, isRecordLike } from '../values/foreign.js'
+import { MAX_TIMER_MS } from '../values/timer.js'
 import type { HookName, PostExecuteAnswer } from '../machines/types.js'
 import { checkedMessage, contextsOf } from '../tools/define.js'
 
@@ -46,9 +47,6 @@ function preStep(value: unknown): unknown {
   return Object.freeze({ kind: 'enter', messages: Object.freeze(entered) })
 }
 
-/** The longest delay a timer can wait (2^31 - 1 ms, about 24.8 days). */
-const MAX_DELAY_MS = 2_147_483_647
-
 /** RQ-9/RQ-14: `{kind:'retry', delayMs?}` retries (a delay is whole milliseconds); anything else that can be read gives up. */
 function requestError(value: unknown): unknown {
   if (value === undefined || value === null || typeof value !== 'object') return undefined
@@ -56,8 +54,8 @@ function requestError(value: unknown): unknown {
   if (field('kind') !== 'retry') return undefined
   const delayMs = field('delayMs')
   if (delayMs === undefined) return Object.freeze({ kind: 'retry' })
-  if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs < 0 || delayMs > MAX_DELAY_MS) {
-    throw new TypeError(`agent/request-error: delayMs must be a number of milliseconds from 0 to ${MAX_DELAY_MS}, got ${describeValue(delayMs)}`)
+  if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs < 0 || delayMs > MAX_TIMER_MS) {
+    throw new TypeError(`agent/request-error: delayMs must be a number of milliseconds from 0 to ${MAX_TIMER_MS}, got ${describeValue(delayMs)}`)
   }
   // whole milliseconds, and 0 for -0 (JSON writes it as 0: llm/retry logs the delay)
   return Object.freeze({ kind: 'retry', delayMs: Math.round(delayMs) || 0 })

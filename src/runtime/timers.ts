@@ -1,8 +1,9 @@
 // The runtime's clocks: a retry's backoff, the grace periods of cancels, and
 // the count of steps run without a turn of the event loop (CX-16).
 
-/** The longest delay setTimeout honours (a longer one fires at once); a longer grace waits this long. */
-export const MAX_TIMER_MS = 2 ** 31 - 1
+import { MAX_TIMER_MS } from '../values/timer.js'
+
+export { MAX_TIMER_MS }
 
 /** How many steps may follow each other without the event loop turning before a step boundary yields to it. */
 const STEPS_PER_YIELD = 16

@@ -56,7 +56,13 @@ export function forkSession(parent: Session, options: ForkOptions): Session {
   const seedLength = prefix.length + 1
   // the seq as the prefix ends (an upTo of -0 is seq 0)
   const lineage: ForkLineage = { parent: parent.id, upTo: prefix.length - 1, seedLength }
-  const marker = { seq: prefix.length, time: (options.now ?? Date.now)(), type: 'session/end-seed', data: { fork: lineage } }
+  const now = options.now ?? Date.now
+  if (typeof now !== 'function') throw new ConfigError(`now must be a function, got ${describeValue(now)}`, { path: 'now' })
+  const time = now()
+  if (typeof time !== 'number' || !Number.isFinite(time))
+    throw new ConfigError(`now must return a finite number of epoch ms, got ${describeValue(time)}`, { path: 'now' })
+  // -0 is the instant 0, as JSON writes it
+  const marker = { seq: prefix.length, time: time === 0 ? 0 : time, type: 'session/end-seed', data: { fork: lineage } }
   return createSession({ id, seed: [...prefix, marker] })
 }
 

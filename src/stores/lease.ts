@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import { ConfigError } from '../errors.js'
+import { MAX_TIMER_MS } from '../values/timer.js'
 import type { OpenSessionOptions } from './types.js'
 
 /** A lease lapses this long after its last renewal unless configured otherwise. */
@@ -29,8 +30,9 @@ export function checkSessionId(sessionId: unknown): string {
 /** The holder and lease length an open asked for, checked. */
 export function leaseRequest(options: OpenSessionOptions | undefined): { holder: string; leaseMs: number } {
   const leaseMs = options?.leaseMs ?? DEFAULT_LEASE_MS
-  if (typeof leaseMs !== 'number' || !Number.isSafeInteger(leaseMs) || leaseMs < 10) {
-    throw new ConfigError(`leaseMs must be an integer number of milliseconds of at least 10, got ${String(leaseMs)}`, { path: 'leaseMs' })
+  // at most the longest a Node timer waits: the lease is renewed a third of the way through
+  if (typeof leaseMs !== 'number' || !Number.isSafeInteger(leaseMs) || leaseMs < 10 || leaseMs > MAX_TIMER_MS) {
+    throw new ConfigError(`leaseMs must be an integer number of milliseconds from 10 to ${MAX_TIMER_MS}, got ${String(leaseMs)}`, { path: 'leaseMs' })
   }
   const holder = options?.holder ?? defaultHolder()
   if (typeof holder !== 'string' || holder === '') throw new ConfigError('holder must be a non-empty string', { path: 'holder' })
