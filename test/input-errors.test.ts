@@ -6,7 +6,9 @@ import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { ConfigError, createAgent, createSession, defineTool, forkSession, InboxError, userMessage } from '../src/index.js'
 import { agentMachine } from '../src/machines/index.js'
-import { memoryStore } from '../src/stores/index.js'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { memoryStore, sqliteStore } from '../src/stores/index.js'
 import {
   checkSessionInvariants,
   errorResponse,
@@ -275,6 +277,12 @@ describe('store, lease, commit, retry and fork options', () => {
     const create = () => createAgent({ model: model(), retry: bad as never })
     expect(create).toThrow(message)
     expect(create).toThrow(expect.objectContaining({ path }))
+  })
+
+  it('sqliteStore refuses a busy timeout SQLite cannot take with a ConfigError naming it', () => {
+    expect(() => sqliteStore({ path: join(tmpdir(), 'never-opened.db'), busyTimeoutMs: 2 ** 31 })).toThrow(
+      expect.objectContaining({ name: 'ConfigError', path: 'busyTimeoutMs', message: expect.stringMatching(/from 0 to 2147483647, got 2147483648/) }),
+    )
   })
 
   it('a retry policy whose random() answers NaN waits no time instead of failing the turn', async () => {

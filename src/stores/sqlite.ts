@@ -14,6 +14,7 @@ import { settled } from './sync.js'
 import type { CheckpointText, OpenSessionOptions, SessionHandle, SessionInfo, SessionStore } from './types.js'
 import { MAILBOX, type MailboxBackend } from './mailbox.js'
 import { sqliteMailbox } from './sqlite-mailbox.js'
+import { MAX_TIMER_MS } from '../values/timer.js'
 
 export interface SqliteStoreOptions {
   /** The database file (created if missing); `:memory:` for a private in-memory database. */
@@ -152,8 +153,11 @@ export function sqliteStore(options: SqliteStoreOptions): SessionStore {
   if (synchronous !== 'normal' && synchronous !== 'full') throw new ConfigError("synchronous must be 'normal' or 'full'", { path: 'synchronous' })
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000
   const retention = checkChunkRetention(options.chunks)
-  if (typeof busyTimeoutMs !== 'number' || !Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
-    throw new ConfigError(`busyTimeoutMs must be an integer number of milliseconds >= 0, got ${String(busyTimeoutMs)}`, { path: 'busyTimeoutMs' })
+  // SQLite's busy handler takes a 32-bit timeout
+  if (typeof busyTimeoutMs !== 'number' || !Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0 || busyTimeoutMs > MAX_TIMER_MS) {
+    throw new ConfigError(`busyTimeoutMs must be an integer number of milliseconds from 0 to ${MAX_TIMER_MS}, got ${String(busyTimeoutMs)}`, {
+      path: 'busyTimeoutMs',
+    })
   }
   const Database = driver()
   let db: BetterSqlite3.Database
