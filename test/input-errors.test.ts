@@ -4,7 +4,7 @@
 // returning nothing means, as docs/api.md says.
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { ConfigError, createAgent, createSession, defineTool, forkSession, InboxError, userMessage } from '../src/index.js'
+import { ConfigError, createAgent, createSession, defineTool, forkSession, InboxError, retryPolicy, userMessage } from '../src/index.js'
 import { agentMachine } from '../src/machines/index.js'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -256,7 +256,7 @@ describe('store, lease, commit, retry and fork options', () => {
     ['commits.maxDelayMs past a timer', { commits: { maxDelayMs: 1e12 } }, 'commits.maxDelayMs', /from 0 to 2147483647/],
     ['commits that is not an object', { commits: 5 }, 'commits', /commits must be an object/],
     ['a mailbox that is not a boolean', { mailbox: 'no' }, 'mailbox', /mailbox must be true or false/],
-    ['a lease past a timer', { lease: { leaseMs: 2 ** 34 } }, 'leaseMs', /leaseMs must be an integer number of milliseconds from 10 to 2147483647/],
+    ['a lease past a timer', { lease: { leaseMs: 2 ** 34 } }, 'lease.leaseMs', /lease.leaseMs must be an integer number of milliseconds from 10 to 2147483647/],
   ])('createAgent over a store refuses %s with a ConfigError naming it, before the store is touched', async (_name, bad, path, message) => {
     const store = memoryStore()
     const open = createAgent({ model: model(), store, ...bad } as never) as unknown as Promise<unknown>
@@ -269,14 +269,16 @@ describe('store, lease, commit, retry and fork options', () => {
     [
       'a delay no timer can wait',
       { baseDelayMs: 1e300, maxDelayMs: 1e300 },
-      'baseDelayMs',
+      'retry.baseDelayMs',
       /baseDelayMs must be a number of milliseconds from 0 to 2147483647/,
     ],
-    ['a misspelt option', { maxRetires: 1 }, 'maxRetires', /unknown option maxRetires; the options are maxRetries, baseDelayMs/],
+    ['a misspelt option', { maxRetires: 1 }, 'retry.maxRetires', /unknown option maxRetires; the options are maxRetries, baseDelayMs/],
   ])('the retry policy refuses %s by name', (_name, bad, path, message) => {
     const create = () => createAgent({ model: model(), retry: bad as never })
     expect(create).toThrow(message)
     expect(create).toThrow(expect.objectContaining({ path }))
+    // the same policy as a listener names the option itself
+    expect(() => retryPolicy(bad as never)).toThrow(expect.objectContaining({ path: path.replace('retry.', '') }))
   })
 
   it('sqliteStore refuses a busy timeout SQLite cannot take with a ConfigError naming it', () => {

@@ -2,7 +2,7 @@
 import { AgentchartError, ConfigError } from '../errors.js'
 import { OutputSchemas, seedConfig } from '../request/options.js'
 import { createSession, type Session } from '../session/session.js'
-import { checkSessionId, DEFAULT_LEASE_MS } from '../stores/lease.js'
+import { checkSessionId, DEFAULT_LEASE_MS, leaseRequest } from '../stores/lease.js'
 import { mailboxIn } from '../stores/mailbox.js'
 import type { SessionHandle } from '../stores/types.js'
 import { SessionWriter } from '../stores/writer.js'
@@ -113,6 +113,13 @@ function checkStoredOptions(options: StoredAgentOptions): void {
     if (options[name] !== undefined && !isRecordLike(options[name])) {
       throw new ConfigError(`${name} must be an object, got ${describeValue(options[name])}`, { path: name })
     }
+  }
+  try {
+    leaseRequest(options.lease)
+  } catch (error) {
+    // the store's own check, named where createAgent took it
+    if (error instanceof ConfigError) throw new ConfigError(`lease.${error.message}`, { path: `lease.${error.path}` })
+    throw error
   }
   const { maxEvents, maxDelayMs } = options.commits ?? {}
   if (maxEvents !== undefined && !(Number.isSafeInteger(maxEvents) && maxEvents > 0)) {

@@ -35,12 +35,12 @@ export interface RetryPayload {
 export const RETRY_DEFAULTS = Object.freeze({ maxRetries: 3, baseDelayMs: 1000, maxDelayMs: 30_000 })
 
 /** A count (`integer`) or a delay, which a timer must be able to wait (at most MAX_TIMER_MS). */
-function nonNegative(name: string, value: unknown, fallback: number, integer: boolean): number {
+function nonNegative(name: string, value: unknown, fallback: number, integer: boolean, at: string): number {
   if (value === undefined) return fallback
   const bad = typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (integer ? !Number.isSafeInteger(value) : value > MAX_TIMER_MS)
   if (bad) {
     const what = integer ? 'a non-negative integer' : `a number of milliseconds from 0 to ${MAX_TIMER_MS}`
-    throw new ConfigError(`retryPolicy: ${name} must be ${what}, got ${describeValue(value)}`, { path: name })
+    throw new ConfigError(`retryPolicy: ${name} must be ${what}, got ${describeValue(value)}`, { path: `${at}${name}` })
   }
   return value
 }
@@ -55,23 +55,25 @@ interface Normalized {
 
 const RETRY_OPTIONS: readonly string[] = ['maxRetries', 'baseDelayMs', 'maxDelayMs', 'retryable', 'random']
 
-function normalize(options: RetryPolicyOptions): Normalized {
+/** The policy's options, checked; `at` prefixes each error's path (`retry.` when createAgent's `retry` gave them). */
+function normalize(options: RetryPolicyOptions, at = ''): Normalized {
   if (typeof options !== 'object' || options === null) throw new ConfigError('retryPolicy: options must be an object')
   // a misspelt option would otherwise leave its default in force unnoticed
   const unknown = Object.keys(options).find((key) => !RETRY_OPTIONS.includes(key))
-  if (unknown !== undefined) throw new ConfigError(`retryPolicy: unknown option ${unknown}; the options are ${RETRY_OPTIONS.join(', ')}`, { path: unknown })
-  const maxRetries = nonNegative('maxRetries', options.maxRetries, RETRY_DEFAULTS.maxRetries, true)
-  const baseDelayMs = nonNegative('baseDelayMs', options.baseDelayMs, RETRY_DEFAULTS.baseDelayMs, false)
-  const maxDelayMs = nonNegative('maxDelayMs', options.maxDelayMs, Math.max(RETRY_DEFAULTS.maxDelayMs, baseDelayMs), false)
-  if (maxDelayMs < baseDelayMs) throw new ConfigError('retryPolicy: maxDelayMs must not be below baseDelayMs', { path: 'maxDelayMs' })
+  if (unknown !== undefined)
+    throw new ConfigError(`retryPolicy: unknown option ${unknown}; the options are ${RETRY_OPTIONS.join(', ')}`, { path: `${at}${unknown}` })
+  const maxRetries = nonNegative('maxRetries', options.maxRetries, RETRY_DEFAULTS.maxRetries, true, at)
+  const baseDelayMs = nonNegative('baseDelayMs', options.baseDelayMs, RETRY_DEFAULTS.baseDelayMs, false, at)
+  const maxDelayMs = nonNegative('maxDelayMs', options.maxDelayMs, Math.max(RETRY_DEFAULTS.maxDelayMs, baseDelayMs), false, at)
+  if (maxDelayMs < baseDelayMs) throw new ConfigError('retryPolicy: maxDelayMs must not be below baseDelayMs', { path: `${at}maxDelayMs` })
   const { retryable = DEFAULT_RETRYABLE_CODES, random = Math.random } = options
   let isRetryable: (failure: LlmFailure) => boolean
   if (typeof retryable === 'function') isRetryable = retryable
   else if (Array.isArray(retryable) && retryable.every((c) => typeof c === 'string')) {
     const codes = new Set(retryable)
     isRetryable = (failure) => codes.has(failure.code)
-  } else throw new ConfigError('retryPolicy: retryable must be an array of codes or a function of the failure', { path: 'retryable' })
-  if (typeof random !== 'function') throw new ConfigError('retryPolicy: random must be a function', { path: 'random' })
+  } else throw new ConfigError('retryPolicy: retryable must be an array of codes or a function of the failure', { path: `${at}retryable` })
+  if (typeof random !== 'function') throw new ConfigError('retryPolicy: random must be a function', { path: `${at}random` })
   return { maxRetries, baseDelayMs, maxDelayMs, isRetryable, random }
 }
 
@@ -110,7 +112,7 @@ export function defaultRetry(options: false | RetryPolicyOptions | undefined): (
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
     throw new ConfigError('retry must be false or retry policy options', { path: 'retry' })
   }
-  const policy = normalize(options ?? {})
+  const policy = normalize(options ?? {}, 'retry.')
   return (payload) => decide(policy, payload)
 }
 
