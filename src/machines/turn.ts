@@ -5,7 +5,7 @@
 // turn/end with its reason. Zero-step exits: blocked, completed. A turn that
 // ran the instance's maxSteps steps ends max-steps where it would propose again.
 import { and, not, or } from 'xstate'
-import type { TurnEndReason, UserMessage } from '../session/schemas.js'
+import type { LlmFailure, TurnEndReason, UserMessage } from '../session/schemas.js'
 import { asks, awaiting, standaloneOn } from './activity.js'
 import { attached } from './attachment.js'
 import { NO_PROPOSAL, initialContext } from './context.js'
@@ -33,6 +33,11 @@ function askPreStep(d: Draft): void {
 
 /** The reason a turn ends with when nothing went wrong: max-tokens is sticky (TU-12). */
 const standingReason = (d: Draft): TurnEndReason => (d.get('maxTokensSeen') ? { kind: 'max-tokens' } : { kind: 'completed' })
+
+/** The turn ends `error` before the step it proposed opens; agent/error names that step (Decision 7). */
+function failBeforeStep(d: Draft, failure: LlmFailure): void {
+  d.set({ failure: { failure, step: d.get('step') + 1 }, endReason: { kind: 'error', error: failure } })
+}
 
 const turnImplementations = named({
   actions: {
@@ -75,14 +80,9 @@ const turnImplementations = named({
     /** TU-16 (Decision 9): the turn ran its last allowed step; it ends max-steps, naming the limit, instead of proposing another. */
     endMaxSteps: action((d) => d.set({ endReason: { kind: 'max-steps', limit: stepLimitOf(d.context) ?? d.get('step') } })),
     /** HK-4: a throwing pre-step ends the turn before its step opens (Decision 7: agent/error names that step). */
-    failProposal: actionOn(['hook.failed'], (d, e) => {
-      d.set({ failure: { failure: e.failure, step: d.get('step') + 1 }, endReason: { kind: 'error', error: e.failure } })
-    }),
-    /** CP-7: a failed token estimate at the pre-step checkpoint ends the turn `error` before the step opens. */
-    failCompactionCheck: action((d) => {
-      const { failure } = d.get('compaction')
-      d.set({ failure: { failure: failure!, step: d.get('step') + 1 }, endReason: { kind: 'error', error: failure! } })
-    }),
+    failProposal: actionOn(['hook.failed'], (d, e) => failBeforeStep(d, e.failure)),
+    /** CP-7: a failed token estimate at the pre-step checkpoint ends the turn `error` before the step opens, as HK-4. */
+    failCompactionCheck: action((d) => failBeforeStep(d, d.get('compaction').failure!)),
     /** HK-5: a throwing turn-stopping listener ends the turn `error`. */
     failTurnStopping: actionOn(['hook.failed'], (d, e) => {
       d.set({ failure: { failure: e.failure, step: d.get('step') }, endReason: { kind: 'error', error: e.failure } })

@@ -46,8 +46,6 @@ import { checkAssembly, toAssembled, type Assembled, type PromptAssembly, type P
 import type { ResolvedCompaction } from '../compaction/options.js'
 import { Compacting } from './compacting.js'
 
-export { MAX_TIMER_MS } from './timers.js'
-
 interface RuntimeOptions {
   session: Session
   model: ModelAdapter

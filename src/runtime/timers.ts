@@ -3,8 +3,6 @@
 
 import { MAX_TIMER_MS } from '../values/timer.js'
 
-export { MAX_TIMER_MS }
-
 /** How many steps may follow each other without the event loop turning before a step boundary yields to it. */
 const STEPS_PER_YIELD = 16
 

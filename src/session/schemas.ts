@@ -229,10 +229,10 @@ export const RequestHeaderSchema = z
 const turnStep = { turn: turnNo, step: turnNo }
 const CompactionReasonSchema = z.enum(['auto', 'manual', 'overflow'])
 
-/** Data schema of every event type the loop knows, keyed by type. */
 /** What a tool error result says it was, beside its text: `{ name, code }` (TL-9). */
 export const ToolErrorSchema = z.object({ name: nonEmpty, code: nonEmpty }).strict()
 
+/** Data schema of every event type the loop knows, keyed by type. */
 export const EventDataSchemas = {
   'turn/start': z.object({ turn: turnNo }).strict(),
   'turn/end': z.object({ turn: turnNo, reason: TurnEndReasonSchema }).strict(),
