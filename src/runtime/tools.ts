@@ -10,8 +10,10 @@ import { deepFreeze } from '../session/lossless.js'
 import { ToolErrorSchema } from '../session/schemas.js'
 import { isRecordLike, peek } from '../values/foreign.js'
 import type { CheckResult } from '../request/schema.js'
-import { checkArguments, describeInvalidArgs, thrownOutcome, toOutcome, type ToolDefinition } from '../tools/define.js'
+import { checkArguments, describeInvalidArgs, thrownOutcome, toOutcome, type ToolContext, type ToolDefinition } from '../tools/define.js'
 import type { Hooks } from './hooks.js'
+
+type ToolEffect = Extract<Effect, { type: 'fx.tool' }>
 
 /**
  * One call's body, inside the tools/execute chain when anyone listens (TL-10): next() runs the body (arguments
@@ -21,14 +23,14 @@ import type { Hooks } from './hooks.js'
 export function executeWithListeners(
   hooks: Hooks,
   tool: ToolDefinition | undefined,
-  effect: Extract<Effect, { type: 'fx.tool' }>,
+  effect: ToolEffect,
   signal: AbortSignal,
   agent: unknown,
 ): Promise<ToolOutcome> {
   const { call, turn, step } = effect
-  if (hooks.count('tools/execute') === 0) return executeCall(tool, call, signal, agent)
+  if (hooks.count('tools/execute') === 0) return executeCall(tool, effect, signal, agent)
   const made = new WeakSet<ToolOutcome>()
-  const body = () => executeCall(tool, call, signal, agent).then((outcome) => (made.add(outcome), outcome))
+  const body = () => executeCall(tool, effect, signal, agent).then((outcome) => (made.add(outcome), outcome))
   const execution = { turn, step, callId: call.callId, name: call.name, arguments: deepFreeze(call.args), signal, agent }
   return hooks
     .waterfall('tools/execute', execution, body)
@@ -37,7 +39,7 @@ export function executeWithListeners(
 }
 
 /** The outcome of calling `tool` (undefined: the model named a tool the agent does not have) with the call's arguments. */
-async function executeCall(tool: ToolDefinition | undefined, call: RequestedCall, signal: AbortSignal, agent: unknown): Promise<ToolOutcome> {
+async function executeCall(tool: ToolDefinition | undefined, { call, turn, step }: ToolEffect, signal: AbortSignal, agent: unknown): Promise<ToolOutcome> {
   if (!tool) return errorOutcome(`unknown tool ${JSON.stringify(call.name)}`, { name: 'UnknownToolError', code: 'UNKNOWN_TOOL' })
   let parsed: CheckResult<unknown>
   try {
@@ -47,12 +49,13 @@ async function executeCall(tool: ToolDefinition | undefined, call: RequestedCall
     parsed = { ok: false, issues: [{ path: '(root)', message: toLlmFailure(error).message }] }
   }
   if (!parsed.ok) return errorOutcome(describeInvalidArgs(call.name, parsed), { name: 'InvalidArgumentsError', code: 'INVALID_ARGS' })
-  return runBody(tool, parsed.value, call.callId, signal, agent)
+  return runBody(tool, parsed.value, { callId: call.callId, name: tool.name, turn, step, signal, agent })
 }
 
 /** One body run, under the tool's `timeoutMs` when it has one: a body still running then gets its signal aborted and its late result dropped. */
-async function runBody(tool: ToolDefinition, args: unknown, callId: string, turnSignal: AbortSignal, agent: unknown): Promise<ToolOutcome> {
+async function runBody(tool: ToolDefinition, args: unknown, context: ToolContext): Promise<ToolOutcome> {
   const { name, timeoutMs } = tool
+  const turnSignal = context.signal
   const limited = timeoutMs !== undefined && timeoutMs !== Infinity
   // the body's own signal: aborted by the turn's, or by the timeout
   const controller = limited ? new AbortController() : null
@@ -65,7 +68,7 @@ async function runBody(tool: ToolDefinition, args: unknown, callId: string, turn
   let timer: ReturnType<typeof setTimeout> | undefined
   const body = (async () => {
     try {
-      return toOutcome(name, await tool.execute(deepFreeze(args), { callId, name, signal, agent }))
+      return toOutcome(name, await tool.execute(deepFreeze(args), controller ? { ...context, signal } : context))
     } catch (error) {
       // TL-9: whatever was thrown, however hostile, becomes the call's error result
       return thrownOutcome(error)

@@ -9,6 +9,7 @@ import type { AgentOptions, StoredAgentOptions } from '../agent/options.js'
 import { inspectorOf, telemetryOf } from '../agent/registry.js'
 import { AgentchartError, ConfigError, SessionInUseError } from '../errors.js'
 import { DEFAULT_LEASE_MS } from '../stores/lease.js'
+import type { SessionStore } from '../stores/types.js'
 import { describeValue } from '../values/foreign.js'
 import { userMessage } from '../request/messages.js'
 import type { RunResult, UsageTotals } from '../agent/results.js'
@@ -59,6 +60,8 @@ export interface SubagentSource {
   kind: 'plugin'
   plugin: typeof SUBAGENT_SOURCE
   parentSessionId: string
+  /** The parent's turn that made the call (call ids are unique within a turn only). */
+  parentTurn: number
   parentCallId: string
   tool: string
 }
@@ -126,9 +129,27 @@ export function agentTool<S extends SchemaInput<any>>(definition: AgentToolDefin
   return defined
 }
 
-/** The session id a child gets beside its parent in the parent's store. */
+/**
+ * The session id a call's child gets beside its parent: `<parent>.<call id>`, each UTF-16 unit outside
+ * `[A-Za-z0-9_.:-]` written as `%` and four hex digits (`a/b` is `a%002fb`), so that no two call ids share a child.
+ */
 function childSessionId(parentSessionId: string, callId: string): string {
-  return `${parentSessionId}.${callId.replace(/[^A-Za-z0-9_.:-]/g, '_')}`
+  return `${parentSessionId}.${callId.replace(/[^A-Za-z0-9_.:-]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}`
+}
+
+/**
+ * The ids a call's children may have in `store`, oldest first: the call id's own, then `~2`, `~3`... for each later
+ * call that reused the call id (models that number their calls per turn do). Why: every delegation starts a fresh
+ * child; a reused id must not resume another call's conversation.
+ */
+async function storedChildIds(store: SessionStore, parentSessionId: string, callId: string): Promise<{ ids: string[]; next: string }> {
+  const base = childSessionId(parentSessionId, callId)
+  const ids: string[] = []
+  for (let n = 1; ; n++) {
+    const id = n === 1 ? base : `${base}~${n}`
+    if ((await store.load(id)) === undefined) return { ids, next: id }
+    ids.push(id)
+  }
 }
 
 /** Opens a crashed child only to repair it: it never runs a turn, so it needs no real model. */
@@ -162,33 +183,45 @@ async function openForRepair(call: InterruptedCall, childId: string): Promise<Ag
  * `interrupted`, RS-4) and the call keeps the catalogue's unknown outcome (RS-5), naming the child either way.
  */
 async function recoverChild(call: InterruptedCall): Promise<{ content: string; isError: boolean; meta?: unknown } | null> {
-  const childId = childSessionId(call.sessionId, call.callId)
-  let stored = await call.store.load(childId)
-  if (stored === undefined) return null // the child never reached the store: nothing is known of it
-  // the turn of the prompt this call sent: the turn/start before the user/message whose source names the call
-  const turnOf = (events: readonly unknown[]): number | null => {
-    let turn: number | null = null
-    for (const e of events as ReadonlyArray<{ type?: string; data?: { turn?: number; source?: Partial<SubagentSource> } }>) {
-      if (e.type === 'turn/start') turn = e.data?.turn ?? null
-      if (e.type === 'user/message' && e.data?.source?.plugin === SUBAGENT_SOURCE && e.data.source.parentCallId === call.callId) return turn
-    }
-    return null
+  const { ids } = await storedChildIds(call.store, call.sessionId, call.callId)
+  // the newest child whose prompt names this call and its turn (a later turn may reuse the call id)
+  for (const childId of ids.reverse()) {
+    const stored = await call.store.load(childId)
+    const turn = stored && promptTurn(stored, call)
+    if (turn != null) return closeFromChild(call, childId, turn)
   }
-  const endOf = (events: readonly unknown[], turn: number) =>
-    events.find((e): e is { type: 'turn/end'; seq: number } => {
+  return null // the child never reached the store: nothing is known of it
+}
+
+/** The child's turn that took the prompt `call` sent: the turn/start before a user/message whose source names the call. */
+function promptTurn(events: readonly unknown[], call: InterruptedCall): number | null {
+  let turn: number | null = null
+  for (const e of events as ReadonlyArray<{ type?: string; data?: { turn?: number; source?: Partial<SubagentSource> } }>) {
+    if (e.type === 'turn/start') turn = e.data?.turn ?? null
+    const source = e.type === 'user/message' ? e.data?.source : undefined
+    // a prompt that names no parent turn matches the call in any turn
+    const sameTurn = source?.parentTurn === undefined || source.parentTurn === call.turn
+    if (source?.plugin === SUBAGENT_SOURCE && source.parentCallId === call.callId && sameTurn) return turn
+  }
+  return null
+}
+
+/** The call's result from its child's log, repairing the child first when its turn is still open. */
+async function closeFromChild(call: InterruptedCall, childId: string, turn: number): Promise<{ content: string; isError: boolean; meta?: unknown } | null> {
+  const endOf = (events: readonly unknown[] | undefined) =>
+    events?.find((e): e is { type: 'turn/end'; seq: number } => {
       const event = e as { type?: string; data?: { turn?: number } }
       return event.type === 'turn/end' && event.data?.turn === turn
     })
-  const turn = turnOf(stored)
-  if (turn === null) return null
-  if (!endOf(stored, turn)) {
+  let stored = await call.store.load(childId)
+  if (!endOf(stored)) {
     // the child's turn is still open in its log: repair it now, as opening it anywhere would
     const child = await openForRepair(call, childId)
     await child.dispose()
-    stored = (await call.store.load(childId)) ?? stored
+    stored = await call.store.load(childId)
   }
-  const end = endOf(stored, turn)
-  if (!end) return null
+  const end = endOf(stored)
+  if (!stored || !end) return null
   const result = new LogIndex(createSession({ id: childId, seed: stored })).turnResult(turn, end.seq, new OutputSchemas())
   const record: SubagentRecord = { sessionId: childId, turn, end: result.end.kind, steps: result.steps, usage: result.usage }
   if (result.end.kind === 'completed') return { content: defaultOutput(result), isError: false, meta: { subagent: record } }
@@ -226,7 +259,14 @@ async function delegate(
   const cancel = () => child.cancel({ kind: 'parent' })
   context.signal.addEventListener('abort', cancel, { once: true })
   try {
-    const source: SubagentSource = { kind: 'plugin', plugin: SUBAGENT_SOURCE, parentSessionId: parent.sessionId, parentCallId: context.callId, tool }
+    const source: SubagentSource = {
+      kind: 'plugin',
+      plugin: SUBAGENT_SOURCE,
+      parentSessionId: parent.sessionId,
+      parentTurn: context.turn,
+      parentCallId: context.callId,
+      tool,
+    }
     const result = await runOrAbandon(child, userMessage(content, { source }), context.signal, tool)
     const record: SubagentRecord = { sessionId: child.sessionId, turn: result.turn, end: result.end.kind, steps: result.steps, usage: result.usage }
     const shown = output ? output(result, child) : defaultOutput(result)
@@ -280,7 +320,7 @@ async function spawn(options: AgentOptions | StoredAgentOptions, parent: Agent, 
   const own = nestedTelemetry(withInspector, parent, callId)
   const store = own.store ?? (own.session === undefined ? parent.store : undefined)
   if (store === undefined) return createAgent(own as AgentOptions)
-  const sessionId = own.sessionId ?? childSessionId(parent.sessionId, callId)
+  const sessionId = own.sessionId ?? (await storedChildIds(store, parent.sessionId, callId)).next
   return createAgent({ ...(own as StoredAgentOptions), store, sessionId })
 }
 

@@ -19,6 +19,9 @@ export interface ToolContext<A = unknown> {
   callId: string
   /** The tool's name as the model called it. */
   name: string
+  /** The turn and step whose model request asked for the call. */
+  turn: number
+  step: number
   signal: AbortSignal
   agent: A
 }
@@ -69,6 +72,8 @@ export interface InterruptedCall {
   name: string
   /** The arguments as the model sent them (JSON text). */
   arguments: string
+  /** The turn the call was made in. */
+  turn: number
   sessionId: string
   store: SessionStore
   logger: { error(message: string, error: unknown): void }

@@ -432,14 +432,23 @@ describe('TL — tools', () => {
     expect(entered).toEqual(['go', 'from body', 'from body', 'from body', 'blocker note'])
   })
 
-  it('TL-11: each execution receives callId, name, frozen arguments, the agent and the turn signal', async () => {
+  it('TL-11: each execution receives callId, name, its turn and step, frozen arguments, the agent and the turn signal', async () => {
     const got: Array<Record<string, unknown>> = []
     const t = defineTool({
       name: 't',
       description: 't',
       input: z.object({ q: z.string() }),
       execute: (args, ctx) => {
-        got.push({ args, frozen: Object.isFrozen(args), callId: ctx.callId, agent: ctx.agent, signal: ctx.signal })
+        got.push({
+          args,
+          frozen: Object.isFrozen(args),
+          callId: ctx.callId,
+          name: ctx.name,
+          turn: ctx.turn,
+          step: ctx.step,
+          agent: ctx.agent,
+          signal: ctx.signal,
+        })
         return 'ok'
       },
     })
@@ -451,7 +460,7 @@ describe('TL — tools', () => {
     })
     agent.followup('go')
     await agent.whenIdle()
-    expect(got[0]).toMatchObject({ args: { q: 'hi' }, frozen: true, callId: 'x', agent })
+    expect(got[0]).toMatchObject({ args: { q: 'hi' }, frozen: true, callId: 'x', name: 't', turn: 1, step: 1, agent })
     expect(got[0].signal).toBeInstanceOf(AbortSignal)
     expect(hookPayloads[0]).toMatchObject({ callId: 'x', name: 't', arguments: { q: 'hi' }, agent, frozen: true, turn: 1, step: 1 })
     expect(hookPayloads[0].signal).toBe(got[0].signal)

@@ -87,4 +87,35 @@ describe('subagents across a SIGKILL on SQLite', () => {
     expect((await parent.run('Book it')).end.kind).toBe('completed')
     await parent.dispose()
   })
+
+  it('RS-5: a second turn reusing a call id, killed before its child starts, keeps the unknown outcome, not the first child’s answer', async () => {
+    const path = join(dir, 'reused-before-child.db')
+    await crashAt(path, 'reused-before-child', 'SECOND-CALL')
+    const parent = await reopen(path, { tools: [research], answer: 'Lisbon it is.' })
+    const [first, second] = resultOf(parent.session.events, 'c1')
+    expect(first?.meta).toMatchObject({ subagent: { sessionId: 'planner.c1', turn: 1, end: 'completed' } })
+    expect(second?.turn).toBe(2)
+    expect(second?.error?.code).toBe('TOOL_OUTCOME_UNKNOWN')
+    expect(second?.meta).toBeUndefined()
+    expect(checkSessionInvariants(parent.session.events)).toEqual([])
+    await parent.dispose()
+  })
+
+  it('RS-4/RS-5: a second turn reusing a call id, killed mid-child, repairs that turn’s own child (planner.c1~2), not the first', async () => {
+    const path = join(dir, 'reused-mid-child.db')
+    await crashAt(path, 'reused-mid-child', 'CHILD-STREAMING 2')
+    const parent = await reopen(path, { tools: [research], answer: 'Lisbon it is.' })
+    const [, second] = resultOf(parent.session.events, 'c1')
+    expect(second?.error?.code).toBe('TOOL_OUTCOME_UNKNOWN')
+    expect(second?.meta).toMatchObject({ subagent: { sessionId: 'planner.c1~2', turn: 1, end: 'interrupted' } })
+    const store = sqliteStore({ path })
+    const firstChild = (await store.load('planner.c1')) as SessionEvent[]
+    const secondChild = (await store.load('planner.c1~2')) as SessionEvent[]
+    const ends = (log: SessionEvent[]) => log.filter((e) => e.type === 'turn/end').map((e) => (e.data as { reason: { kind: string } }).reason.kind)
+    expect(ends(firstChild)).toEqual(['completed'])
+    expect(ends(secondChild)).toEqual(['interrupted'])
+    expect(checkSessionInvariants(secondChild)).toEqual([])
+    await parent.dispose()
+    await store.close()
+  })
 })

@@ -107,7 +107,7 @@ describe('subagents: agentTool', () => {
     )
     await parent.run('go')
     const prompt = child!.session.events.find((e): e is SessionEventOf<'user/message'> => e.type === 'user/message')!
-    expect(prompt.data.source).toEqual({ kind: 'plugin', plugin: SUBAGENT_SOURCE, parentSessionId: 'mom', parentCallId: 'c1', tool: 'ask' })
+    expect(prompt.data.source).toEqual({ kind: 'plugin', plugin: SUBAGENT_SOURCE, parentSessionId: 'mom', parentTurn: 1, parentCallId: 'c1', tool: 'ask' })
     expect(prompt.data.content).toEqual([{ type: 'text', text: 'hello child' }])
     expect(checkSessionInvariants(child!.session.events)).toEqual([])
   })
@@ -271,6 +271,72 @@ describe('subagents: agentTool', () => {
     })
     expect(stored.some((e) => e.type === 'turn/end')).toBe(true)
     expect((ofType(parent, 'tool/result')[0].data.meta as { subagent: { sessionId: string } }).subagent.sessionId).toBe('p1.c1')
+  })
+
+  it('with a store, call ids that differ only in characters outside [A-Za-z0-9_.:-] get children of their own', async () => {
+    const store = memoryStore()
+    const tool = agentTool({
+      name: 'ask',
+      description: 'Ask',
+      input: z.object({ prompt: z.string() }),
+      executionMode: 'parallel',
+      agent: ({ prompt }) => ({ model: scriptedModel([textResponse(`answer to ${prompt}`)]) }),
+    })
+    const parent = await createAgent({
+      store,
+      sessionId: 'p1',
+      model: scriptedModel([toolCallResponse([call('a/b', 'ask', { prompt: 'slash' }), call('a_b', 'ask', { prompt: 'underscore' })]), textResponse('ok')]),
+      tools: [tool],
+    })
+    await parent.run('go')
+    await parent.dispose()
+    expect(childLinks(parent).map((l) => [l.callId, l.meta.subagent.sessionId])).toEqual([
+      ['a/b', 'p1.a%002fb'],
+      ['a_b', 'p1.a_b'],
+    ])
+    const answers = ofType(parent, 'tool/result').map((e) => e.data.message.content[0].content)
+    expect(answers).toEqual(['answer to slash', 'answer to underscore'])
+  })
+
+  it('with a store, a later turn that reuses a call id starts a fresh child (<parent>.<call id>~2), not the first call’s conversation', async () => {
+    const store = memoryStore()
+    const prompts: number[] = []
+    const tool = agentTool({
+      name: 'ask',
+      description: 'Ask',
+      input: z.object({ prompt: z.string() }),
+      agent: () => ({
+        model: {
+          provider: 'test',
+          model: 'count',
+          async *stream(request) {
+            prompts.push(request.messages.length)
+            yield* textResponse(`child answer ${prompts.length}`)
+          },
+        },
+      }),
+    })
+    const parent = await createAgent({
+      store,
+      sessionId: 'p1',
+      model: scriptedModel([
+        toolCallResponse([call('c1', 'ask', { prompt: 'q1' })]),
+        textResponse('one'),
+        toolCallResponse([call('c1', 'ask', { prompt: 'q2' })]),
+        textResponse('two'),
+      ]),
+      tools: [tool],
+    })
+    await parent.run('first')
+    await parent.run('second')
+    await parent.dispose()
+    expect(childLinks(parent).map((l) => l.meta.subagent.sessionId)).toEqual(['p1.c1', 'p1.c1~2'])
+    // each child's one request saw only its own prompt
+    expect(prompts).toEqual([1, 1])
+    expect(ofType(parent, 'tool/result').map((e) => e.data.message.content[0].content)).toEqual(['child answer 1', 'child answer 2'])
+    const second = (await store.load('p1.c1~2')) as Array<{ type: string; data: { source?: unknown } }>
+    expect(second.find((e) => e.type === 'user/message')?.data.source).toMatchObject({ parentSessionId: 'p1', parentTurn: 2, parentCallId: 'c1' })
+    expect(checkSessionInvariants(second as never)).toEqual([])
   })
 
   it("the child reports to the parent's inspector: one inspector sees the parent's and the child's agent actors", async () => {

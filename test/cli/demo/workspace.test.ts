@@ -42,7 +42,7 @@ const signal = new AbortController().signal
 async function run(name: string, args: unknown): Promise<ToolResultValue> {
   const tool = tools[name]
   const parsed = tool.input.parse(args) as unknown
-  const result = await tool.execute(parsed, { callId: 'c', name, signal, agent: null })
+  const result = await tool.execute(parsed, { callId: 'c', name, turn: 1, step: 1, signal, agent: null })
   return typeof result === 'string' ? { content: result } : result
 }
 
@@ -192,7 +192,7 @@ describe('what read_file opens (issue 30)', () => {
     controller.abort()
     const tool = tools.read_file
     await expect(
-      tool.execute(tool.input.parse({ path: 'package.json' }), { callId: 'c', name: 'read_file', signal: controller.signal, agent: null }),
+      tool.execute(tool.input.parse({ path: 'package.json' }), { callId: 'c', name: 'read_file', turn: 1, step: 1, signal: controller.signal, agent: null }),
     ).rejects.toMatchObject({
       name: 'AbortError',
     })
