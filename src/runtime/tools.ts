@@ -4,7 +4,7 @@
 // happens turned into an outcome. A tool call never throws out of here:
 // every failure is the call's error result.
 import { toLlmFailure } from '../adapters/failure.js'
-import type { Effect, Facts, RequestedCall, ToolOutcome } from '../machines/types.js'
+import type { Effect, Facts, ToolOutcome } from '../machines/types.js'
 import { errorOutcome } from '../machines/tool-batch.js'
 import { deepFreeze } from '../session/lossless.js'
 import { ToolErrorSchema } from '../session/schemas.js'
