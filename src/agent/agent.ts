@@ -21,7 +21,7 @@ import type { SessionStore } from '../stores/types.js'
 import { factsOf, recentEvents } from '../stores/checkpoint.js'
 import { toolSchemas, type ToolDefinition } from '../tools/define.js'
 import { isToolSource } from '../tools/source.js'
-import { StepTools } from '../runtime/step-tools.js'
+import { StepTools } from '../tools/step-tools.js'
 import { assembleFromOptions, type PromptContext, type ToolsOption } from '../runtime/assembly.js'
 import { LiveTelemetry } from '../telemetry/live.js'
 import { withRecovered, type Durable } from './durable.js'
@@ -116,9 +116,9 @@ export class Agent {
     this.#hooks = new Hooks(options.logger ?? { error: (message, error) => console.error(`[agentchart] ${message}:`, error) })
     // tool sources are read at every step's assembly, through one snapshot of their lists (docs/mcp.md)
     const sources = tools.some(isToolSource) ? new StepTools(tools, this.#hooks.logger) : null
-    const plain = sources ? sources.current.tools : (tools as ToolDefinition[])
+    const plain = sources ? sources.current : (tools as ToolDefinition[])
     const assembledTools: ToolsOption<Agent> | undefined = sources
-      ? async ({ turn, step }) => (await sources.refresh({ turn, step })).tools
+      ? async ({ turn, step }) => sources.refresh({ turn, step })
       : typeof options.tools === 'function'
         ? options.tools
         : undefined

@@ -8,22 +8,14 @@ import { and, not, or, stateIn } from 'xstate'
 import { activitySetup, asks, awaiting, standaloneOn } from './activity.js'
 import type { activityImplementations } from './activity.js'
 import { attached } from './attachment.js'
-import { UNKNOWN_OUTCOME_RESULT, parseArguments } from '../session/vocabulary.js'
+import { UNKNOWN_OUTCOME_RESULT, parseArguments, toolResultMessage } from '../session/vocabulary.js'
 import { initialContext, newToolBatch } from './context.js'
 import { action, actionOn, guard, guardOn, type Draft, type EventOf, named, labelGuards, type WrittenFor } from './setup.js'
 import { clearInbox, insertInbox, type inboxImplementations } from './inbox.js'
 import type { AgentContext, RequestedCall, PostExecuteAnswer, ToolBatchContext, ToolOutcome } from './types.js'
 
-const ABORTED_BEFORE_DISPATCH: ToolOutcome = {
-  isError: true,
-  content: 'Error: tool call aborted before dispatch',
-  error: { name: 'AbortError', code: 'ABORTED_BEFORE_DISPATCH' },
-}
-const ABORTED_WHILE_RUNNING: ToolOutcome = {
-  isError: true,
-  content: 'Error: tool call aborted',
-  error: { name: 'AbortError', code: 'ABORTED' },
-}
+const ABORTED_BEFORE_DISPATCH = errorOutcome('tool call aborted before dispatch', { name: 'AbortError', code: 'ABORTED_BEFORE_DISPATCH' })
+const ABORTED_WHILE_RUNNING = errorOutcome('tool call aborted', { name: 'AbortError', code: 'ABORTED' })
 
 /** A committed call's slot in a resumed batch: the commit lane is past it and never reads it again. */
 const COMMITTED: ToolOutcome = { isError: false, content: '' }
@@ -60,14 +52,7 @@ function logCall(d: Draft, call: RequestedCall): void {
 }
 
 function logResult(d: Draft, call: RequestedCall, outcome: ToolOutcome): void {
-  const message = {
-    id: `${d.get('instance').id}-r${d.id()}`,
-    role: 'user' as const,
-    source: { kind: 'tool' as const, callId: call.callId },
-    content: [{ type: 'tool-result' as const, toolCallId: call.callId, content: outcome.content, isError: outcome.isError }] as [
-      { type: 'tool-result'; toolCallId: string; content: string; isError: boolean },
-    ],
-  }
+  const message = toolResultMessage(`${d.get('instance').id}-r${d.id()}`, call.callId, outcome.content, outcome.isError)
   const data = {
     turn: d.get('turn'),
     step: d.get('step'),

@@ -9,7 +9,8 @@ import { runSummariser } from '../compaction/summarise.js'
 import type { AgentEvent, CompactionReason, Effect } from '../machines/types.js'
 import { estimateTextTokens, planCompaction, SUMMARY_SOURCE, summaryText, type CompactionPlan } from '../compaction/plan.js'
 import type { Message, UserMessage } from '../session/schemas.js'
-import { messageOf, surfaceNodes, type Session } from '../session/session.js'
+import { surfaceNodes, type Session } from '../session/session.js'
+import { messageOf } from '../session/surface.js'
 import type { Assembled } from './assembly.js'
 
 export class Compacting {

@@ -30,9 +30,9 @@ import type { LlmCallConfig, LlmFailure, Message, RequestHeader, SessionEvent, S
 import { pendingApprovals } from '../session/approvals.js'
 import { ABANDONED_RESULT } from '../session/vocabulary.js'
 import { InterruptedAnswers, type InterruptedHistory } from '../session/interrupted.js'
-import { SCHEMA_CHECKED, interruptedAnswers, logSnapshot, type CheckedIntent, type Session } from '../session/session.js'
+import { CHECKED, SCHEMA_CHECKED, interruptedAnswers, logSnapshot, type CheckedIntent, type Session } from '../session/session.js'
 import type { Durability } from '../stores/writer.js'
-import { classify, type ToolDefinition } from '../tools/define.js'
+import { classify, modesOf, type ToolDefinition } from '../tools/define.js'
 import { toLoggedConfig, type OutputSchemas } from '../request/options.js'
 import type { RequestErrorAction, RetryPayload } from '../request/retry.js'
 import { hookAnswer } from './answers.js'
@@ -41,7 +41,7 @@ import { Hooks, NOTIFICATION_NAMES } from './hooks.js'
 import { Pending } from './pending.js'
 import { streamModel } from './stream.js'
 import { Timers } from './timers.js'
-import { executeWithListeners, modesOf } from './tools.js'
+import { executeWithListeners } from './tools.js'
 import { checkAssembly, toAssembled, type Assembled, type PromptAssembly, type PromptContext } from './assembly.js'
 import type { ResolvedCompaction } from '../compaction/options.js'
 import { Compacting } from './compacting.js'
@@ -93,9 +93,6 @@ interface RuntimeOptions {
 function abandonedFailure(): LlmFailure {
   return Object.freeze({ message: 'abandoned: it did not settle after the cancel', code: 'ABANDONED' })
 }
-
-/** The intent of an append the stock machine built with nothing else to say (SCHEMA_CHECKED). */
-const CHECKED: CheckedIntent = Object.freeze({ [SCHEMA_CHECKED]: true as const })
 
 /** The first refused append of a macrostep, and what it left out: the appends skipped and the effects never started. */
 interface Refusal {

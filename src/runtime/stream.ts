@@ -5,10 +5,7 @@ import { StreamAssembler, admitChunk, normalizeStream, type AssembledResponse } 
 import type { ModelAdapter, ModelRequest } from '../adapters/types.js'
 import type { StreamChunk } from '../session/schemas.js'
 import { describeValue } from '../values/foreign.js'
-import { SCHEMA_CHECKED, type CheckedIntent, type Session } from '../session/session.js'
-
-/** The intent of a chunk event whose chunk admitChunk parsed with its schema (SCHEMA_CHECKED). */
-const CHECKED: CheckedIntent = Object.freeze({ [SCHEMA_CHECKED]: true as const })
+import { CHECKED, type Session } from '../session/session.js'
 
 /** How many chunks a stream may deliver before the event loop gets to run once. */
 const CHUNKS_PER_YIELD = 256

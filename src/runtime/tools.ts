@@ -4,7 +4,7 @@
 // happens turned into an outcome. A tool call never throws out of here:
 // every failure is the call's error result.
 import { toLlmFailure } from '../adapters/failure.js'
-import type { Effect, Facts, ToolOutcome } from '../machines/types.js'
+import type { Effect, ToolOutcome } from '../machines/types.js'
 import { errorOutcome } from '../machines/tool-batch.js'
 import { deepFreeze } from '../session/lossless.js'
 import { ToolErrorSchema } from '../session/schemas.js'
@@ -105,11 +105,4 @@ function middlewareOutcome(name: string, value: unknown): ToolOutcome {
     throw new TypeError(`tools/execute for ${name} answered an error that is not { name, code } at ${['error', ...issue.path].join('.')}: ${issue.message}`)
   }
   return Object.freeze({ ...outcome, error: Object.freeze(parsed.data) })
-}
-
-/** TL-2: each tool's execution mode as a fact: fixed, or `per-call` when it is a function of the arguments. */
-export function modesOf(tools: readonly ToolDefinition[]): Facts['modes'] {
-  const modes: Record<string, 'parallel' | 'exclusive' | 'per-call'> = {}
-  for (const tool of tools) modes[tool.name] = typeof tool.executionMode === 'function' ? 'per-call' : tool.executionMode
-  return Object.freeze(modes)
 }

@@ -18,7 +18,7 @@ export interface PendingApproval {
 }
 
 /** What the open step of a log holds: its anchor's calls and what became of each. */
-interface OpenStep {
+export interface OpenStep {
   turn: number
   step: number
   planned: ToolCallBlock[]
@@ -30,7 +30,7 @@ interface OpenStep {
 }
 
 /** The open step of the log's open turn within its first `length` events, read from the end (a turn is short next to a session). */
-function openStepOf(events: readonly SessionEvent[], length = events.length): OpenStep | null {
+export function openStepOf(events: readonly SessionEvent[], length = events.length): OpenStep | null {
   let from = length - 1
   while (from >= 0 && events[from].type !== 'turn/start' && events[from].type !== 'turn/end') from--
   if (from < 0 || events[from].type !== 'turn/start') return null
@@ -72,19 +72,6 @@ export function pendingApprovalsWithin(events: readonly SessionEvent[], length: 
       const block = open.planned.find((b) => b.id === callId)
       return { turn: open.turn, step: open.step, callId, name, arguments: block ? parseArguments(block.arguments) : undefined, reason, seq }
     })
-}
-
-/**
- * The call a log stops parked in (TL-18), or null: in the open step the last tool/call waits for approval and every
- * earlier call has its result, as a disposal during the wait leaves it. Why: such a log is at rest, not cut short.
- */
-export function parkedCallOf(events: readonly SessionEvent[]): string | null {
-  const pending = pendingApprovals(events)
-  if (pending.length !== 1) return null
-  const open = openStepOf(events)!
-  const started = [...open.calls.keys()]
-  const last = started.at(-1)
-  return last === pending[0].callId && started.slice(0, -1).every((callId) => open.results.has(callId)) ? last : null
 }
 
 /**

@@ -1,8 +1,8 @@
 // An answer cut short by a cancel stays in the log as it was streamed (CX-7).
 // In the history a request carries, a short user-role note follows it, so the
 // model knows the answer stopped there and was not its complete reply.
-import { frozenArrayOf } from './array-view.js'
-import type { ReadList } from './persistent-list.js'
+import { frozenArrayOf } from '../values/array-view.js'
+import type { ReadList } from '../values/persistent-list.js'
 import type { Message, SessionEvent, UserMessage } from './schemas.js'
 
 /** How the request history shows an interrupted answer: followed by a note (`mark`, the default), or as it is (`keep`). */

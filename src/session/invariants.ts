@@ -18,6 +18,7 @@ import {
   type ToolCallBlock,
 } from './schemas.js'
 import { visiblePrefix } from './vocabulary.js'
+import { jsonEqual } from '../values/canonical.js'
 
 /** The rules a log is checked against, each with what it checks. */
 export type SessionInvariantRule =
@@ -214,7 +215,7 @@ class Checker {
 
   run(): SessionInvariantViolation[] {
     const base = this.start?.base ?? 0
-    const firstEndSeed = this.events.findIndex((e) => isObject(e) && e.type === 'session/end-seed')
+    const firstEndSeed = this.events.findIndex((e) => typeof e === 'object' && e !== null && (e as { type?: unknown }).type === 'session/end-seed')
     this.#firstEndSeed = this.start?.endSeed === true || firstEndSeed < 0 ? -1 : base + firstEndSeed
     if (this.start !== undefined) {
       this.#surface.push(...this.start.surface)
@@ -533,7 +534,7 @@ class Checker {
     })
     if (e.data.interrupted !== true && (finish === 'error' || finish === 'aborted'))
       this.#add('chunk-citation', index, `anchor of a failed attempt (finish ${finish})`)
-    if (!deepEqual(e.data.usage, usage)) this.#add('chunk-citation', index, 'usage differs from the last cited usage chunk')
+    if (!jsonEqual(e.data.usage, usage)) this.#add('chunk-citation', index, 'usage differs from the last cited usage chunk')
     return finish
   }
 
@@ -669,11 +670,6 @@ function summaryOf(event: LooseEvent, index: number): { index: number; messageId
   return { index, messageId: String(message.id), start: op.start, end: op.end }
 }
 
-/** Any non-null object, arrays included (deep equality compares both kinds). */
-function isObject(x: unknown): x is Record<string, unknown> {
-  return typeof x === 'object' && x !== null
-}
-
 function isFailedFinish(event: SessionEvent | undefined): boolean {
   if (event?.type !== 'assistant/chunk') return false
   const chunk = event.data.chunk
@@ -685,12 +681,4 @@ function firstIssue(error: { issues: readonly { path: readonly PropertyKey[]; me
   if (issue === undefined) return 'invalid'
   const path = issue.path.map(String).join('.')
   return path === '' ? issue.message : `${path}: ${issue.message}`
-}
-
-function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true
-  if (!isObject(a) || !isObject(b) || Array.isArray(a) !== Array.isArray(b)) return false
-  const keys = Object.keys(a)
-  if (keys.length !== Object.keys(b).length) return false
-  return keys.every((key) => Object.hasOwn(b, key) && deepEqual(a[key], b[key]))
 }

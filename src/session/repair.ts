@@ -2,7 +2,8 @@
 // agent instance may continue it (RS-4..RS-6). Pure: it reads a log and
 // returns events to append; the agent machine appends them.
 import type { RepairCloser, SessionEvent, TurnEndReason } from './schemas.js'
-import { NOT_STARTED, UNKNOWN_OUTCOME_RESULT } from './vocabulary.js'
+import { openStepOf } from './approvals.js'
+import { NOT_STARTED, UNKNOWN_OUTCOME_RESULT, toolResultMessage } from './vocabulary.js'
 
 export type { RepairCloser }
 
@@ -35,26 +36,13 @@ export function repairClosers(events: readonly SessionEvent[]): RepairCloser[] {
   const closers: RepairCloser[] = []
   const { turn, step } = open
   if (step !== null) {
-    const stepStart = events.findLastIndex((e) => e.type === 'step/start' && e.data.turn === turn)
-    const calls = new Map<string, number>() // callId -> tool/call seq
-    const answered = new Set<string>()
-    let planned: string[] = []
-    for (const e of events.slice(stepStart + 1)) {
-      if (e.type === 'tool/call') calls.set(e.data.callId, e.seq)
-      if (e.type === 'tool/result') answered.add(e.data.message.source.callId)
-      if (e.type === 'assistant/message' && !e.data.interrupted) planned = e.data.message.content.flatMap((b) => (b.type === 'tool-call' ? [b.id] : []))
-    }
+    const { planned, calls, results } = openStepOf(events)!
     // the anchor's blocks give the call order; logged calls it does not name come after
-    for (const callId of new Set([...planned, ...calls.keys()])) {
-      if (answered.has(callId)) continue
+    for (const callId of new Set([...planned.map((b) => b.id), ...calls.keys()])) {
+      if (results.has(callId)) continue
       const callSeq = calls.get(callId)
       const started = callSeq !== undefined
-      const message = {
-        id: `repair-${turn}-${step}-${callId}`,
-        role: 'user' as const,
-        source: { kind: 'tool' as const, callId },
-        content: [{ type: 'tool-result' as const, toolCallId: callId, content: started ? UNKNOWN_OUTCOME_RESULT.content : NOT_STARTED, isError: true }],
-      }
+      const message = toolResultMessage(`repair-${turn}-${step}-${callId}`, callId, started ? UNKNOWN_OUTCOME_RESULT.content : NOT_STARTED, true)
       closers.push({
         type: 'tool/result',
         data: { turn, step, message, error: started ? UNKNOWN_OUTCOME_RESULT.error : NOT_STARTED_ERROR },

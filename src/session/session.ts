@@ -6,7 +6,8 @@ import { ConfigError, SeedRefusedError, SessionAppendError } from '../errors.js'
 import { validatedSeedViolations, type CheckStart } from './invariants.js'
 import { describeValue, isArrayLike, isRecordLike } from '../values/foreign.js'
 import { formatPath, toLoggedJson } from './lossless.js'
-import { frozenArrayOf } from './array-view.js'
+import { jsonEqual } from '../values/canonical.js'
+import { frozenArrayOf } from '../values/array-view.js'
 import { messageOf, nodeMessage, Surface, type SurfaceNode } from './surface.js'
 import {
   EventDataSchemas,
@@ -75,34 +76,12 @@ const NO_INTENT: AppendIntent = Object.freeze({})
  */
 export const SCHEMA_CHECKED: unique symbol = Symbol('agentchart.schema-checked')
 export type CheckedIntent = AppendIntent & { readonly [SCHEMA_CHECKED]?: true }
+/** The intent of an append that says nothing but SCHEMA_CHECKED (a stock machine's event, an admitted chunk). */
+export const CHECKED: CheckedIntent = Object.freeze({ [SCHEMA_CHECKED]: true as const })
 
 const SURFACE = new Set<string>(SURFACE_TYPES)
 
 const isKnownType = (type: string): type is SessionEventType => Object.hasOwn(EventDataSchemas, type)
-
-// ---- surface -----------------------------------------------------------------
-
-export { messageOf, surfaceNodeOf, type SurfaceNode } from './surface.js'
-
-/**
- * Derives the history of a log from scratch (SS-7), by a plain walk that shares nothing with the incremental
- * `Surface`: the reference `Session.deriveMessages` must match.
- */
-export function deriveMessagesFrom(events: readonly SessionEvent[]): Message[] {
-  const nodes: { seq: number; message: Message | undefined }[] = []
-  for (const event of events) {
-    const op = event.surfaceOp
-    if (op === undefined) continue
-    const node = { seq: event.seq, message: nodeMessage(event) }
-    if (op === 'append') nodes.push(node)
-    else {
-      const from = nodes.findIndex((n) => n.seq === op.start)
-      const to = nodes.findIndex((n) => n.seq === op.end)
-      nodes.splice(from, to - from + 1, node)
-    }
-  }
-  return Object.freeze(nodes.flatMap((n) => (n.message === undefined ? [] : [n.message]))) as Message[]
-}
 
 /**
  * The log as it stands, as a frozen array that reads the session instead of copying it: what the loop reads during a
@@ -816,15 +795,4 @@ function reportObserverFailure(event: SessionEvent, err: unknown): void {
 function withoutResultContent(data: unknown): unknown {
   const d = data as { message: { content: readonly Record<string, unknown>[] } }
   return { ...d, message: { ...d.message, content: [{ ...d.message.content[0], content: null }] } }
-}
-
-/** Structural equality of two lossless JSON values. */
-function jsonEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false
-  if (Array.isArray(a) !== Array.isArray(b)) return false
-  const ka = Object.keys(a)
-  const kb = Object.keys(b)
-  if (ka.length !== kb.length) return false
-  return ka.every((k) => Object.hasOwn(b, k) && jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
 }

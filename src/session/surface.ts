@@ -1,8 +1,8 @@
 // The model-visible surface of a log (SS-5, SS-7): the current nodes in order
 // and the history they make, kept as a persistent list so that each version
 // of the history can be handed out as it is, without a copy.
-import { frozenArrayOf } from './array-view.js'
-import { PersistentList } from './persistent-list.js'
+import { frozenArrayOf } from '../values/array-view.js'
+import { PersistentList } from '../values/persistent-list.js'
 import type { Message, SessionEvent } from './schemas.js'
 import { countBelow } from '../values/sorted.js'
 
@@ -143,11 +143,6 @@ export class Surface {
       nodes.push({ seq: this.seqs[at], type: nodeType(message), message })
     }
     return nodes
-  }
-
-  /** The history as it is now: a version that later appends and replaces never change. */
-  history(): PersistentList<Message> {
-    return this.#held()
   }
 
   /** The history as a frozen array, without a copy (SS-8). */

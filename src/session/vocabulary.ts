@@ -2,7 +2,7 @@
 // machines log and the readers of a log (repair, approvals, compaction,
 // viewers) recognise, so both sides share one spelling; and the shape in
 // which approvals hand a waiting call they read in a log to the machines.
-import type { ContentBlock, ReasoningBlock, TextBlock } from './schemas.js'
+import type { ContentBlock, ReasoningBlock, TextBlock, ToolResultMessage } from './schemas.js'
 
 /** TL-1: an empty string is `{}`, valid JSON its value, anything else stays the raw text. */
 export function parseArguments(raw: string): unknown {
@@ -18,6 +18,11 @@ export function parseArguments(raw: string): unknown {
 export function visiblePrefix(content: readonly ContentBlock[]): (TextBlock | ReasoningBlock)[] | null {
   const out = content.filter((b): b is TextBlock | ReasoningBlock => (b.type === 'text' || b.type === 'reasoning') && b.text !== '')
   return out.some((b) => /\S/.test(b.text)) ? out : null
+}
+
+/** The user-role message that carries one call's result (TL-8), as `tool/result` logs it (a repair closer's too). */
+export function toolResultMessage(id: string, callId: string, content: string, isError: boolean): ToolResultMessage {
+  return { id, role: 'user', source: { kind: 'tool', callId }, content: [{ type: 'tool-result', toolCallId: callId, content, isError }] }
 }
 
 /** RS-5: the result of a call whose outcome was lost when the session stopped while it ran. */

@@ -7,7 +7,8 @@ import { AgentchartError, ConfigError, StoredLogError } from '../errors.js'
 import { applySplice, duplicatePending } from '../machines/inbox.js'
 import type { InboxLists } from '../machines/types.js'
 import type { SessionEvent } from '../session/schemas.js'
-import { recentEvents as inMemory, RESUME, Session, surfaceNodeOf, type PrefixReader, type SessionResume } from '../session/session.js'
+import { recentEvents as inMemory, RESUME, Session, type PrefixReader, type SessionResume } from '../session/session.js'
+import { surfaceNodeOf } from '../session/surface.js'
 
 /** The facts of a log the agent reads when it takes a session over, folded event by event. */
 export interface ResumeFacts {

@@ -8,7 +8,7 @@ import { formatPath, toFrozenJson } from '../session/lossless.js'
 import { ToolSchemaSchema, UserMessageSchema, type ToolSchema, type UserMessage } from '../session/schemas.js'
 import { userMessage } from '../request/messages.js'
 import { redactSecrets } from '../adapters/failure.js'
-import type { ToolOutcome } from '../machines/types.js'
+import type { Facts, ToolOutcome } from '../machines/types.js'
 import type { SessionStore } from '../stores/types.js'
 import { errorOutcome } from '../machines/tool-batch.js'
 
@@ -76,7 +76,12 @@ export interface InterruptedCall {
   turn: number
   sessionId: string
   store: SessionStore
-  logger: { error(message: string, error: unknown): void }
+  logger: ToolLogger
+}
+
+/** Where a tool's faults that end no call are reported (the agent's logger). */
+export interface ToolLogger {
+  error(message: string, error: unknown): void
 }
 
 /** The result a recovered call is closed with instead of TOOL_OUTCOME_UNKNOWN, or null to keep the repair's. */
@@ -201,6 +206,13 @@ export function classify(tool: ToolDefinition | undefined, args: unknown): Execu
   } catch {
     return 'exclusive'
   }
+}
+
+/** TL-2: each tool's execution mode as a fact: fixed, or `per-call` when it is a function of the arguments. */
+export function modesOf(tools: readonly ToolDefinition[]): Facts['modes'] {
+  const modes: Record<string, 'parallel' | 'exclusive' | 'per-call'> = {}
+  for (const tool of tools) modes[tool.name] = typeof tool.executionMode === 'function' ? 'per-call' : tool.executionMode
+  return Object.freeze(modes)
 }
 
 /** Explain refused arguments to the model in one line: the failing paths and what was expected. */

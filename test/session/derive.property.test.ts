@@ -2,8 +2,8 @@
 // derivation, for random sequences of appends, replacements and refusals.
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { createSession, deriveMessagesFrom, type Session } from '../../src/session/index.js'
-import { assistantData, naiveDerive, toolResultData, user } from './fixtures.js'
+import { createSession, type Session } from '../../src/session/session.js'
+import { assistantData, deriveMessagesFrom, naiveDerive, toolResultData, user } from './fixtures.js'
 import { propertyRuns } from '../helpers.js'
 
 type Op =

@@ -1,5 +1,6 @@
 // Small builders for session tests.
-import type { AssistantMessage, EventData, Message, SessionEvent, UserMessage } from '../../src/session/index.js'
+import type { AssistantMessage, EventData, Message, SessionEvent, UserMessage } from '../../src/session/schemas.js'
+import { nodeMessage } from '../../src/session/surface.js'
 
 export const user = (id: string, text = `text of ${id}`): UserMessage => ({
   id,
@@ -47,4 +48,24 @@ export function naiveDerive(events: readonly SessionEvent[]): Message[] {
     }
   }
   return surface.map((n) => n.message).filter((m) => !(m.role === 'assistant' && m.content.length === 0))
+}
+
+/**
+ * Derives the history of a log from scratch (SS-7), by a plain walk that shares nothing with the incremental
+ * `Surface`: the reference `Session.deriveMessages` must match.
+ */
+export function deriveMessagesFrom(events: readonly SessionEvent[]): Message[] {
+  const nodes: { seq: number; message: Message | undefined }[] = []
+  for (const event of events) {
+    const op = event.surfaceOp
+    if (op === undefined) continue
+    const node = { seq: event.seq, message: nodeMessage(event) }
+    if (op === 'append') nodes.push(node)
+    else {
+      const from = nodes.findIndex((n) => n.seq === op.start)
+      const to = nodes.findIndex((n) => n.seq === op.end)
+      nodes.splice(from, to - from + 1, node)
+    }
+  }
+  return Object.freeze(nodes.flatMap((n) => (n.message === undefined ? [] : [n.message]))) as Message[]
 }

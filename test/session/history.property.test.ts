@@ -19,11 +19,11 @@ import {
   type SessionEvent,
   type StreamChunk,
 } from '../../src/index.js'
-import { deriveMessagesFrom } from '../../src/session/index.js'
-import { surfaceNodeOf, surfaceNodes } from '../../src/session/session.js'
-import { frozenArrayOf } from '../../src/session/array-view.js'
-import { PersistentList } from '../../src/session/persistent-list.js'
-import { Surface, nodeMessage } from '../../src/session/surface.js'
+import { deriveMessagesFrom } from './fixtures.js'
+import { surfaceNodes } from '../../src/session/session.js'
+import { frozenArrayOf } from '../../src/values/array-view.js'
+import { PersistentList } from '../../src/values/persistent-list.js'
+import { Surface, nodeMessage, surfaceNodeOf } from '../../src/session/surface.js'
 import { scriptedModel, textResponse, toolCallResponse, type ScriptResult } from '../../src/testing/index.js'
 import { propertyRuns, track } from '../helpers.js'
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { LosslessJsonError } from '../../src/errors.js'
-import { MAX_JSON_DEPTH, deepFreeze, formatPath, isLosslessJson, toFrozenJson } from '../../src/session/index.js'
+import { MAX_JSON_DEPTH, deepFreeze, formatPath, isLosslessJson, toFrozenJson } from '../../src/session/lossless.js'
 
 /** Expects toFrozenJson to refuse `value`, naming `path` and mentioning `what`. */
 function refuses(value: unknown, path: string, what: RegExp, base?: string): void {

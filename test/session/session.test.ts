@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { ConfigError, LosslessJsonError, SessionAppendError } from '../../src/errors.js'
-import { EventDataSchemas, createSession, deriveMessagesFrom, Session, type SessionEvent, type ToolResultBlock } from '../../src/session/index.js'
-import { assistant, assistantData, naiveDerive, toolResultData, user } from './fixtures.js'
+import { EventDataSchemas, type SessionEvent, type ToolResultBlock } from '../../src/session/schemas.js'
+import { createSession, Session } from '../../src/session/session.js'
+import { assistant, assistantData, deriveMessagesFrom, naiveDerive, toolResultData, user } from './fixtures.js'
 
 /** A clock that ticks by 10 ms per reading, starting at 1000. */
 const ticking = (): (() => number) => {

@@ -1,6 +1,6 @@
 // Lifecycle invariants checked on every generated trace, beside the
 // session-level ones of checkSessionInvariants.
-import { parkedCallOf } from '../../session/approvals.js'
+import { openStepOf, pendingApprovals } from '../../session/approvals.js'
 import type { SessionEvent } from '../../session/schemas.js'
 
 interface Event {
@@ -101,4 +101,17 @@ export function checkLifecycleInvariants(events: readonly Event[]): LifecycleVio
     if (!ends.has(n) && n !== parkedTurn) out.push({ rule: 'turn-closes-once', seq, message: `turn ${n} never ended` })
   }
   return out
+}
+
+/**
+ * The call a log stops parked in (TL-18), or null: in the open step the last tool/call waits for approval and every
+ * earlier call has its result, as a disposal during the wait leaves it. Why: such a log is at rest, not cut short.
+ */
+function parkedCallOf(events: readonly SessionEvent[]): string | null {
+  const pending = pendingApprovals(events)
+  if (pending.length !== 1) return null
+  const open = openStepOf(events)!
+  const started = [...open.calls.keys()]
+  const last = started.at(-1)
+  return last === pending[0].callId && started.slice(0, -1).every((callId) => open.results.has(callId)) ? last : null
 }

@@ -3,14 +3,8 @@
 // the execution-mode facts and the calls of one step must all see the same
 // tools, whatever a source does meanwhile.
 import { isRecordLike } from '../values/foreign.js'
-import { toolSchemas, type ToolDefinition } from '../tools/define.js'
-import { isToolSource, type ToolRead, type ToolSource } from '../tools/source.js'
-import type { HookLogger } from './hooks.js'
-
-/** The tools one step offers and runs with. */
-interface ToolSnapshot {
-  readonly tools: readonly ToolDefinition[]
-}
+import { toolSchemas, type ToolDefinition, type ToolLogger } from './define.js'
+import { isToolSource, type ToolRead, type ToolSource } from './source.js'
 
 export type ToolEntry = ToolDefinition | ToolSource
 
@@ -21,23 +15,20 @@ export class StepTools {
   readonly #entries: readonly ToolEntry[]
   /** The sources among the entries, told apart once (a source is asked nothing else until a step). */
   readonly #sources: ReadonlySet<ToolEntry>
-  readonly #logger: HookLogger
+  readonly #logger: ToolLogger
   /** What each source listed last (a failing source keeps its last list). */
   readonly #listed = new Map<ToolSource, readonly ToolDefinition[]>()
   readonly #plain: ReadonlySet<ToolDefinition>
   /** Tools from sources already asked whether their schema can be sent. */
   readonly #checkedTools = new WeakMap<ToolDefinition, boolean>()
-  /** True when some entry is a source: only then is anything re-read before a step. */
-  readonly live: boolean
   #raw: readonly ToolDefinition[] = []
-  #current: ToolSnapshot
+  #current: readonly ToolDefinition[]
 
   /** `entries` were checked by createAgent: plain tools (unique names) and tool sources. */
-  constructor(entries: readonly ToolEntry[], logger: HookLogger) {
+  constructor(entries: readonly ToolEntry[], logger: ToolLogger) {
     this.#entries = entries
     this.#logger = logger
     this.#sources = new Set(entries.filter(isToolSource))
-    this.live = this.#sources.size > 0
     this.#plain = new Set(entries.filter((entry): entry is ToolDefinition => !this.#sources.has(entry)))
     // a source's first list is taken as it is when it answers at once; a promise waits for the first step
     for (const source of this.#sources as ReadonlySet<ToolSource>) {
@@ -52,13 +43,13 @@ export class StepTools {
     this.#current = this.#snapshot(this.#flatten())
   }
 
-  /** The tools of the step prepared last (or the initial ones before any step). */
-  get current(): ToolSnapshot {
+  /** The tools the step prepared last offers and runs with (or the initial ones before any step). */
+  get current(): readonly ToolDefinition[] {
     return this.#current
   }
 
   /** Re-reads every source; the same snapshot when no tool changed, so the header and facts stay as they were. */
-  async refresh(read: ToolRead): Promise<ToolSnapshot> {
+  async refresh(read: ToolRead): Promise<readonly ToolDefinition[]> {
     for (const source of this.#sources as ReadonlySet<ToolSource>) {
       try {
         this.#listed.set(source, this.#checked(await source.currentTools(read)))
@@ -108,7 +99,7 @@ export class StepTools {
     return out
   }
 
-  #snapshot(raw: readonly ToolDefinition[]): ToolSnapshot {
+  #snapshot(raw: readonly ToolDefinition[]): readonly ToolDefinition[] {
     this.#raw = raw
     const byName = new Map<string, ToolDefinition>()
     for (const tool of raw) {
@@ -119,6 +110,6 @@ export class StepTools {
     const tools = [...byName.values()]
     // plain tools were checked at createAgent: a schema of theirs that cannot be sent throws there, as it always did
     toolSchemas(tools)
-    return Object.freeze({ tools })
+    return Object.freeze(tools)
   }
 }
