@@ -17,15 +17,24 @@ export function defaultHolder(): string {
 /** The holder names of serveSessions workers start with this; a session such a holder left is an orphan to re-offer. */
 export const WORKER_PREFIX = 'worker:'
 
-/** Session ids are non-empty strings of at most 512 characters (they are primary keys). */
+/**
+ * Session ids are non-empty strings of at most 512 characters (they are primary keys) with no lone surrogate: a
+ * store's text column would write one as U+FFFD, and the id listed would not be the id opened.
+ */
 export function checkSessionId(sessionId: unknown): string {
   if (typeof sessionId !== 'string' || sessionId === '' || sessionId.length > 512) {
     throw new ConfigError(`a session id must be a non-empty string of at most 512 characters, got ${JSON.stringify(sessionId) ?? String(sessionId)}`, {
       path: 'sessionId',
     })
   }
+  const lone = LONE_SURROGATE.exec(sessionId)
+  if (lone !== null)
+    throw new ConfigError(`a session id must be well-formed text: ${JSON.stringify(sessionId)} has a lone surrogate at ${lone.index}`, { path: 'sessionId' })
   return sessionId
 }
+
+/** A surrogate that is not half of a pair (with the `u` flag a pair is one code point and does not match). */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u
 
 /** The holder and lease length an open asked for, checked. */
 export function leaseRequest(options: OpenSessionOptions | undefined): { holder: string; leaseMs: number } {

@@ -307,9 +307,16 @@ describe('createAgent over a store', () => {
     await expect(createAgent({ model: {} as never, store, sessionId: 'x' })).rejects.toThrow(/ModelAdapter/)
     await expect(createAgent({ model: scriptedModel([]), store, sessionId: 'x', id: 'y' })).rejects.toThrow(/differs/)
     await expect(createAgent({ model: scriptedModel([]), store, sessionId: '' })).rejects.toThrow(/session id/)
+    // a lone surrogate would come back from a text column as U+FFFD: listed under an id that opens another session
+    await expect(createAgent({ model: scriptedModel([]), store, sessionId: 'chat-\uD83D' })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      path: 'sessionId',
+    })
+    await expect(store.load('chat-\uDE00-x')).rejects.toThrow(/lone surrogate at 5/)
+    expect(await createAgent({ model: scriptedModel([]), store, sessionId: 'chat-\uD83D\uDE00' }).then((a) => a.dispose())).toBeUndefined()
     await expect(createAgent({ model: scriptedModel([]), store, session: {} } as never)).rejects.toThrow(/either a session or a store/)
     expect(() => new Agent({ model: scriptedModel([]), store } as never)).toThrow(/returns a promise/)
-    expect(await store.list()).toEqual([])
+    expect((await store.list()).map((s) => s.id)).toEqual(['chat-\uD83D\uDE00'])
   })
 
   it('RS-8: writes every event from the first, the end-seed and the repair closers included; the id is in the store and on the agent', async () => {

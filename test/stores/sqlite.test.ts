@@ -158,6 +158,16 @@ describe('a damaged SQLite file', () => {
     })
   }
 
+  it('a session id with a lone surrogate is refused by name: its text column would list it as another id', async () => {
+    const store = sqliteStore({ path: join(dir, 'ids.db') })
+    await expect(store.open('chat-\uD83D')).rejects.toMatchObject({ name: 'ConfigError', path: 'sessionId' })
+    const handle = await store.open('chat-\uD83D\uDE00')
+    await handle.release()
+    expect((await store.list()).map((s) => s.id)).toEqual(['chat-\uD83D\uDE00'])
+    expect(await store.load('chat-\uD83D\uDE00')).toEqual([])
+    await store.close()
+  })
+
   it('that is not a database at all is refused when the store is made, and left alone', () => {
     const path = join(dir, 'garbage.db')
     writeFileSync(path, Buffer.alloc(8192, 0x5a))
