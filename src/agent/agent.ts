@@ -19,6 +19,7 @@ import { repairClosers, openTurnOf } from '../session/repair.js'
 import { createSession, logSnapshot, type Session } from '../session/session.js'
 import type { SessionStore } from '../stores/types.js'
 import { factsOf, recentEvents } from '../stores/checkpoint.js'
+import { checkSessionId } from '../stores/lease.js'
 import { toolSchemas, type ToolDefinition } from '../tools/define.js'
 import { isToolSource } from '../tools/source.js'
 import { StepTools } from '../tools/step-tools.js'
@@ -494,6 +495,12 @@ export class Agent {
     const fork = forkSession(this.session, { ...options, id })
     const store = this.#durable?.store
     if (store === undefined) return fork
+    // the store's own id rules, named by the option that gave the id
+    try {
+      checkSessionId(id)
+    } catch (error) {
+      throw new ConfigError(`fork id: ${(error as Error).message}`, { path: 'id' })
+    }
     const taken = (why: string) => new ForkError('FORK_ID_TAKEN', `session ${id} ${why} in the ${store.kind} store`, { path: 'id' })
     const handle = await store
       .open(id, {

@@ -113,6 +113,9 @@ describe('forks (SS-14)', () => {
       const fork = await parent.fork({ upTo, id: 'stored-branch' })
       expect(((await store.load('stored-branch')) as SessionEvent[]).length).toBe(fork.length)
       await expect(parent.fork({ upTo, id: 'stored-branch' })).rejects.toMatchObject({ code: 'FORK_ID_TAKEN' })
+      // an id the store cannot key is named as the fork's own option, and nothing is stored
+      await expect(parent.fork({ upTo, id: 'b'.repeat(513) })).rejects.toMatchObject({ name: 'ConfigError', path: 'id' })
+      expect((await store.list()).map((s) => s.id).sort()).toEqual(['main', 'stored-branch'])
       await parent.dispose()
 
       // a later process: both come back from the store
