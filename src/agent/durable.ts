@@ -59,7 +59,16 @@ export async function recoverCalls(
     const recover = tool && callRecoveryOf(tool)
     if (!call || !recover) continue
     try {
-      const result = await recover({ callId, name: call.data.name, arguments: call.data.arguments, turn: call.data.turn, sessionId, store, logger })
+      const result = await recover({
+        callId,
+        name: call.data.name,
+        arguments: call.data.arguments,
+        turn: call.data.turn,
+        step: call.data.step,
+        sessionId,
+        store,
+        logger,
+      })
       if (result) recovered.set(callId, result)
     } catch (error) {
       logger.error(`agentchart: recovering call ${callId} (${call.data.name}) failed; it closes with an unknown outcome`, error)

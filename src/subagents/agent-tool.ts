@@ -60,8 +60,9 @@ export interface SubagentSource {
   kind: 'plugin'
   plugin: typeof SUBAGENT_SOURCE
   parentSessionId: string
-  /** The parent's turn that made the call (call ids are unique within a turn only). */
+  /** The parent's turn and step that made the call (call ids are unique within a step only). */
   parentTurn: number
+  parentStep: number
   parentCallId: string
   tool: string
 }
@@ -184,7 +185,7 @@ async function openForRepair(call: InterruptedCall, childId: string): Promise<Ag
  */
 async function recoverChild(call: InterruptedCall): Promise<{ content: string; isError: boolean; meta?: unknown } | null> {
   const { ids } = await storedChildIds(call.store, call.sessionId, call.callId)
-  // the newest child whose prompt names this call and its turn (a later turn may reuse the call id)
+  // the newest child whose prompt names this call and its step (a later step may reuse the call id)
   for (const childId of ids.reverse()) {
     const stored = await call.store.load(childId)
     const turn = stored && promptTurn(stored, call)
@@ -199,9 +200,9 @@ function promptTurn(events: readonly unknown[], call: InterruptedCall): number |
   for (const e of events as ReadonlyArray<{ type?: string; data?: { turn?: number; source?: Partial<SubagentSource> } }>) {
     if (e.type === 'turn/start') turn = e.data?.turn ?? null
     const source = e.type === 'user/message' ? e.data?.source : undefined
-    // a prompt that names no parent turn matches the call in any turn
-    const sameTurn = source?.parentTurn === undefined || source.parentTurn === call.turn
-    if (source?.plugin === SUBAGENT_SOURCE && source.parentCallId === call.callId && sameTurn) return turn
+    // a prompt that names no parent step matches the call in any step
+    const sameStep = source?.parentTurn === undefined || (source.parentTurn === call.turn && source.parentStep === call.step)
+    if (source?.plugin === SUBAGENT_SOURCE && source.parentCallId === call.callId && sameStep) return turn
   }
   return null
 }
@@ -264,6 +265,7 @@ async function delegate(
       plugin: SUBAGENT_SOURCE,
       parentSessionId: parent.sessionId,
       parentTurn: context.turn,
+      parentStep: context.step,
       parentCallId: context.callId,
       tool,
     }

@@ -72,8 +72,9 @@ export interface InterruptedCall {
   name: string
   /** The arguments as the model sent them (JSON text). */
   arguments: string
-  /** The turn the call was made in. */
+  /** The turn and step the call was made in. */
   turn: number
+  step: number
   sessionId: string
   store: SessionStore
   logger: ToolLogger

@@ -107,7 +107,15 @@ describe('subagents: agentTool', () => {
     )
     await parent.run('go')
     const prompt = child!.session.events.find((e): e is SessionEventOf<'user/message'> => e.type === 'user/message')!
-    expect(prompt.data.source).toEqual({ kind: 'plugin', plugin: SUBAGENT_SOURCE, parentSessionId: 'mom', parentTurn: 1, parentCallId: 'c1', tool: 'ask' })
+    expect(prompt.data.source).toEqual({
+      kind: 'plugin',
+      plugin: SUBAGENT_SOURCE,
+      parentSessionId: 'mom',
+      parentTurn: 1,
+      parentStep: 1,
+      parentCallId: 'c1',
+      tool: 'ask',
+    })
     expect(prompt.data.content).toEqual([{ type: 'text', text: 'hello child' }])
     expect(checkSessionInvariants(child!.session.events)).toEqual([])
   })
@@ -335,7 +343,12 @@ describe('subagents: agentTool', () => {
     expect(prompts).toEqual([1, 1])
     expect(ofType(parent, 'tool/result').map((e) => e.data.message.content[0].content)).toEqual(['child answer 1', 'child answer 2'])
     const second = (await store.load('p1.c1~2')) as Array<{ type: string; data: { source?: unknown } }>
-    expect(second.find((e) => e.type === 'user/message')?.data.source).toMatchObject({ parentSessionId: 'p1', parentTurn: 2, parentCallId: 'c1' })
+    expect(second.find((e) => e.type === 'user/message')?.data.source).toMatchObject({
+      parentSessionId: 'p1',
+      parentTurn: 2,
+      parentStep: 1,
+      parentCallId: 'c1',
+    })
     expect(checkSessionInvariants(second as never)).toEqual([])
   })
 
