@@ -306,7 +306,7 @@ describe('subagents: agentTool', () => {
     expect(answers).toEqual(['answer to slash', 'answer to underscore'])
   })
 
-  it('with a store, a later turn that reuses a call id starts a fresh child (<parent>.<call id>~2), not the first call’s conversation', async () => {
+  it('with a store, a later step or turn that reuses a call id starts a fresh child (<parent>.<call id>~2, ~3), not the first call’s conversation', async () => {
     const store = memoryStore()
     const prompts: number[] = []
     const tool = agentTool({
@@ -329,6 +329,7 @@ describe('subagents: agentTool', () => {
       sessionId: 'p1',
       model: scriptedModel([
         toolCallResponse([call('c1', 'ask', { prompt: 'q1' })]),
+        toolCallResponse([call('c1', 'ask', { prompt: 'q1 again' })]),
         textResponse('one'),
         toolCallResponse([call('c1', 'ask', { prompt: 'q2' })]),
         textResponse('two'),
@@ -338,18 +339,18 @@ describe('subagents: agentTool', () => {
     await parent.run('first')
     await parent.run('second')
     await parent.dispose()
-    expect(childLinks(parent).map((l) => l.meta.subagent.sessionId)).toEqual(['p1.c1', 'p1.c1~2'])
+    expect(childLinks(parent).map((l) => l.meta.subagent.sessionId)).toEqual(['p1.c1', 'p1.c1~2', 'p1.c1~3'])
     // each child's one request saw only its own prompt
-    expect(prompts).toEqual([1, 1])
-    expect(ofType(parent, 'tool/result').map((e) => e.data.message.content[0].content)).toEqual(['child answer 1', 'child answer 2'])
-    const second = (await store.load('p1.c1~2')) as Array<{ type: string; data: { source?: unknown } }>
-    expect(second.find((e) => e.type === 'user/message')?.data.source).toMatchObject({
-      parentSessionId: 'p1',
-      parentTurn: 2,
-      parentStep: 1,
-      parentCallId: 'c1',
-    })
-    expect(checkSessionInvariants(second as never)).toEqual([])
+    expect(prompts).toEqual([1, 1, 1])
+    expect(ofType(parent, 'tool/result').map((e) => e.data.message.content[0].content)).toEqual(['child answer 1', 'child answer 2', 'child answer 3'])
+    for (const [id, parentTurn, parentStep] of [
+      ['p1.c1~2', 1, 2],
+      ['p1.c1~3', 2, 1],
+    ] as const) {
+      const log = (await store.load(id)) as Array<{ type: string; data: { source?: unknown } }>
+      expect(log.find((e) => e.type === 'user/message')?.data.source).toMatchObject({ parentSessionId: 'p1', parentTurn, parentStep, parentCallId: 'c1' })
+      expect(checkSessionInvariants(log as never)).toEqual([])
+    }
   })
 
   it("the child reports to the parent's inspector: one inspector sees the parent's and the child's agent actors", async () => {
