@@ -8,6 +8,7 @@ import { createAgent } from '../agent/create.js'
 import { SessionMailbox } from '../agent/mail-reader.js'
 import type { StoredAgentOptions } from '../agent/options.js'
 import { ConfigError, SessionInUseError } from '../errors.js'
+import { describeValue } from '../values/foreign.js'
 import { defaultHolder, WORKER_PREFIX } from '../stores/lease.js'
 import { mailboxOf, wakes, type MailboxBackend } from '../stores/mailbox.js'
 import type { SessionHandle, SessionStore } from '../stores/types.js'
@@ -55,8 +56,8 @@ interface Served {
   readonly finished: Promise<void>
   /** Something happened: restart the idle clock. */
   poke(): void
-  /** Dispose now (after the work in progress), keeping the inbox for the next driver. */
-  stop(): void
+  /** Dispose now (after the work in progress, or, with `force`, abandoning what still runs after `graceMs`), keeping the inbox for the next driver. */
+  stop(force?: { graceMs: number }): void
 }
 
 /** Starts a worker over `store`; resolves once it takes sessions. */
@@ -115,7 +116,11 @@ export async function serveSessions(options: ServeSessionsOptions): Promise<Sess
 
   /** True once the session is open and driven (its slot is then released by its retirement). */
   async function drive(sessionId: string): Promise<boolean> {
-    const agentOptions = await options.agent(sessionId)
+    const agentOptions: unknown = await options.agent(sessionId)
+    if (typeof agentOptions !== 'object' || agentOptions === null)
+      throw new ConfigError(`serveSessions: agent(${JSON.stringify(sessionId)}) must return agent options, got ${describeValue(agentOptions)}`, {
+        path: 'agent',
+      })
     let handle: SessionHandle | undefined
     // the agent's handle, so the mailbox can ride on its commits
     const capturing: SessionStore = Object.create(store, {
@@ -127,7 +132,8 @@ export async function serveSessions(options: ServeSessionsOptions): Promise<Sess
         },
       },
     }) as SessionStore
-    const agent = await createAgent({ ...agentOptions, store: capturing, sessionId, lease: { ...agentOptions.lease, holder: name, leaseMs }, mailbox: false })
+    const given = agentOptions as ServedAgentOptions
+    const agent = await createAgent({ ...given, store: capturing, sessionId, lease: { ...given.lease, holder: name, leaseMs }, mailbox: false })
     if (closing) {
       // close() began while this session was being opened: give it straight back
       await agent.dispose({ keepInbox: true })
@@ -154,9 +160,11 @@ export async function serveSessions(options: ServeSessionsOptions): Promise<Sess
         timer = null
         if (!stopped) void agent.whenIdle().then(arm)
       },
-      stop: () => {
+      stop: (force) => {
         stopped = true
         if (timer !== null) clearTimeout(timer)
+        // a forced stop escalates a disposal already under way: a body that ignores its signal holds no lease
+        if (force) agent.dispose({ keepInbox: true, force: true, graceMs: force.graceMs }).catch((error: unknown) => report(error, sessionId))
         void retire()
       },
     }
@@ -246,8 +254,8 @@ export async function serveSessions(options: ServeSessionsOptions): Promise<Sess
       const lapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))
       await Promise.race([finishedAll, lapsed])
       clearTimeout(timer)
-      // past the grace, what still runs is cancelled and its inbox kept for the next driver
-      for (const entry of all) entry.stop()
+      // past the grace, what still runs is cancelled (abandoned if it ignores the cancel as long again, at most 1 s) and its inbox kept
+      for (const entry of all) entry.stop({ graceMs: Math.min(graceMs, 1000) })
       await Promise.all(all.map((entry) => entry.finished))
       // hand back whatever mail came in meanwhile
       for (const entry of all) await handBack(entry.agent.sessionId).catch(() => {})

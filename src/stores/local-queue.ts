@@ -2,7 +2,7 @@
 // worker looks for sessions that need a driver when it is told of new mail
 // and every `intervalMs`; the lease decides which worker gets each one.
 import { WORKER_PREFIX } from './lease.js'
-import type { MailboxBackend, SessionQueue, StoreSignal } from './mailbox.js'
+import { Takes, type MailboxBackend, type SessionQueue, type StoreSignal } from './mailbox.js'
 
 /** Listeners of a store's signals, delivered after the current job (never inside a commit). */
 export class SignalHub {
@@ -39,10 +39,11 @@ export function scanningQueue(backend: () => Pick<MailboxBackend, 'orphans'>, in
       for (const nudge of nudges) nudge()
       return Promise.resolve()
     },
-    work(take) {
+    work(take, concurrency = 1) {
       let stopped = false
       let scanning: Promise<void> | null = null
       let again = false
+      const takes = new Takes(take, concurrency)
       const scan = () => {
         if (stopped) return
         if (scanning !== null) {
@@ -53,10 +54,7 @@ export function scanningQueue(backend: () => Pick<MailboxBackend, 'orphans'>, in
           try {
             do {
               again = false
-              for (const id of await backend().orphans(WORKER_PREFIX, 100)) {
-                if (stopped) return
-                await take(id)
-              }
+              for (const id of await backend().orphans(WORKER_PREFIX, 100)) if (stopped || !(await takes.start(id))) return
             } while (again && !stopped)
           } catch {
             // the next scan tries again
@@ -73,6 +71,7 @@ export function scanningQueue(backend: () => Pick<MailboxBackend, 'orphans'>, in
         nudge: scan,
         stop: async () => {
           stopped = true
+          takes.stop()
           nudges.delete(scan)
           clearInterval(timer)
           await scanning

@@ -89,6 +89,40 @@ export interface SessionQueue {
   work(take: (sessionId: string) => Promise<void>, concurrency?: number): Promise<{ nudge(): void; stop(): Promise<void> }>
 }
 
+/**
+ * The takes a queue has under way: at most `concurrency`, one per session. Why: a take waits on the app's agent
+ * factory and the store's open, so one slow session must hold up no other, and `stop()` must not wait for it.
+ */
+export class Takes {
+  readonly #under = new Map<string, Promise<void>>()
+  #stopped = false
+  #halt!: () => void
+  readonly #halted = new Promise<void>((resolve) => (this.#halt = resolve))
+  constructor(
+    readonly take: (sessionId: string) => Promise<void>,
+    readonly concurrency: number,
+  ) {}
+
+  /** Starts a take of `sessionId` once fewer than `concurrency` are under way (none if one for it is); false once stopped. */
+  async start(sessionId: string): Promise<boolean> {
+    while (this.#under.size >= this.concurrency && !this.#stopped) await Promise.race([this.#halted, ...this.#under.values()])
+    if (this.#stopped) return false
+    if (!this.#under.has(sessionId)) {
+      const settled = this.take(sessionId)
+        .catch(() => {})
+        .finally(() => this.#under.delete(sessionId))
+      this.#under.set(sessionId, settled)
+    }
+    return true
+  }
+
+  /** Starts no more; a take still opening its session finds the worker closing and gives it back. */
+  stop(): void {
+    this.#stopped = true
+    this.#halt()
+  }
+}
+
 export const MAILBOX: unique symbol = Symbol.for('agentchart.mailbox') as never
 
 /** The store's mailbox, or undefined for a store that has none. */

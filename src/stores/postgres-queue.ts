@@ -3,7 +3,7 @@
 // by a singleton key, and hands each job to one worker.
 import { createRequire } from 'node:module'
 import { ConfigError } from '../errors.js'
-import type { SessionQueue } from './mailbox.js'
+import { Takes, type SessionQueue } from './mailbox.js'
 import type { PostgresMailbox } from './postgres-mailbox.js'
 import type { PgPoolLike } from './postgres-pool.js'
 
@@ -72,16 +72,17 @@ export function postgresQueue(deps: { pool: PgPoolLike; schema: string; mailbox:
     async work(take, concurrency = 1) {
       const instance = await boss()
       const batchSize = Math.max(1, Math.min(concurrency, 16))
+      const takes = new Takes(take, concurrency)
       let id = ''
       id = await instance.work(name, { batchSize, pollingIntervalSeconds: 0.5 }, async (jobs) => {
         const ids = jobs.map((job) => job.data?.sessionId).filter((sessionId): sessionId is string => typeof sessionId === 'string')
-        await Promise.all(ids.map((sessionId) => take(sessionId)))
+        for (const sessionId of ids) if (!(await takes.start(sessionId))) return
         // a batch was there: look for the next one at once instead of after the polling interval
         instance.notifyWorker(id)
       })
       return {
         nudge: () => instance.notifyWorker(id),
-        stop: () => instance.offWork({ id }),
+        stop: () => (takes.stop(), instance.offWork({ id })),
       }
     },
     async close() {

@@ -256,6 +256,45 @@ describe.each(Object.keys(kinds))('sessions across processes on %s', (kind) => {
     }
   }, 30_000)
 
+  it('a session whose agent factory never settles holds up no other session, and close() still returns', async () => {
+    await start({ agent: (id) => (id === 'stuck' ? new Promise<never>(() => {}) : { model: slowModel(10) }), onError: () => {} })
+    await client.create('stuck')
+    await client.create('ok')
+    await client.followup('stuck', 'hello')
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(await client.run('ok', 'other')).toMatchObject({ end: { kind: 'completed' }, text: 're: other' })
+    await stop()
+  }, 30_000)
+
+  it('close({ graceMs }) gives back a session whose tool ignores its cancel: the call ends TOOL_OUTCOME_UNKNOWN and the lease is free', async () => {
+    const stuck = defineTool({ name: 'stuck', description: 'never returns', input: z.object({}), execute: () => new Promise<string>(() => {}) })
+    await start({
+      agent: () => ({ model: scriptedModel([toolCallResponse([{ id: 'c1', name: 'stuck', arguments: '{}' }]), textResponse('x')]), tools: [stuck] }),
+    })
+    const id = await client.create()
+    const run = client.run(id, 'go')
+    await until(client, id, (e) => e.type === 'tool/call')
+    await workers.close({ graceMs: 50 })
+    expect((await run).end).toEqual({ kind: 'aborted', reason: { kind: 'disposed' } })
+    const log = await load(pair.client, id)
+    expect(log.find((e): e is SessionEventOf<'tool/result'> => e.type === 'tool/result')?.data.error?.code).toBe('TOOL_OUTCOME_UNKNOWN')
+    expect(checkSessionInvariants(log)).toEqual([])
+    expect(await client.status(id)).toMatchObject({ driver: null, phase: 'idle' })
+    await client.close()
+    await pair.close()
+  }, 30_000)
+
+  it('an agent factory that returns no options is reported as a ConfigError naming agent', async () => {
+    const errors: unknown[] = []
+    await start({ agent: () => undefined as never, onError: (error) => errors.push(error) })
+    const id = await client.create()
+    await client.followup(id, 'hello')
+    for (let i = 0; i < 200 && errors.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(errors[0]).toMatchObject({ name: 'ConfigError', path: 'agent' })
+    expect(String((errors[0] as Error).message)).toMatch(/must return agent options, got undefined/)
+    await stop()
+  }, 30_000)
+
   it('watch() from any seq gives the committed log with no gap and no duplicate, live', async () => {
     await start()
     try {
