@@ -154,7 +154,8 @@ export function createSessionClient(options: { store: SessionStore }): SessionCl
     const id = checkSessionId(sessionId)
     assertOpen(id)
     const message = toInboxMessage(input)
-    const follower = new RunFollower(message.id)
+    // this send's message is inserted after what is committed now: an earlier send of the same id is not followed
+    const follower = new RunFollower(message.id, (await backend.info(id))?.length ?? 0)
     const events: SessionEvent[] = []
     return new Promise<RunResult<T>>((resolve, reject) => {
       let settled = false
@@ -223,6 +224,7 @@ export function createSessionClient(options: { store: SessionStore }): SessionCl
     async create(sessionId) {
       const id = checkSessionId(sessionId ?? crypto.randomUUID())
       assertOpen(id)
+      if ((await backend.info(id)) !== undefined) throw new ConfigError(`session ${id} exists already`, { path: 'sessionId' })
       const handle = await store.open(id, {
         check: (events) => {
           if (events.length > 0) throw new ConfigError(`session ${id} exists already`, { path: 'sessionId' })
@@ -240,16 +242,21 @@ export function createSessionClient(options: { store: SessionStore }): SessionCl
   }
 }
 
-/** Follows one queued message through the log: the turn that claims it, that turn's end, or its discard. */
+/**
+ * Follows one queued message through the log: the splice at or after `from` that inserts it, then the turn that
+ * claims that very entry, that turn's end, or its discard.
+ */
 class RunFollower {
-  readonly #id: string
   readonly #lists: { 'next-turn': UserMessage[]; 'next-step': UserMessage[] } = { 'next-turn': [], 'next-step': [] }
   #openTurn = 0
+  /** The inbox entry of this send, once its insert is seen. */
+  #ours: UserMessage | undefined
   turn: number | null = null
 
-  constructor(id: string) {
-    this.#id = id
-  }
+  constructor(
+    readonly id: string,
+    readonly from: number,
+  ) {}
 
   see(event: SessionEvent): 'ended' | 'discarded' | undefined {
     if (event.type === 'turn/start') this.#openTurn = event.data.turn
@@ -257,9 +264,15 @@ class RunFollower {
     else if (event.type === 'agent/inbox/spliced') {
       const { target, start, removedCount, inserted, outcome } = event.data
       const removed = this.#lists[target].splice(start, removedCount ?? 0, ...inserted)
-      if (this.turn === null && removed.some((m) => m.id === this.#id)) {
+      if (this.turn !== null) return undefined
+      if (this.#ours === undefined) {
+        if (event.seq >= this.from) this.#ours = inserted.find((m) => m.id === this.id)
+      } else if (removed.includes(this.#ours)) {
+        // a cancel that keeps the inbox puts the entry back: follow it there
+        const back = outcome === 'canceled' ? inserted.find((m) => m.id === this.id) : undefined
         if (outcome !== 'canceled') this.turn = this.#openTurn
-        else if (!inserted.some((m) => m.id === this.#id)) return 'discarded'
+        else if (back === undefined) return 'discarded'
+        else this.#ours = back
       }
     }
     return undefined

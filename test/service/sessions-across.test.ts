@@ -322,12 +322,26 @@ describe.each(Object.keys(kinds))('sessions across processes on %s', (kind) => {
     }
   }, 30_000)
 
+  it('IN-1: run() with a message id an earlier turn used resolves with the turn that ran this send, as agent.run() does', async () => {
+    await start()
+    try {
+      const id = await client.create()
+      const message = (text: string) => ({ id: 'm1', role: 'user' as const, content: [{ type: 'text' as const, text }], source: { kind: 'user' as const } })
+      expect(await client.run(id, message('first'))).toMatchObject({ turn: 1, text: 're: first' })
+      expect(await client.run(id, message('second'))).toMatchObject({ turn: 2, end: { kind: 'completed' }, text: 're: second' })
+    } finally {
+      await stop()
+    }
+  }, 30_000)
+
   it('refuses an unknown session, a malformed message and a closed store with typed errors', async () => {
     await start()
     try {
       await expect(client.followup('nobody', 'hi')).rejects.toMatchObject({ code: 'SESSION_UNKNOWN' })
       await expect(client.status('nobody')).rejects.toMatchObject({ code: 'SESSION_UNKNOWN' })
       const id = await client.create()
+      // an empty session is in use too: a second create of its id is refused, not taken for a fresh one
+      await expect(client.create(id)).rejects.toMatchObject({ name: 'ConfigError', path: 'sessionId' })
       await expect(client.followup(id, { role: 'user', content: 'not blocks' } as never)).rejects.toMatchObject({ code: 'INVALID_MESSAGE' })
       await expect(client.send(id, 'x', 'elsewhere' as never, true)).rejects.toMatchObject({ path: 'target' })
       await expect(client.cancel(id, { kind: 'nope' } as never)).rejects.toMatchObject({ path: 'cause' })
