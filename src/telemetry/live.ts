@@ -3,7 +3,7 @@
 import type { HookLogger } from '../runtime/hooks.js'
 import type { Session } from '../session/session.js'
 import { causeAttributes, SpanDeriver, toolSpanId, type SpanAttributes } from './derive.js'
-import { SpanWriter, type TelemetryContext, type TelemetryOptions } from './tracer.js'
+import { errorTypeOf, SpanWriter, type TelemetryContext, type TelemetryOptions } from './tracer.js'
 
 export class LiveTelemetry {
   readonly #session: Session
@@ -64,7 +64,7 @@ export class LiveTelemetry {
       const end = (error?: unknown) => {
         const attributes: SpanAttributes = {}
         if (signal.aborted) Object.assign(attributes, { 'agentchart.cancelled': true, ...causeOf(signal.reason) })
-        const failure = error === undefined ? undefined : { type: codeOf(error), ...(error instanceof Error ? { message: error.message } : {}) }
+        const failure = error === undefined ? undefined : { type: errorTypeOf(error), ...(error instanceof Error ? { message: error.message } : {}) }
         this.#guarded(() => this.#writer.apply({ op: 'end', id, time: this.#session.now(), attributes, ...(failure ? { error: failure } : {}) }))
       }
       let running: Promise<T>
@@ -82,13 +82,14 @@ export class LiveTelemetry {
     }
   }
 
-  /** A failing tracer must not fail an append: reported once, and the agent goes on without spans. */
+  /** A failing tracer must not fail an append: reported once, the spans it started are ended, and the agent goes on without spans. */
   #guarded(run: () => void): void {
     if (this.#failed) return
     try {
       run()
     } catch (error) {
       this.#failed = true
+      this.#writer.abandon()
       this.#logger.error('agentchart: the telemetry tracer threw; no further spans are written for this agent', error)
     }
   }
@@ -98,14 +99,4 @@ export class LiveTelemetry {
 function causeOf(reason: unknown): SpanAttributes {
   const cause = typeof reason === 'object' && reason !== null && typeof (reason as { kind?: unknown }).kind === 'string' ? reason : null
   return cause ? causeAttributes(cause as Parameters<typeof causeAttributes>[0]) : {}
-}
-
-/** error.type of a failed job: an agentchart error's code, else the error's class name. */
-function codeOf(error: unknown): string {
-  if (typeof error === 'object' && error !== null) {
-    const code = (error as { code?: unknown }).code
-    if (typeof code === 'string' && code.length > 0) return code
-    if (error instanceof Error) return error.name
-  }
-  return 'error'
 }

@@ -3,7 +3,7 @@
 // Tracer of the API fits, the Tracer the application passes does the work, and a project without the API still
 // type-checks agentchart's declarations.
 import { ConfigError } from '../errors.js'
-import { describeValue, isRecordLike } from '../values/foreign.js'
+import { describeValue, isInstance, isRecordLike, peek } from '../values/foreign.js'
 import type { SpanAttributes, SpanOp } from './derive.js'
 
 /** A time as the API's HrTime: [seconds, nanoseconds] since the epoch. */
@@ -89,17 +89,31 @@ export function checkTelemetryOptions(value: unknown, path = 'telemetry'): Telem
   return value as unknown as TelemetryOptions
 }
 
+/** error.type of a failure that is not the log's: an agentchart error's code, else the error's class name. */
+export function errorTypeOf(error: unknown): string {
+  const code = peek(error, 'code')
+  if (typeof code === 'string' && code.length > 0) return code
+  return isInstance(error, Error) ? error.name : 'error'
+}
+
+const SPAN_METHODS = ['setAttribute', 'setAttributes', 'addEvent', 'setStatus', 'end'] as const
+
 /** Starts, annotates and ends real spans as the operations say; our span ids map to the tracer's spans. */
 export class SpanWriter {
   readonly #tracer: TelemetryTracer
   readonly #base: TelemetryContext
+  readonly #path: string
   readonly #spans = new Map<string, TelemetrySpan>()
+  /** The time of the last operation: where `abandon` ends what is still open. */
+  #last = 0
   /** How many spans were ended. */
   ended = 0
 
-  constructor(options: TelemetryOptions) {
+  /** `path` names the options the tracer came in (`telemetry` of an agent, `options` of an export) in a ConfigError. */
+  constructor(options: TelemetryOptions, path = 'telemetry') {
     this.#tracer = options.tracer
     this.#base = options.context ?? ROOT
+    this.#path = path
   }
 
   /** A Context whose span is the open span `id` (for spans started outside this writer, such as a subagent's), or null. */
@@ -109,11 +123,13 @@ export class SpanWriter {
   }
 
   apply(op: SpanOp): void {
+    this.#last = op.time
     switch (op.op) {
       case 'start': {
         const context = (op.parent !== null ? this.contextOf(op.parent) : null) ?? this.#base
-        const span = this.#tracer.startSpan(op.name, { kind: KIND[op.kind], startTime: hrTimeOf(op.time), attributes: op.attributes }, context)
-        this.#spans.set(op.id, span)
+        const span: unknown = this.#tracer.startSpan(op.name, { kind: KIND[op.kind], startTime: hrTimeOf(op.time), attributes: op.attributes }, context)
+        if (!SPAN_METHODS.every((method) => typeof peek(span, method) === 'function')) throw this.#notASpan(span)
+        this.#spans.set(op.id, span as TelemetrySpan)
         break
       }
       case 'event':
@@ -122,16 +138,55 @@ export class SpanWriter {
       case 'end': {
         const span = this.#spans.get(op.id)
         if (span === undefined) return
-        this.#spans.delete(op.id)
         span.setAttributes(op.attributes)
         if (op.error) {
           span.setAttribute('error.type', op.error.type)
           span.setStatus({ code: STATUS_ERROR, ...(op.error.message !== undefined ? { message: op.error.message } : {}) })
         }
+        // still open (for abandon) until here: a tracer that throws above leaves the span to be ended incomplete
+        this.#spans.delete(op.id)
         span.end(hrTimeOf(op.time))
         this.ended++
         break
       }
     }
+  }
+
+  /**
+   * Ends every span still open at the last operation's time, marked incomplete, children first: after a failure, so
+   * the SDK still exports what was started (it never exports a span left open). Each span on its own, so one that
+   * throws does not keep the others open.
+   */
+  abandon(): void {
+    const time = hrTimeOf(this.#last)
+    const open = [...this.#spans.values()].reverse()
+    this.#spans.clear()
+    for (const span of open) {
+      try {
+        span.setAttribute('agentchart.incomplete', true)
+      } catch {
+        // a span whose attribute the tracer refuses still ends
+      }
+      try {
+        span.end(time)
+        this.ended++
+      } catch {
+        // the tracer's own failure: the remaining spans still end
+      }
+    }
+  }
+
+  /** The ConfigError for what startSpan gave instead of a span; ended first if it can be, so nothing is left open. */
+  #notASpan(value: unknown): ConfigError {
+    const end = peek(value, 'end')
+    try {
+      if (typeof end === 'function') end.call(value, hrTimeOf(this.#last))
+    } catch {
+      // it is refused either way
+    }
+    return new ConfigError(
+      `${this.#path}.tracer.startSpan must return a Span of @opentelemetry/api (with ${SPAN_METHODS.join(', ')}), got ${describeValue(value)}`,
+      { path: `${this.#path}.tracer` },
+    )
   }
 }

@@ -8,10 +8,14 @@ import { memoryStore } from '../../src/stores/index.js'
 import { exportSessionSpans } from '../../src/telemetry/index.js'
 import { scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { ofType, track } from '../helpers.js'
-import { memoryTracer, spanTree, steppingClock, type SpanNode } from './support.js'
+import { memoryTracer, spanTree, steppingClock, watchedTracer, type SpanNode } from './support.js'
 
 const call = (id: string, name: string, args: unknown) => ({ id, name, arguments: JSON.stringify(args) })
 const names = (nodes: readonly SpanNode[]): unknown[] => nodes.map((n) => (n.children.length ? [n.name, names(n.children)] : n.name))
+
+/** The child session each delegating call of `parent` names, by call id. */
+const childOf = (parent: Agent) =>
+  new Map(ofType(parent, 'tool/result').map((e) => [e.data.message.source.callId, (e.data.meta as { subagent: { sessionId: string } }).subagent.sessionId]))
 
 /** A parent that delegates twice in parallel, stored with its children. */
 function delegatingParent(tracer: ReturnType<typeof memoryTracer>['tracer'] | undefined, store = memoryStore()) {
@@ -114,5 +118,89 @@ describe('telemetry beyond the log', () => {
     expect(partial.spans().filter((s) => s.name === 'invoke_agent')).toHaveLength(2)
     expect(() => exportSessionSpans(log, { tracer: alone.tracer, children: 'nope' as never })).toThrow(ConfigError)
     expect(() => exportSessionSpans(log, { tracer: alone.tracer, children: 'nope' as never })).toThrow(/options\.children/)
+  })
+})
+
+describe('telemetry: a child log the export cannot read', () => {
+  async function storedParent() {
+    const { store, research, model } = delegatingParent(undefined)
+    const parent = track(await createAgent({ store, sessionId: 'planner', model, tools: [research] }))
+    await parent.run('go')
+    const ids = childOf(parent)
+    const [good, bad] = [ids.get('r1')!, ids.get('r2')!]
+    return { log: (await store.load('planner'))!, good, goodLog: (await store.load(good))!, bad }
+  }
+
+  it("is left out, the call's span records why, and the parent's trace and the other child are written whole", async () => {
+    const { log, good, goodLog, bad } = await storedParent()
+    const unreadable: [string, (id: string) => readonly unknown[] | undefined, Record<string, unknown>][] = [
+      ['a malformed log', () => [{ bogus: true }], { 'error.type': 'SESSION_APPEND_REFUSED', 'agentchart.subagent.error': expect.stringMatching(/bogus/) }],
+      [
+        'a lookup that throws',
+        () => {
+          throw new Error('no such log')
+        },
+        { 'error.type': 'Error', 'agentchart.subagent.error': 'no such log' },
+      ],
+      [
+        'not an array',
+        () => ({ events: [] }) as never,
+        { 'error.type': 'STORED_LOG_INVALID', 'agentchart.subagent.error': `session ${bad}: not an array of events, got {"events":[]}` },
+      ],
+    ]
+    for (const [label, lookup, why] of unreadable) {
+      const otel = memoryTracer()
+      const watched = watchedTracer(otel.tracer)
+      const written = exportSessionSpans(log, { tracer: watched.tracer, sessionId: 'planner', children: (id) => (id === good ? goodLog : lookup(id)) })
+      expect(watched.open(), label).toEqual([])
+      expect(written, label).toBe(otel.spans().length)
+      const [turn] = spanTree(otel.spans())
+      const calls = turn.children[0].children.filter((n) => n.name === 'execute_tool research')
+      const kept = calls.find((n) => n.attributes['gen_ai.tool.call.id'] === 'r1')!
+      const skipped = calls.find((n) => n.attributes['gen_ai.tool.call.id'] === 'r2')!
+      expect(names(kept.children), label).toEqual([['invoke_agent', [['step', ['chat scripted-1']]]]])
+      expect(skipped.children, label).toEqual([])
+      expect(skipped.events, label).toEqual([
+        { name: 'agentchart.subagent.unreadable', time: skipped.end, attributes: { 'agentchart.subagent.session_id': bad, ...why } },
+      ])
+      // the call itself succeeded: only the export of its child failed
+      expect(skipped.status.code, label).toBe(SpanStatusCode.UNSET)
+    }
+  })
+
+  it('a lookup that returns a Promise is a ConfigError naming options.children, thrown with every started span ended', async () => {
+    const { log } = await storedParent()
+    const otel = memoryTracer()
+    const watched = watchedTracer(otel.tracer)
+    let error: unknown
+    try {
+      exportSessionSpans(log, { tracer: watched.tracer, sessionId: 'planner', children: (async () => []) as never })
+    } catch (e) {
+      error = e
+    }
+    expect(error).toBeInstanceOf(ConfigError)
+    expect(error).toMatchObject({ path: 'options.children', message: expect.stringMatching(/Promise/) })
+    expect(watched.open()).toEqual([])
+    expect(spanTree(otel.spans())[0].attributes['agentchart.incomplete']).toBe(true)
+  })
+
+  it("a tracer that fails inside a child's export: every span started, the parent's and the child's, ends marked incomplete before its error comes out", async () => {
+    const { log, goodLog } = await storedParent()
+    const otel = memoryTracer()
+    // the parent's turn, step, chat and both calls, then the first child's turn and step; its chat start throws
+    const watched = watchedTracer(otel.tracer, 7)
+    expect(() => exportSessionSpans(log, { tracer: watched.tracer, sessionId: 'planner', children: () => goodLog })).toThrow('exporter down')
+    expect(watched.open()).toEqual([])
+    const [turn] = spanTree(otel.spans())
+    const [step] = turn.children
+    expect(step.children.map((n) => n.name)).toEqual(['chat scripted-1', 'execute_tool research', 'execute_tool research'])
+    // the first child's export was under way: its turn and step had started
+    expect(step.children.flatMap((n) => names(n.children))).toEqual([['invoke_agent', ['step']]])
+    const all = (n: SpanNode): SpanNode[] => [n, ...n.children.flatMap(all)]
+    expect(
+      all(turn)
+        .filter((n) => n.attributes['agentchart.incomplete'] !== true)
+        .map((n) => n.name),
+    ).toEqual(['chat scripted-1'])
   })
 })

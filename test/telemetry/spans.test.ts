@@ -20,7 +20,7 @@ import { errorResponse, scriptedModel, textResponse, toolCallResponse, type Scri
 import { exportSessionSpans } from '../../src/telemetry/index.js'
 import { delta, finishChunk, sse, startChatServer } from '../adapters/chat-server.js'
 import { track } from '../helpers.js'
-import { memoryTracer, spanTree, steppingClock, type SpanNode } from './support.js'
+import { memoryTracer, spanTree, steppingClock, watchedTracer, type SpanNode } from './support.js'
 
 const overloaded = { message: 'overloaded', code: 'SERVER', status: 503, providerRetryAfterMs: 250 }
 const quiet = { error: () => {} }
@@ -599,5 +599,55 @@ describe('telemetry: content, options and failures', () => {
     )
     expect((await agent.run('go')).text).toBe('fine')
     expect(errors).toEqual([expect.stringMatching(/telemetry tracer threw/)])
+  })
+
+  it('a tracer that throws mid-turn: the spans it had started end, marked incomplete, so the SDK still exports them', async () => {
+    const errors: unknown[] = []
+    const otel = memoryTracer()
+    // the turn and the step start; the chat span's start throws
+    const watched = watchedTracer(otel.tracer, 2)
+    const agent = track(
+      createAgent({
+        model: scriptedModel([textResponse('fine')]),
+        logger: { error: (_message, error) => errors.push(error) },
+        telemetry: { tracer: watched.tracer },
+      }),
+    )
+    expect((await agent.run('go')).text).toBe('fine')
+    expect(errors).toEqual([expect.objectContaining({ message: 'exporter down' })])
+    expect(watched.open()).toEqual([])
+    const [turn] = spanTree(otel.spans())
+    expect([turn.name, turn.attributes['agentchart.incomplete'], turn.children.map((n) => [n.name, n.attributes['agentchart.incomplete']])]).toEqual([
+      'invoke_agent',
+      true,
+      [['step', true]],
+    ])
+  })
+
+  it('a tracer whose startSpan gives no span is a ConfigError naming the tracer option: thrown by an export, reported once by a live agent', async () => {
+    const notASpan = { startSpan: () => ({}) } as never
+    const agent = track(createAgent({ model: scriptedModel([textResponse('fine')]), logger: quiet }))
+    await agent.run('go')
+    let thrown: unknown
+    try {
+      exportSessionSpans(agent.session.events, { tracer: notASpan })
+    } catch (error) {
+      thrown = error
+    }
+    expect(thrown).toBeInstanceOf(ConfigError)
+    expect(thrown).toMatchObject({ path: 'options.tracer', message: expect.stringMatching(/options\.tracer.*Span/) })
+
+    const reported: unknown[] = []
+    const live = track(
+      createAgent({
+        model: scriptedModel([textResponse('fine')]),
+        logger: { error: (_message, error) => reported.push(error) },
+        telemetry: { tracer: notASpan },
+      }),
+    )
+    expect((await live.run('go')).text).toBe('fine')
+    expect(reported).toHaveLength(1)
+    expect(reported[0]).toBeInstanceOf(ConfigError)
+    expect(reported[0]).toMatchObject({ path: 'telemetry.tracer' })
   })
 })

@@ -1,11 +1,35 @@
 // Test plumbing for spans: an in-memory trace SDK, and finished spans as a canonical tree (ids dropped, times
 // relative to the log's first event) so a live run and an export of its log can be compared whole.
+import type { Context, Span, SpanOptions, Tracer } from '@opentelemetry/api'
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base'
 
 export function memoryTracer() {
   const exporter = new InMemorySpanExporter()
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
   return { exporter, provider, tracer: provider.getTracer('agentchart-test'), spans: () => exporter.getFinishedSpans() }
+}
+
+/**
+ * `inner` watched: `open()` names the spans started and not yet ended (an SDK never exports those). With `failAfter`,
+ * every startSpan after that many throws, as a tracer whose exporter went down mid-run.
+ */
+export function watchedTracer(inner: Tracer, failAfter = Infinity) {
+  const open = new Map<Span, string>()
+  let started = 0
+  const tracer = {
+    startSpan(name: string, options?: SpanOptions, context?: Context): Span {
+      if (++started > failAfter) throw new Error('exporter down')
+      const span = inner.startSpan(name, options, context)
+      open.set(span, name)
+      const end = span.end.bind(span)
+      span.end = (time) => {
+        open.delete(span)
+        end(time)
+      }
+      return span
+    },
+  }
+  return { tracer, open: () => [...open.values()] }
 }
 
 /** A clock that moves 1 ms per reading: each logged event gets its own time, so overlaps are structural, not timing luck. */
