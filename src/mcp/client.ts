@@ -8,6 +8,8 @@ export interface McpClient {
   listTools(params?: { cursor?: string }, options?: RequestOptions): Promise<{ tools: unknown[]; nextCursor?: string }>
   callTool(params: { name: string; arguments?: Record<string, unknown> }, resultSchema?: undefined, options?: RequestOptions): Promise<unknown>
   ping(options?: RequestOptions): Promise<unknown>
+  /** Any request, its result checked with `resultSchema` (a schema of the SDK's types): a tools/list page listTools refused is fetched again with it. */
+  request?(request: { method: string; params?: Record<string, unknown> }, resultSchema: unknown, options?: RequestOptions): Promise<unknown>
   setNotificationHandler(schema: any, handler: (notification: any) => void | Promise<void>): void
   getServerCapabilities(): { tools?: { listChanged?: boolean } } | undefined
 }

@@ -102,17 +102,20 @@ export async function followToolList(client: McpClient, listener: () => void): P
   return () => watch.listeners.delete(listener)
 }
 
-async function install(client: McpClient, watch: ClientWatch): Promise<void> {
-  let sdk: typeof import('@modelcontextprotocol/sdk/types.js')
+/** The SDK's schemas (@modelcontextprotocol/sdk/types.js), imported when first needed. */
+export async function sdkTypes(): Promise<typeof import('@modelcontextprotocol/sdk/types.js')> {
   try {
-    sdk = await import('@modelcontextprotocol/sdk/types.js')
+    return await import('@modelcontextprotocol/sdk/types.js')
   } catch (error) {
     throw new ConfigError('agentchart/mcp needs @modelcontextprotocol/sdk where agentchart can import it: npm install @modelcontextprotocol/sdk', {
       path: '@modelcontextprotocol/sdk',
       cause: error,
     })
   }
-  const { ToolListChangedNotificationSchema } = sdk
+}
+
+async function install(client: McpClient, watch: ClientWatch): Promise<void> {
+  const { ToolListChangedNotificationSchema } = await sdkTypes()
   // the SDK's handler map is internal; read defensively, so a missing map only means nothing to chain
   const handlers = (client as { _notificationHandlers?: unknown })._notificationHandlers
   const prior = handlers instanceof Map ? (handlers.get('notifications/tools/list_changed') as ((n: unknown) => unknown) | undefined) : undefined

@@ -4,6 +4,7 @@
 // what the model cannot read (audio, binary resources) is kept whole in `meta`.
 import { isRecordLike } from '../values/foreign.js'
 import { userMessage } from '../request/messages.js'
+import { MAX_JSON_DEPTH } from '../session/lossless.js'
 import type { ContentBlock } from '../session/schemas.js'
 import type { ToolResultValue } from '../tools/define.js'
 
@@ -23,6 +24,29 @@ const str = (value: unknown): string | undefined => (typeof value === 'string' ?
 function forUserOnly(block: Record<string, unknown>): boolean {
   const audience = isRecordLike(block.annotations) ? block.annotations.audience : undefined
   return Array.isArray(audience) && !audience.includes('assistant')
+}
+
+/**
+ * `value` with every -0 made 0, the value JSON writes for it: a server's `-0.0` (Python writes it) parses as -0,
+ * which the log refuses. Only plain arrays and objects are copied, and only where a -0 was; anything else (a
+ * cycle, a class instance, NaN) is kept as it is for the log's check to judge.
+ */
+function zeroed(value: unknown, ancestors: object[] = []): unknown {
+  if (Object.is(value, -0)) return 0
+  if (typeof value !== 'object' || value === null || ancestors.length > MAX_JSON_DEPTH || ancestors.includes(value)) return value
+  const prototype = Object.getPrototypeOf(value) as unknown
+  if (!Array.isArray(value) && prototype !== Object.prototype && prototype !== null) return value
+  ancestors.push(value)
+  try {
+    if (Array.isArray(value)) {
+      const copy = value.map((item) => zeroed(item, ancestors))
+      return copy.some((item, i) => !Object.is(item, value[i])) ? copy : value
+    }
+    const entries = Object.entries(value).map(([key, item]) => [key, item, zeroed(item, ancestors)] as const)
+    return entries.some(([, item, made]) => !Object.is(item, made)) ? Object.fromEntries(entries.map(([key, , made]) => [key, made])) : value
+  } finally {
+    ancestors.pop()
+  }
 }
 
 /** Base64 length in bytes, for the placeholder the model reads. */
@@ -87,12 +111,12 @@ export function toToolResult(name: string, tool: string, result: unknown): ToolR
   if (lines.length === 0 && structured !== undefined) lines.push(JSON.stringify(structured))
   const isError = record.isError === true
   const content = lines.join('\n') || (isError ? `tool ${tool} reported an error` : '')
-  const meta: McpResultMeta = {
+  const meta = zeroed({
     tool,
     ...(structured !== undefined ? { structuredContent: structured } : {}),
     ...(withheld.length ? { withheld } : {}),
     ...(isRecordLike(record._meta) ? { _meta: record._meta } : {}),
-  }
+  }) as McpResultMeta
   const contexts = images.length
     ? [
         userMessage([{ type: 'text', text: `The image${images.length > 1 ? 's' : ''} returned by tool ${name}:` }, ...images], {

@@ -2,17 +2,18 @@
 // tool definitions (spread it, filter it, pass it as `tools`) and a tool
 // source: passed to createAgent as it is, it is read again before each step,
 // so a `notifications/tools/list_changed` takes effect at the next step.
+import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js'
 import type { Tool } from '@modelcontextprotocol/sdk/types.js'
 import { canonical } from '../values/canonical.js'
 import { ConfigError } from '../errors.js'
 import { describeValue, isArrayLike, isRecordLike } from '../values/foreign.js'
 import type { HookLogger } from '../runtime/hooks.js'
-import { toFrozenJson } from '../session/lossless.js'
+import { formatPath, toFrozenJson } from '../session/lossless.js'
 import { defineTool, type ExecutionMode, type ToolDefinition } from '../tools/define.js'
 import type { ToolRead, ToolSource } from '../tools/source.js'
 import { loadValidators, type ArgumentCheck, type Validators } from './arguments.js'
 import type { McpClient } from './client.js'
-import { followToolList, messageOf, watchOf } from './connection.js'
+import { followToolList, messageOf, sdkTypes, watchOf } from './connection.js'
 import { toToolResult } from './content.js'
 import { CONNECTION_CLOSED, McpToolError, REQUEST_TIMEOUT } from './errors.js'
 
@@ -111,7 +112,8 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
     set.#settings = settings
     // followed before the first listing, so a change announced while it runs is listed after it
     set.#changes = settings.client.getServerCapabilities()?.tools?.listChanged === true
-    if (set.#changes) set.#unfollow = await followToolList(settings.client, () => void set.refresh())
+    // refresh() reports its own failures: the catch only keeps a rejection from going unhandled
+    if (set.#changes) set.#unfollow = await followToolList(settings.client, () => void set.refresh().catch(() => {}))
     const first = listAll(settings.client).then((listed) => (set.#take(listed), set.#tools))
     set.#refreshing = first
     try {
@@ -122,7 +124,7 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
     } finally {
       set.#refreshing = null
     }
-    if (set.#again) void set.refresh()
+    if (set.#again) void set.refresh().catch(() => {})
     return set
   }
 
@@ -158,16 +160,20 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
       return this.#refreshing
     }
     const run = async () => {
-      do {
-        this.#again = false
-        this.#stale = false
-        try {
-          this.#take(await listAll(this.#settings.client, RELIST_TIMEOUT_MS))
-        } catch (error) {
-          this.#settings.logger.error('agentchart/mcp: listing the changed tools failed; the tools stay as they were', error)
-        }
-      } while (this.#again)
-      this.#refreshing = null
+      try {
+        do {
+          this.#again = false
+          this.#stale = false
+          try {
+            this.#take(await listAll(this.#settings.client, RELIST_TIMEOUT_MS))
+          } catch (error) {
+            this.#settings.logger.error('agentchart/mcp: listing the changed tools failed; the tools stay as they were', error)
+          }
+        } while (this.#again)
+      } finally {
+        // whatever happened, the next refresh() lists again rather than getting this one's promise
+        this.#refreshing = null
+      }
       return this.#tools
     }
     return (this.#refreshing = run())
@@ -192,13 +198,18 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
     const skipped: SkippedMcpTool[] = []
     const made = new Map<string, ToolDefinition>()
     const names = new Set<string>()
-    for (const remote of listed) {
+    for (const entry of listed) {
+      const remote = entry instanceof Refused ? entry.entry : entry
       if (!isRecordLike(remote) || typeof remote.name !== 'string' || !isRecordLike(remote.inputSchema)) {
         skipped.push({ name: isRecordLike(remote) ? String(remote.name) : describeValue(remote), reason: 'not a tool: no name or no inputSchema' })
         continue
       }
+      if (entry instanceof Refused) {
+        skipped.push({ name: remote.name, reason: entry.reason })
+        continue
+      }
       const tool = remote as unknown as Tool
-      if (!passes(include, tool, true) || passes(exclude, tool, false)) continue
+      if (!passes(include, tool, true, logger) || passes(exclude, tool, false, logger)) continue
       const name = `${prefix}${tool.name}`
       if (names.has(name)) {
         skipped.push({ name: tool.name, reason: `the server lists two tools named ${name}` })
@@ -208,14 +219,15 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
         skipped.push({ name: tool.name, reason: 'it runs only as an MCP task (tasks/*), which agentchart/mcp does not drive' })
         continue
       }
-      const key = canonical(remote)
       try {
+        const key = canonical(remote)
         const definition = this.#made.get(key) ?? this.#define(name, tool)
         made.set(key, definition)
         names.add(name)
         tools.push(definition)
       } catch (error) {
-        skipped.push({ name: tool.name, reason: messageOf(error) })
+        // a RangeError is a stack overflow: a definition nested deeper than reading it can go
+        skipped.push({ name: tool.name, reason: error instanceof RangeError ? `its definition is nested too deeply (${messageOf(error)})` : messageOf(error) })
       }
     }
     // said once per tool, not at every listing: `set.skipped` keeps the reasons
@@ -285,8 +297,10 @@ export class McpToolSet extends Array<ToolDefinition> implements ToolSource {
  * `tools/list`; the returned set follows `notifications/tools/list_changed` until `set.close()`.
  */
 export async function mcpTools(client: McpClient, options: McpToolsOptions = {}): Promise<McpToolSet> {
-  if (!isRecordLike(client) || typeof client.listTools !== 'function' || typeof client.callTool !== 'function') {
-    throw new ConfigError(`mcpTools needs a Client of @modelcontextprotocol/sdk, got ${describeValue(client)}`, { path: 'client' })
+  if (!isRecordLike(client)) throw new ConfigError(`mcpTools needs a Client of @modelcontextprotocol/sdk, got ${describeValue(client)}`, { path: 'client' })
+  const missing = CLIENT_METHODS.find((method) => typeof client[method] !== 'function')
+  if (missing !== undefined) {
+    throw new ConfigError(`mcpTools needs a Client of @modelcontextprotocol/sdk, got ${describeValue(client)} without ${missing}()`, { path: 'client' })
   }
   if (!isRecordLike(options)) throw new ConfigError(`mcpTools options must be an object, got ${describeValue(options)}`, { path: 'options' })
   const { include, exclude, executionMode = 'exclusive', prefix = '', timeoutMs, onProgress, logger }: McpToolsOptions = options
@@ -315,9 +329,16 @@ export async function mcpTools(client: McpClient, options: McpToolsOptions = {})
   if (logger !== undefined && !(isRecordLike(logger) && typeof logger.error === 'function')) {
     throw new ConfigError(`mcpTools: logger must be an object with an error(message, error) method, got ${describeValue(logger)}`, { path: 'logger' })
   }
-  if (client.getServerCapabilities() === undefined) {
+  const capabilities = client.getServerCapabilities()
+  if (capabilities === undefined) {
     throw new ConfigError('mcpTools needs a connected client: await client.connect(transport) first', { path: 'client' })
   }
+  if (capabilities.tools?.listChanged === true && typeof client.setNotificationHandler !== 'function') {
+    throw new ConfigError(`mcpTools needs a Client of @modelcontextprotocol/sdk, got ${describeValue(client)} without setNotificationHandler()`, {
+      path: 'client',
+    })
+  }
+  const report = logger ?? { error: (message, error) => console.error(`[agentchart] ${message}`, ...(error === undefined ? [] : [error])) }
   return McpToolSet[CREATE]({
     client,
     ...(include !== undefined ? { include } : {}),
@@ -327,10 +348,22 @@ export async function mcpTools(client: McpClient, options: McpToolsOptions = {})
     prefix: prefix === '' || /[_.-]$/.test(prefix) ? prefix : `${prefix}_`,
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     ...(onProgress ? { onProgress } : {}),
-    logger: logger ?? { error: (message, error) => console.error(`[agentchart] ${message}`, ...(error === undefined ? [] : [error])) },
+    // a logger that throws must not fail the listing or the call it reports on
+    logger: {
+      error: (message, error) => {
+        try {
+          report.error(message, error)
+        } catch {
+          // the report is lost; the set goes on
+        }
+      },
+    },
     validators: await loadValidators(),
   })
 }
+
+/** What mcpTools calls on every client (setNotificationHandler only when the server announces list changes). */
+const CLIENT_METHODS = ['listTools', 'callTool', 'ping', 'getServerCapabilities'] as const
 
 /** Every page of tools/list; a server without the tools capability has none. */
 async function listAll(client: McpClient, timeout?: number): Promise<unknown[]> {
@@ -340,9 +373,10 @@ async function listAll(client: McpClient, timeout?: number): Promise<unknown[]> 
   let cursor: string | undefined
   try {
     do {
-      const page = await client.listTools(cursor === undefined ? undefined : { cursor }, timeout === undefined ? undefined : { timeout })
-      tools.push(...(Array.isArray(page?.tools) ? page.tools : []))
-      cursor = typeof page?.nextCursor === 'string' ? page.nextCursor : undefined
+      const page = await listPage(client, cursor === undefined ? undefined : { cursor }, timeout === undefined ? undefined : { timeout })
+      if (!isRecordLike(page) || !isArrayLike(page.tools)) throw new Error(`the answer to tools/list is not a list of tools: ${describeValue(page)}`)
+      tools.push(...page.tools)
+      cursor = typeof page.nextCursor === 'string' ? page.nextCursor : undefined
       // a server that hands out a cursor twice would have us list forever
       if (cursor !== undefined && cursors.has(cursor)) throw new Error(`the server returned the cursor ${JSON.stringify(cursor)} twice`)
       if (cursor !== undefined) cursors.add(cursor)
@@ -353,9 +387,52 @@ async function listAll(client: McpClient, timeout?: number): Promise<unknown[]> 
   return tools
 }
 
-function passes(filter: McpToolFilter | undefined, tool: Tool, absent: boolean): boolean {
+/** A listed entry that MCP's tool schema refuses, kept so that #take leaves it out and says why. */
+class Refused {
+  constructor(
+    readonly entry: unknown,
+    readonly reason: string,
+  ) {}
+}
+
+/**
+ * One page of tools/list. The SDK checks a page as a whole, so one malformed tool would fail it: such a page is
+ * fetched again with the SDK's loose result schema and its tools are checked one by one, so only the bad ones are
+ * left out. Why listTools first: it also keeps the tools' output schemas, against which the SDK checks results.
+ */
+async function listPage(client: McpClient, params: { cursor: string } | undefined, options: RequestOptions | undefined): Promise<unknown> {
+  try {
+    return await client.listTools(params, options)
+  } catch (error) {
+    // a protocol error (the server's, a timeout, a closed connection) would only come again
+    if ((isRecordLike(error) && typeof error.code === 'number') || typeof client.request !== 'function') throw error
+  }
+  const { PaginatedResultSchema, ToolSchema } = await sdkTypes()
+  const page = await client.request({ method: 'tools/list', ...(params !== undefined ? { params } : {}) }, PaginatedResultSchema, options)
+  if (!isRecordLike(page) || !isArrayLike(page.tools)) return page
+  const check = (entry: unknown): unknown => {
+    try {
+      const checked = ToolSchema.safeParse(entry)
+      if (checked.success) return checked.data
+      const issues = checked.error.issues.map((issue) => (issue.path.length ? `${formatPath('', issue.path)}: ${issue.message}` : issue.message))
+      return new Refused(entry, `not a tool by MCP's schema: ${issues.join('; ')}`)
+    } catch (error) {
+      return new Refused(entry, `not a tool by MCP's schema: ${messageOf(error)}`)
+    }
+  }
+  return { ...page, tools: page.tools.map(check) }
+}
+
+/** Whether a filter takes `tool`; a filter that throws takes it out (logged), as excluding it is the safe side. */
+function passes(filter: McpToolFilter | undefined, tool: Tool, absent: boolean, logger: HookLogger): boolean {
   if (filter === undefined) return absent
-  return typeof filter === 'function' ? filter(tool) === true : filter.includes(tool.name)
+  if (typeof filter !== 'function') return filter.includes(tool.name)
+  try {
+    return filter(tool) === true
+  } catch (error) {
+    logger.error(`agentchart/mcp: the ${absent ? 'include' : 'exclude'} filter threw on tool ${tool.name}; the tool is left out`, error)
+    return !absent
+  }
 }
 
 /** A mode function's answer for one tool; anything but 'parallel' (or a throw) is exclusive, as TL-2 has it. */

@@ -1,6 +1,7 @@
 // agentchart/mcp against servers built in-process with the SDK and served over
 // Streamable HTTP on loopback: a tool list that changes between steps, a
-// server killed in the middle of a call, and a listing in pages.
+// server killed in the middle of a call, and a listing in pages. Then against
+// a server that answers JSON-RPC by hand, for what no SDK server sends.
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
@@ -11,7 +12,7 @@ import { ConfigError, defineTool, type SessionEvent } from '../../src/index.js'
 import { mcpTools, McpToolError, type McpResultMeta } from '../../src/mcp/index.js'
 import { textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { ofType, scriptedAgent, trace } from '../helpers.js'
-import { httpServer } from './servers.js'
+import { httpServer, rawServer } from './servers.js'
 
 const closers: Array<() => Promise<void> | void> = []
 afterEach(async () => {
@@ -274,5 +275,149 @@ describe('MCP tools over Streamable HTTP', () => {
     expect(long.map((t) => t.name)).toEqual(['one'])
     expect(long.skipped).toEqual([{ name: 'x'.repeat(70), reason: expect.stringMatching(/tool name must be 1-64 letters/) }])
     expect(errors).toEqual([expect.stringMatching(/^agentchart\/mcp: tool x{70} is left out: tool name must be/)])
+  })
+})
+
+describe('MCP tools against a server that answers JSON-RPC by hand', () => {
+  const schema = { type: 'object', properties: { x: { type: 'string' } } }
+  const unhandled: unknown[] = []
+  const onUnhandled = (reason: unknown) => void unhandled.push(reason)
+  afterEach(() => {
+    process.off('unhandledRejection', onUnhandled)
+    unhandled.length = 0
+  })
+
+  const throwing = {
+    error: () => {
+      throw new Error('the logger broke')
+    },
+  }
+
+  it('a logger that throws while it is told of a tool left out does not fail mcpTools', async () => {
+    const long = 'x'.repeat(70)
+    const server = await rawServer(() => ({
+      tools: [
+        { name: 't', inputSchema: schema },
+        { name: long, inputSchema: schema },
+      ],
+    }))
+    closers.push(server.close)
+    const tools = await mcpTools(server.client, { logger: throwing })
+    expect(tools.map((t) => t.name)).toEqual(['t'])
+    expect(tools.skipped.map((s) => s.name)).toEqual([long])
+  })
+
+  it('a logger that throws while it is told of a failed re-listing: nothing rejects unhandled, and the set lists again', async () => {
+    process.on('unhandledRejection', onUnhandled)
+    let listings = 0
+    const server = await rawServer(
+      (method) => {
+        if (method !== 'tools/list') return text('ran')
+        listings++
+        if (listings === 2) throw new Error('the list is down for a moment')
+        return { tools: [{ name: 't', inputSchema: schema }] }
+      },
+      { tools: { listChanged: true } },
+    )
+    closers.push(server.close)
+    const tools = await mcpTools(server.client, { logger: throwing })
+    closers.push(() => tools.close())
+    // the re-listing the notification starts fails, and reporting that throws
+    await server.notify('notifications/tools/list_changed')
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(unhandled).toEqual([])
+    expect((await tools.refresh()).map((t) => t.name)).toEqual(['t'])
+    expect(listings).toBe(3)
+  })
+
+  it('a result with -0 (Python writes -0.0) in structuredContent, _meta or a withheld block is the success it was, with 0 in meta', async () => {
+    const wire = '{"content":[{"type":"text","text":"delta is 0"},{"type":"text","text":"for you","annotations":{"audience":["user"],"priority":-0.0}}],'
+    const result = JSON.parse(`${wire}"structuredContent":{"d":-0.0,"list":[1,-0.0]},"_meta":{"d":-0.0}}`)
+    const server = await rawServer((method) => (method === 'tools/list' ? { tools: [{ name: 'delta', inputSchema: schema }] } : result))
+    closers.push(server.close)
+    const tools = await mcpTools(server.client)
+    const { agent } = scriptedAgent([toolCallResponse([call('c1', 'delta', { x: 'a' })]), textResponse('ok')], { tools })
+    await agent.run('go')
+    const { message, meta } = resultOf(agent.session.events, 'c1').data
+    expect(message.content[0]).toMatchObject({ isError: false, content: 'delta is 0' })
+    const kept = meta as McpResultMeta
+    expect(kept.structuredContent).toEqual({ d: 0, list: [1, 0] })
+    expect(Object.is(kept.structuredContent!.d, 0)).toBe(true)
+    expect(Object.is((kept._meta as { d: number }).d, 0)).toBe(true)
+    expect(kept.withheld).toEqual([{ type: 'text', text: 'for you', annotations: { audience: ['user'], priority: 0 } }])
+    expect(Object.is((kept.withheld![0] as any).annotations.priority, 0)).toBe(true)
+  })
+
+  it('a listing with one malformed tool offers the others and names it in skipped, at mcpTools and at a re-listing', async () => {
+    let tools: object[] = [{ name: 'good', inputSchema: { type: 'object' } }, { name: 'no_schema' }]
+    const server = await rawServer((method) => (method === 'tools/list' ? { tools } : text('good ran')))
+    closers.push(server.close)
+    const logged: string[] = []
+    const set = await mcpTools(server.client, { logger: { error: (message) => logged.push(message) } })
+    expect(set.map((t) => t.name)).toEqual(['good'])
+    expect(set.skipped).toEqual([{ name: 'no_schema', reason: 'not a tool: no name or no inputSchema' }])
+    expect(logged).toEqual(['agentchart/mcp: tool no_schema is left out: not a tool: no name or no inputSchema'])
+    tools = [...tools, { name: 'added', inputSchema: { type: 'object' } }, { name: 'bad_schema', inputSchema: { type: 'string' } }]
+    expect((await set.refresh()).map((t) => t.name)).toEqual(['good', 'added'])
+    expect(set.skipped).toEqual([
+      { name: 'no_schema', reason: 'not a tool: no name or no inputSchema' },
+      { name: 'bad_schema', reason: expect.stringMatching(/^not a tool by MCP's schema: inputSchema\.type: /) },
+    ])
+    const { agent } = scriptedAgent([toolCallResponse([call('c1', 'good')]), textResponse('ok')], { tools: set })
+    await agent.run('go')
+    expect(resultOf(agent.session.events, 'c1').data.message.content[0].content).toBe('good ran')
+  })
+
+  it('a page that is not a tools list at all still fails the listing with MCP_LIST_FAILED', async () => {
+    const server = await rawServer(() => ({ items: [] }))
+    closers.push(server.close)
+    const failure = await mcpTools(server.client).catch((error: unknown) => error)
+    expect(failure).toBeInstanceOf(McpToolError)
+    expect(failure).toMatchObject({ code: 'MCP_LIST_FAILED', message: expect.stringContaining('not a list of tools') })
+  })
+
+  it('a client object without getServerCapabilities, or without setNotificationHandler when its server announces list changes, is a ConfigError naming client', async () => {
+    const base = { listTools: async () => ({ tools: [] }), callTool: async () => ({}), ping: async () => ({}) }
+    for (const [client, message] of [
+      [base, /without getServerCapabilities\(\)/],
+      [{ ...base, getServerCapabilities: () => ({ tools: { listChanged: true } }) }, /without setNotificationHandler\(\)/],
+    ] as const) {
+      const error = await mcpTools(client as never).catch((failure: unknown) => failure)
+      expect(error).toBeInstanceOf(ConfigError)
+      expect(error).toMatchObject({ path: 'client', message: expect.stringMatching(message) })
+    }
+  })
+
+  it('an include or exclude function that throws leaves the tool out and says so to the logger', async () => {
+    const server = await rawServer(() => ({
+      tools: [
+        { name: 'a', inputSchema: schema },
+        { name: 'b', inputSchema: schema },
+      ],
+    }))
+    closers.push(server.close)
+    const logged: string[] = []
+    const logger = { error: (message: string, error: unknown) => logged.push(`${message}: ${(error as Error).message}`) }
+    const boom = (tool: { name: string }) => {
+      if (tool.name === 'a') throw new Error('boom')
+      return tool.name === 'b'
+    }
+    expect((await mcpTools(server.client, { include: boom, logger })).map((t) => t.name)).toEqual(['b'])
+    expect((await mcpTools(server.client, { exclude: (tool) => boom(tool) && false, logger })).map((t) => t.name)).toEqual(['b'])
+    expect(logged).toEqual([
+      'agentchart/mcp: the include filter threw on tool a; the tool is left out: boom',
+      'agentchart/mcp: the exclude filter threw on tool a; the tool is left out: boom',
+    ])
+  })
+
+  it('a tool whose inputSchema is nested 20 000 levels deep is left out with a reason; the other tools are offered', async () => {
+    let deep = '{"type":"object"}'
+    for (let i = 0; i < 20_000; i++) deep = `{"type":"object","properties":{"x":${deep}}}`
+    const listing = JSON.parse(`{"tools":[{"name":"deep","inputSchema":${deep}},{"name":"ok","inputSchema":{"type":"object"}}]}`)
+    const server = await rawServer(() => listing)
+    closers.push(server.close)
+    const tools = await mcpTools(server.client, { logger: { error: () => {} } })
+    expect(tools.map((t) => t.name)).toEqual(['ok'])
+    expect(tools.skipped).toEqual([{ name: 'deep', reason: expect.stringMatching(/^its definition is nested too deeply/) }])
   })
 })

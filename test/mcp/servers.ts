@@ -1,13 +1,15 @@
-// Real MCP servers for the tests: server-everything from npm over stdio, and
-// servers built in-process with the SDK over Streamable HTTP on loopback. A
-// wire tap records the JSON-RPC messages each way, so a test can show what the
-// server was sent and what it answered.
+// Real MCP servers for the tests: server-everything from npm over stdio,
+// servers built in-process with the SDK over Streamable HTTP on loopback, and
+// a server that answers JSON-RPC by hand over the SDK's in-memory transport,
+// for answers no SDK server sends. A wire tap records the JSON-RPC messages
+// each way, so a test can show what the server was sent and what it answered.
 import { createServer, type Server as HttpServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { resolve } from 'node:path'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
@@ -99,4 +101,37 @@ export async function httpServer(
       await server.close()
     },
   }
+}
+
+/** What the hand-written server answers a request with: its result, or a throw for a JSON-RPC error. */
+export type Answer = (method: string, params: any) => unknown
+
+/**
+ * A server that answers each request with `answer`, at the JSON-RPC level over the SDK's in-memory transport
+ * (objects pass as they are, so a -0 that JSON.parse read from Python's `-0.0` arrives as -0), and an SDK client
+ * connected to it.
+ */
+export async function rawServer(
+  answer: Answer,
+  capabilities: Record<string, unknown> = { tools: {} },
+): Promise<{ client: Client; notify: (method: string) => Promise<void>; close: () => Promise<void> }> {
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()
+  const reply = (id: unknown, outcome: object) => serverSide.send({ jsonrpc: '2.0', id, ...outcome } as JSONRPCMessage)
+  serverSide.onmessage = async (message: any) => {
+    if (message.id === undefined) return // a notification
+    if (message.method === 'initialize') {
+      const result = { protocolVersion: message.params.protocolVersion, capabilities, serverInfo: { name: 'raw', version: '1.0.0' } }
+      return reply(message.id, { result })
+    }
+    if (message.method === 'ping') return reply(message.id, { result: {} })
+    try {
+      await reply(message.id, { result: await answer(message.method, message.params) })
+    } catch (error) {
+      await reply(message.id, { error: { code: -32603, message: (error as Error).message } })
+    }
+  }
+  await serverSide.start()
+  const client = new Client({ name: 'agentchart-test', version: '1.0.0' })
+  await client.connect(clientSide)
+  return { client, notify: (method) => serverSide.send({ jsonrpc: '2.0', method, params: {} }), close: () => client.close() }
 }
