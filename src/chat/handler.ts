@@ -59,6 +59,9 @@ const DENIED_BY_MESSAGE = 'not approved: the user sent a new message instead of 
 /** How long past the grace the stop route waits for the turn's end before it answers anyway. */
 const STOP_MARGIN_MS = 1000
 
+/** How long a message sent here is remembered while the log does not show it yet (a session client's mailbox delivers it later). */
+const SENT_MEMORY_MS = 60_000
+
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }
 
 const json = (value: unknown, status = 200): Response => new Response(JSON.stringify(value), { status, headers: JSON_HEADERS })
@@ -88,6 +91,11 @@ async function readBody(request: Request): Promise<ChatRequestBody> {
     throw new ChatError('CHAT_BAD_REQUEST', 'the last message must be a UI message { id, role: "user" | "assistant", parts: [] }', {
       path: `messages[${body.messages.length - 1}]`,
     })
+  const badPart = (last.parts as unknown[]).findIndex((part) => !isRecordLike(part))
+  if (badPart >= 0) {
+    const path = `messages[${body.messages.length - 1}].parts[${badPart}]`
+    throw new ChatError('CHAT_BAD_REQUEST', `${path} must be a UI message part (an object with a type)`, { path })
+  }
   if (body.mode !== undefined && body.mode !== 'steer' && body.mode !== 'followup')
     throw new ChatError('CHAT_BAD_REQUEST', `body.mode must be 'steer' or 'followup', got ${JSON.stringify(body.mode)}`, { path: 'mode' })
   if (body.trigger !== undefined && body.trigger !== 'submit-message')
@@ -111,18 +119,27 @@ function contentOf(parts: readonly Record<string, unknown>[]): ContentBlock[] {
 /** Route of a request, from the end of its path (so any mount point works). */
 type Route = { kind: 'send' } | { kind: 'stop' | 'stream' | 'messages'; chatId: string }
 
+/** The chat id of a route, from its path segment. */
+function chatIdOf(segment: string): string {
+  try {
+    return decodeURIComponent(segment)
+  } catch (cause) {
+    throw new ChatError('CHAT_BAD_REQUEST', `the chat id in the path is not valid %-encoding: ${JSON.stringify(segment)}`, { path: 'chatId', cause })
+  }
+}
+
 function routeOf(request: Request): Route {
   const segments = new URL(request.url).pathname.split('/').filter((s) => s !== '')
   const action = segments.at(-1)
-  const chatId = segments.length >= 2 ? decodeURIComponent(segments.at(-2)!) : undefined
+  const chatId = segments.length >= 2 ? segments.at(-2)! : undefined
   const method = request.method.toUpperCase()
   if (chatId !== undefined && (action === 'stream' || action === 'messages')) {
     if (method !== 'GET') throw new ChatError('CHAT_METHOD', `${action} is read with GET, not ${method}`)
-    return { kind: action, chatId }
+    return { kind: action, chatId: chatIdOf(chatId) }
   }
   if (chatId !== undefined && action === 'stop') {
     if (method !== 'POST') throw new ChatError('CHAT_METHOD', `stop is a POST, not ${method}`)
-    return { kind: 'stop', chatId }
+    return { kind: 'stop', chatId: chatIdOf(chatId) }
   }
   if (method === 'POST') return { kind: 'send' }
   throw new ChatError('CHAT_NOT_FOUND', `no chat route for ${method} ${new URL(request.url).pathname}`)
@@ -222,6 +239,8 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
           },
         })
         if (closed) subscription?.unsubscribe()
+        // the client may have left before this response was built (while its body, the agent or the log was read)
+        if (request.signal?.aborted) onAbort()
       },
       cancel: onAbort,
     })
@@ -234,8 +253,33 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
     return new Response(text, { status: 200, headers: UI_MESSAGE_STREAM_HEADERS })
   }
 
+  /** Per chat, the end of the sends and answers under way: each runs once the one before it is applied. */
+  const lanes = new Map<string, Promise<void>>()
+  /** Messages sent here, by `[chatId, messageId]`, oldest first: the seq their response follows from, and when they were sent. */
+  const sent = new Map<string, { fromSeq: number; at: number }>()
+
+  async function inLane<T>(chatId: string, work: () => Promise<T>): Promise<T> {
+    const before = lanes.get(chatId)
+    let release!: () => void
+    const mine = new Promise<void>((resolve) => (release = resolve))
+    const tail = before === undefined ? mine : before.then(() => mine)
+    lanes.set(chatId, tail)
+    try {
+      await before
+      return await work()
+    } finally {
+      release()
+      if (lanes.get(chatId) === tail) lanes.delete(chatId)
+    }
+  }
+
   async function send(request: Request): Promise<Response> {
     const body = await readBody(request)
+    // one at a time per chat, so a request sent twice at once reads the log (and what was sent) after the first
+    return inLane(body.id, () => deliver(request, body))
+  }
+
+  async function deliver(request: Request, body: ChatRequestBody): Promise<Response> {
     const chatId = body.id
     const last = body.messages.at(-1)!
     const events = await backend.read(chatId)
@@ -250,10 +294,26 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
     }
     const queued = events.find((e) => e.type === 'agent/inbox/spliced' && e.data.inserted.some((m) => m.id === last.id))
     if (queued) return stream(request, chatId, queued.seq, { kind: 'prompt', messageId: last.id }, events)
+    const now = Date.now()
+    // forget, oldest first, what the log has had long enough to show
+    for (const [key, { at }] of sent) {
+      if (now - at < SENT_MEMORY_MS) break
+      sent.delete(key)
+    }
+    const key = JSON.stringify([chatId, last.id])
+    // sent here but not in the log yet (a mailbox delivers it): the first request's response, from where it follows
+    const earlier = sent.get(key)
+    if (earlier) return stream(request, chatId, earlier.fromSeq, { kind: 'prompt', messageId: last.id }, events)
     const mode = body.mode ?? ((await backend.running(chatId)) ? whileRunning : 'followup')
     const target: InboxTarget = mode === 'steer' ? 'next-step' : 'next-turn'
     const message: UserMessage = userMessage(content, { id: last.id })
-    await backend.send(chatId, message, target)
+    sent.set(key, { fromSeq: events.length, at: now })
+    try {
+      await backend.send(chatId, message, target)
+    } catch (error) {
+      sent.delete(key)
+      throw error
+    }
     // after the send, so the step that reads the refusal also enters the message
     if (whileAwaitingApproval === 'deny') {
       for (const waiting of pendingApprovals(events)) await backend.deny(chatId, waiting.callId, DENIED_BY_MESSAGE)
@@ -274,7 +334,8 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
       throw new ChatError('CHAT_NO_MESSAGE', 'the last message is an assistant message with no approval answer to send', { path: 'messages' })
     let answered = 0
     for (const a of answers) {
-      if (!waiting.has(a.callId)) continue
+      // a waiting call takes the first answer the message gives it: a repeated or contradicting one is ignored
+      if (!waiting.delete(a.callId)) continue
       if (a.approved) await backend.approve(chatId, a.callId)
       else await backend.deny(chatId, a.callId, a.reason ?? 'the user denied this call')
       answered++

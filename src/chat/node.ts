@@ -13,24 +13,24 @@ export function toNodeListener(handler: (request: Request) => Promise<Response>)
     res.on('close', () => {
       if (!res.writableFinished) controller.abort()
     })
-    const path = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/'
-    const url = new URL(path, `http://${req.headers.host ?? 'localhost'}`)
-    const headers = new Headers()
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (Array.isArray(value)) for (const v of value) headers.append(name, v)
-      else if (value !== undefined) headers.set(name, value)
+    let request: Request
+    try {
+      request = toRequest(req, controller.signal)
+    } catch {
+      // a Host header or target that makes no URL, or a method `Request` refuses (TRACE): the client's fault, answered here
+      res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' })
+      return void res.end('bad request: its URL or method cannot be read\n')
     }
-    const hasBody = req.method !== 'GET' && req.method !== 'HEAD'
-    const init: RequestInit & { duplex?: 'half' } = { method: req.method, headers, signal: controller.signal }
-    if (hasBody) Object.assign(init, { body: Readable.toWeb(req), duplex: 'half' })
-    const request = new Request(url, init)
     handler(request).then(
       async (response) => {
         res.writeHead(response.status, Object.fromEntries(response.headers))
         if (!response.body) return void res.end()
         res.flushHeaders()
         const reader: ReadableStreamDefaultReader<Uint8Array> = response.body.getReader()
-        controller.signal.addEventListener('abort', () => void reader.cancel().catch(() => {}))
+        const cancel = () => void reader.cancel().catch(() => {})
+        // the client may have left while the handler was still working on its answer
+        if (controller.signal.aborted) cancel()
+        else controller.signal.addEventListener('abort', cancel)
         try {
           for (;;) {
             const { done, value } = await reader.read()
@@ -48,4 +48,19 @@ export function toNodeListener(handler: (request: Request) => Promise<Response>)
       },
     )
   }
+}
+
+/** The web `Request` of a Node request; throws when its Host header or target makes no URL, or its method is one `Request` refuses. */
+function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
+  const path = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/'
+  const url = new URL(path, `http://${req.headers.host ?? 'localhost'}`)
+  const headers = new Headers()
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v)
+    else if (value !== undefined) headers.set(name, value)
+  }
+  const hasBody = req.method !== 'GET' && req.method !== 'HEAD'
+  const init: RequestInit & { duplex?: 'half' } = { method: req.method, headers, signal }
+  if (hasBody) Object.assign(init, { body: Readable.toWeb(req), duplex: 'half' })
+  return new Request(url, init)
 }

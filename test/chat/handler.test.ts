@@ -428,6 +428,145 @@ describe('chat endpoint over local agents', () => {
     expect(() => createChatHandler({} as never)).toThrow(/exactly one of agent/)
   })
 
+  it('refuses a null message part (naming it) and a chat id that is not valid %-encoding with a 400', async () => {
+    const handler = createChatHandler({ agent: (id) => createAgent({ model: scriptedModel([textResponse('ok')]), id, logger: quiet }) })
+    const post = (body: unknown) => handler(new Request(API, { method: 'POST', body: JSON.stringify(body) }))
+    const userPart = await post({ id: 'a', messages: [{ id: 'u', role: 'user', parts: [null, { type: 'text', text: 'hi' }] }] })
+    expect(userPart.status).toBe(400)
+    expect(await userPart.json()).toMatchObject({ error: { code: 'CHAT_BAD_REQUEST', message: expect.stringContaining('messages[0].parts[0]') } })
+    const answerPart = await post({
+      id: 'b',
+      messages: [
+        { id: 'u', role: 'user', parts: [] },
+        { id: 'm', role: 'assistant', parts: [{ type: 'step-start' }, null] },
+      ],
+    })
+    expect(answerPart.status).toBe(400)
+    expect(await answerPart.json()).toMatchObject({ error: { code: 'CHAT_BAD_REQUEST', message: expect.stringContaining('messages[1].parts[1]') } })
+    for (const request of [new Request(`${API}/%E0%A4%A/stop`, { method: 'POST' }), new Request(`${API}/%ZZ/messages`), new Request(`${API}/%/stream`)]) {
+      const response = await handler(request)
+      expect(response.status).toBe(400)
+      expect(await response.json()).toMatchObject({ error: { code: 'CHAT_BAD_REQUEST', message: expect.stringContaining('chat id') } })
+    }
+  })
+
+  it('the same message POSTed twice at once (a double submit) is sent once, and both responses show its turn', async () => {
+    const model = scriptedModel([textResponse('Only once.'), textResponse('A second turn.')])
+    const chats = agents((id) => createAgent({ model, id, logger: quiet }))
+    const handler = createChatHandler({ agent: chats.lookup, keepAliveMs: 0 })
+    const body = JSON.stringify({ id: 'c14', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] })
+    const post = () => handler(new Request(API, { method: 'POST', body }))
+    const texts = await Promise.all((await Promise.all([post(), post()])).map((r) => r.text()))
+    const agent = chats.get('c14')
+    await agent.whenIdle()
+    expect(typesOf(agent, 'user/message').map((e) => (e.data as { id: string }).id)).toEqual(['u1'])
+    expect(typesOf(agent, 'turn/start')).toHaveLength(1)
+    expect(model.requests).toHaveLength(1)
+    for (const text of texts) {
+      expect(streamedText(text)).toBe('Only once.')
+      expect(text).toContain('"type":"finish","finishReason":"stop"')
+    }
+  })
+
+  it('the same approval answer POSTed twice at once is applied once: the first response continues the turn, the second finds it answered', async () => {
+    const ran: string[] = []
+    const tracked = defineTool({
+      name: 'echo',
+      description: 'say it back',
+      input: z.object({ text: z.string() }),
+      execute: ({ text }) => (ran.push(text), text),
+    })
+    const model = scriptedModel([toolCallResponse([{ id: 'call-1', name: 'echo', arguments: '{"text":"x"}' }]), textResponse('Done.')])
+    const chats = agents((id) => {
+      const agent = createAgent({ model, id, tools: [tracked], approvals: true, logger: quiet })
+      agent.on('tools/pre-execute', () => ({ kind: 'ask', reason: 'a person decides' }))
+      return agent
+    })
+    const handler = createChatHandler({ agent: chats.lookup, keepAliveMs: 0 })
+    const user = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'echo x' }] }
+    const post = (messages: unknown[]) => handler(new Request(API, { method: 'POST', body: JSON.stringify({ id: 'c15', messages }) }))
+    await (await post([user])).text()
+    const approved = { type: 'tool-echo', toolCallId: 'call-1', state: 'approval-responded', approval: { id: 'call-1', approved: true } }
+    const answer = [user, { id: 'msg-3', role: 'assistant', parts: [approved] }]
+    const responses = await Promise.all([post(answer), post(answer)])
+    expect(responses.map((r) => r.status)).toEqual([200, 200])
+    const texts = await Promise.all(responses.map((r) => r.text()))
+    const agent = chats.get('c15')
+    await agent.whenIdle()
+    expect(texts[0]).toContain('"type":"tool-output-available"')
+    // what a reload that posts the answer again gets: nothing waits for it, nothing to continue
+    expect(texts[1]).toBe('data: {"type":"start"}\n\ndata: {"type":"finish","finishReason":"other"}\n\ndata: [DONE]\n\n')
+    expect(typesOf(agent, 'tool/approval-answer')).toHaveLength(1)
+    expect(ran).toEqual(['x'])
+  })
+
+  it('TL-18: several answers for one call in one message: the first applies, the rest are ignored, and the response shows the first', async () => {
+    const ran: string[] = []
+    const tracked = defineTool({
+      name: 'echo',
+      description: 'say it back',
+      input: z.object({ text: z.string() }),
+      execute: ({ text }) => (ran.push(text), text),
+    })
+    const chats = agents((id) => {
+      const model = scriptedModel([toolCallResponse([{ id: 'call-1', name: 'echo', arguments: '{"text":"x"}' }]), textResponse('Done.')])
+      const agent = createAgent({ model, id, tools: [tracked], approvals: true, logger: quiet })
+      agent.on('tools/pre-execute', () => ({ kind: 'ask', reason: 'a person decides' }))
+      return agent
+    })
+    const handler = createChatHandler({ agent: chats.lookup, keepAliveMs: 0 })
+    const part = (approved: boolean) => ({ type: 'tool-echo', toolCallId: 'call-1', state: 'approval-responded', approval: { id: 'call-1', approved } })
+    const cases = [
+      { chatId: 'c16', parts: [part(true), part(true)], shown: 'tool-output-available', decision: 'approve', ran: ['x'] },
+      { chatId: 'c17', parts: [part(true), part(false)], shown: 'tool-output-available', decision: 'approve', ran: ['x', 'x'] },
+      { chatId: 'c18', parts: [part(false), part(true)], shown: 'tool-output-denied', decision: 'deny', ran: ['x', 'x'] },
+    ]
+    for (const { chatId, parts, shown, decision, ran: expected } of cases) {
+      const user = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'echo x' }] }
+      const post = (messages: unknown[]) => handler(new Request(API, { method: 'POST', body: JSON.stringify({ id: chatId, messages }) }))
+      await (await post([user])).text()
+      const response = await post([user, { id: 'msg-3', role: 'assistant', parts }])
+      expect(response.status).toBe(200)
+      expect(await response.text()).toContain(`"type":"${shown}"`)
+      const agent = chats.get(chatId)
+      await agent.whenIdle()
+      expect(typesOf(agent, 'tool/approval-answer').map((e) => e.data)).toMatchObject([{ callId: 'call-1', decision }])
+      expect(ran).toEqual(expected)
+      expect(typesOf(agent, 'turn/end').map((e) => (e.data as { reason: { kind: string } }).reason.kind)).toEqual(['completed'])
+    }
+  })
+
+  it('cancelOnDisconnect: a client that left before its response was built (during an async agent lookup) still cancels the turn', async () => {
+    const held = gate()
+    const model = scriptedModel([(request) => heldStream(textResponse('A long answer.'), 1, held, request.signal)])
+    let agent: Agent | undefined
+    const opened = gate()
+    const handler = createChatHandler({
+      // an app that opens the chat's agent asynchronously (from a store, say)
+      agent: async (id) => {
+        await opened.wait(new AbortController().signal)
+        return (agent ??= createAgent({ model, id, logger: quiet }))
+      },
+      cancelOnDisconnect: true,
+      keepAliveMs: 0,
+    })
+    const tab = new AbortController()
+    const body = JSON.stringify({ id: 'c19', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] })
+    const pending = handler(new Request(API, { method: 'POST', body, signal: tab.signal }))
+    tab.abort() // the tab closes while the agent is being opened
+    opened.open()
+    const response = await pending
+    try {
+      await until(() => agent !== undefined && typesOf(agent, 'turn/end').length > 0, 'the turn to end without its client')
+    } finally {
+      held.open()
+    }
+    await agent!.whenIdle()
+    expect(typesOf(agent!, 'turn/end').map((e) => (e.data as { reason: { kind: string } }).reason.kind)).toEqual(['aborted'])
+    expect(model.requests).toHaveLength(1)
+    expect(await response.text()).not.toContain('A long answer.')
+  })
+
   it('uses the chat id as the session id, so the transport body and the log agree', async () => {
     const model = scriptedModel([textResponse('ok')])
     const chats = agents((id) => createAgent({ model, id, logger: quiet }))
@@ -447,6 +586,15 @@ describe('chat endpoint over local agents', () => {
 })
 
 const chatMessagesOf = (agent: Agent) => chatMessages(agent.session.events) as unknown as UIMessage[]
+
+/** The text a raw UI message stream streamed. */
+const streamedText = (raw: string) =>
+  raw
+    .split('\n\n')
+    .filter((f) => f.startsWith('data: {'))
+    .map((f) => JSON.parse(f.slice(6)) as UIMessageChunk)
+    .map((c) => (c.type === 'text-delta' ? c.delta : ''))
+    .join('')
 
 function textOfBlocks(content: readonly { type: string; text?: string }[]): string {
   return content.map((b) => (b.type === 'text' ? b.text : '')).join('')

@@ -40,6 +40,33 @@ describe('chat endpoint over createSessionClient', () => {
     await client.close()
   })
 
+  it('the same message POSTed twice at once, before the driver reads its mail, is sent once, and both responses show its turn', async () => {
+    const store = memoryStore()
+    const model = scriptedModel([textResponse('Only once.'), textResponse('A second turn.')])
+    const client = createSessionClient({ store })
+    await client.create('c3')
+    const handler = createChatHandler({ client, keepAliveMs: 0 })
+    const body = JSON.stringify({ id: 'c3', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] })
+    const post = () => handler(new Request('http://chat.test/api/chat', { method: 'POST', body }))
+    const responses = await Promise.all([post(), post()])
+    // the driver picks up its mail only now (a worker that polls): the log showed neither request the message
+    const agent = await createAgent({ store, sessionId: 'c3', model, logger: quiet })
+    const texts = await Promise.all(responses.map((r) => r.text()))
+    await agent.whenIdle()
+    expect(typesOf(agent, 'user/message').map((e) => (e.data as { id: string }).id)).toEqual(['u1'])
+    expect(typesOf(agent, 'turn/start')).toHaveLength(1)
+    const streamed = (raw: string) =>
+      raw
+        .split('\n\n')
+        .filter((frame) => frame.startsWith('data: {'))
+        .map((frame) => JSON.parse(frame.slice(6)) as { type: string; delta?: string })
+        .map((chunk) => (chunk.type === 'text-delta' ? chunk.delta : ''))
+        .join('')
+    expect(texts.map(streamed)).toEqual(['Only once.', 'Only once.'])
+    await agent.dispose()
+    await client.close()
+  })
+
   it('TL-18: an approval answered in the page reaches the driver through the mailbox; Stop then aborts the turn', async () => {
     const store = memoryStore()
     const held = gate()
