@@ -122,7 +122,7 @@ describe('package', () => {
       ajv: { optional: true },
       '@opentelemetry/api': { optional: true },
     })
-    expect(Object.keys(pkg.dependencies).sort()).toEqual(['@xstate/graph', 'elkjs', 'rxjs', 'xstate'])
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(['@xstate/graph', 'elkjs', 'eventsource-parser', 'rxjs', 'xstate'])
     const loaded = new Set([
       ...runtimePackages('src/index.ts'),
       ...runtimePackages('src/testing/index.ts'),

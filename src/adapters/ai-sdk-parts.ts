@@ -21,6 +21,8 @@ interface Block {
   name: string | undefined
   metadata: ProviderRecord | undefined
   closed: boolean
+  /** A tool call's `tool-input-end` arrived: its input awaits the `tool-call` part. */
+  inputEnded: boolean
 }
 
 /** Merges provider metadata one level deep: later fields win within each provider. */
@@ -43,6 +45,8 @@ export class PartNormalizer {
   /** Open blocks by kind and the part's own id (ids may be reused once a block ends). */
   readonly #open = new Map<string, Block>()
   readonly #callIds = new Set<string>()
+  /** Keys of closed tool calls and of the ids their `tool-call` parts named: a late input part for one opens no second call. */
+  readonly #called = new Set<string>()
   /** Tool inputs a provider executes itself: neither streamed nor run here. */
   readonly #providerExecuted = new Set<string>()
   readonly #response: Record<string, unknown> = {}
@@ -102,7 +106,7 @@ export class PartNormalizer {
         break
       }
       case 'tool-input-delta': {
-        if (this.#providerExecuted.has(id)) break
+        if (this.#providerExecuted.has(id) || this.#late(id)) break
         const block = this.#block('tool-call', id, out)
         const delta = text(peek(part, 'delta')) ?? ''
         block.text += delta
@@ -110,17 +114,20 @@ export class PartNormalizer {
         break
       }
       case 'tool-input-end': {
-        if (this.#providerExecuted.has(id)) break
+        if (this.#providerExecuted.has(id) || this.#late(id)) break
         const block = this.#block('tool-call', id, out)
         block.metadata = mergeMetadata(block.metadata, metadata)
+        block.inputEnded = true
         break
       }
       case 'tool-call': {
         const callId = text(peek(part, 'toolCallId')) ?? ''
         if (peek(part, 'providerExecuted') === true || this.#providerExecuted.has(callId)) break
-        const block = this.#block('tool-call', callId, out)
-        block.metadata = mergeMetadata(block.metadata, metadata)
         const name = text(peek(part, 'toolName'))
+        // a call whose id no streamed input has completes the earliest ended input of its tool, keeping the id that input streamed
+        const block = this.#open.get(`tool-call:${callId}`) ?? this.#endedInput(name) ?? this.#block('tool-call', callId, out)
+        this.#called.add(`tool-call:${callId}`)
+        block.metadata = mergeMetadata(block.metadata, metadata)
         if (name !== undefined) block.name = name
         const raw = peek(part, 'input')
         // the call's input is authoritative (streamed deltas may be text-encoded or missing); the spec makes it
@@ -202,13 +209,33 @@ export class PartNormalizer {
     return { response, ...(hasBlocks ? { blocks: this.#blocks.map((b) => b.metadata ?? null) } : {}) }
   }
 
+  /** Whether a tool input part comes after the `tool-call` that completed its call (and no new input reopened the id). */
+  #late(id: string): boolean {
+    const key = `tool-call:${id}`
+    return !this.#open.has(key) && this.#called.has(key)
+  }
+
+  /** The earliest open tool call whose input ended, of the tool `name` (either name unknown matches). */
+  #endedInput(name: string | undefined): Block | undefined {
+    return this.#blocks.find((b) => b.kind === 'tool-call' && !b.closed && b.inputEnded && (name === undefined || b.name === undefined || b.name === name))
+  }
+
   /** The open block of `kind` for a part id, opened (with block-start) when there is none or `fresh` asks for one. */
   #block(kind: Kind, id: string, out: StreamChunk[], fresh = false): Block {
     const key = `${kind}:${id}`
     const known = this.#open.get(key)
     if (known !== undefined && !fresh) return known
     if (known !== undefined) this.#close(known, out)
-    const block: Block = { index: this.#blocks.length, kind, text: '', callId: undefined, name: undefined, metadata: undefined, closed: false }
+    const block: Block = {
+      index: this.#blocks.length,
+      kind,
+      text: '',
+      callId: undefined,
+      name: undefined,
+      metadata: undefined,
+      closed: false,
+      inputEnded: false,
+    }
     if (kind === 'tool-call') {
       // Decision 8: a call whose id an earlier call of this response has gets the next free `<id>#<k>`
       block.callId = uniqueCallId(id !== '' ? id : `call-${block.index}`, this.#callIds)
@@ -223,7 +250,11 @@ export class PartNormalizer {
   #close(block: Block, out: StreamChunk[]): void {
     if (block.closed) return
     block.closed = true
-    for (const [key, open] of this.#open) if (open === block) this.#open.delete(key)
+    for (const [key, open] of this.#open) {
+      if (open !== block) continue
+      this.#open.delete(key)
+      if (block.kind === 'tool-call') this.#called.add(key)
+    }
     let content: ContentBlock
     if (block.kind === 'tool-call') content = { type: 'tool-call', id: block.callId ?? `call-${block.index}`, name: block.name ?? '', arguments: block.text }
     else if (block.kind === 'image')
@@ -246,6 +277,7 @@ export class PartNormalizer {
       name: undefined,
       metadata: mergeMetadata(undefined, metadata),
       closed: true,
+      inputEnded: false,
     }
     this.#blocks.push(block)
     out.push({ type: 'block-start', index: block.index, blockType: 'image' })

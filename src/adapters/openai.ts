@@ -14,7 +14,9 @@ import type {
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions'
 import type { CompletionUsage } from 'openai/resources/completions'
+import { EventSourceParserStream } from 'eventsource-parser/stream'
 import { ConfigError } from '../errors.js'
+import { describeValue, isRecordLike, peek } from '../values/foreign.js'
 import type { RequestOptions } from '../request/options.js'
 import type {
   AssistantMessage,
@@ -259,23 +261,27 @@ async function* streamChat(request: ModelRequest, context: StreamContext): Async
   // a provider may echo the credential it was sent in any part of its error: nothing reported keeps it
   const fail = (thrown: unknown) => withoutCredentials(toLlmError(thrown, { sdk, provider: context.provider, signal, hasKey, requestId }), redact)
   try {
-    let iterator: AsyncIterator<ChatCompletionChunk>
+    if (signal.aborted) throw abortError(signal) // while the client was set up
+    let response: Response
     try {
-      const { data, request_id } = await client.chat.completions
+      response = await client.chat.completions
         .create(body, { signal: linked.signal, ...(context.maxRetries !== undefined ? { maxRetries: context.maxRetries } : {}) })
-        .withResponse()
-      requestId = request_id ?? undefined
-      iterator = data[Symbol.asyncIterator]()
+        .asResponse()
     } catch (thrown) {
       throw fail(thrown)
     }
+    requestId = response.headers.get('x-request-id') ?? undefined
+    if (response.body === null) {
+      throw new LlmError({ message: `${context.provider}: the response has no body`, code: 'INVALID_RESPONSE', requestId })
+    }
+    const events = chatEvents(response.body, sdk, response.headers)
     const state = new ChunkNormalizer()
     let exhausted = false
     try {
       for (;;) {
-        let step: IteratorResult<ChatCompletionChunk>
+        let step: IteratorResult<unknown>
         try {
-          step = await iterator.next()
+          step = await events.next()
         } catch (thrown) {
           exhausted = true
           throw fail(thrown)
@@ -284,13 +290,17 @@ async function* streamChat(request: ModelRequest, context: StreamContext): Async
           exhausted = true
           break
         }
-        // the SDK ends an aborted SSE stream silently (and may still hand out decoded events): check ourselves
+        // events decoded before an abort may still come: check ourselves
         if (signal.aborted) break
+        const malformed = malformation(step.value)
+        if (malformed !== undefined) {
+          throw new LlmError({ message: `${context.provider}: malformed stream data: ${malformed}`, code: 'MALFORMED_RESPONSE', requestId })
+        }
         // yields stay outside the catch above: a consumer's throw() is not a provider failure
-        yield* state.accept(step.value)
+        yield* state.accept(step.value as ChatCompletionChunk)
       }
     } finally {
-      if (!exhausted) await iterator.return?.()
+      if (!exhausted) await events.return(undefined)
     }
     if (signal.aborted) throw abortError(signal)
     yield* state.finish(requestId)
@@ -480,6 +490,51 @@ function imageUrl(block: ImageBlock): string | undefined {
 
 // ---- stream ---------------------------------------------------------------
 
+/**
+ * The parsed data of a chat-completions SSE body, up to `data: [DONE]`: a
+ * server may keep the connection open after it, so reading stops there and the
+ * body is let go. An `error` object is thrown as the SDK's APIError (as the
+ * SDK's own stream does), unparseable data as its SyntaxError.
+ */
+async function* chatEvents(body: ReadableStream<Uint8Array>, sdk: Sdk, headers: Headers): AsyncGenerator<unknown, void> {
+  const reader = body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader()
+  let ended = false
+  try {
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) {
+        ended = true
+        return
+      }
+      if (value.data.startsWith('[DONE]')) return
+      const parsed: unknown = JSON.parse(value.data)
+      const error = peek(parsed, 'error')
+      if (error) throw new sdk.APIError(undefined, error, undefined, headers)
+      yield parsed
+    }
+  } finally {
+    // a stream left before its end (at [DONE], or on a throw) lets the connection go
+    if (!ended) await reader.cancel().catch(() => {})
+    reader.releaseLock()
+  }
+}
+
+/** What makes parsed stream data unusable: a chunk, choice or tool call that is not an object; undefined when nothing does. */
+function malformation(chunk: unknown): string | undefined {
+  const notObject = (path: string, value: unknown) => `${path} is ${describeValue(value)}, not an object`
+  if (!isRecordLike(chunk)) return notObject('a chunk', chunk)
+  if (!Array.isArray(chunk.choices)) return undefined
+  for (const [i, choice] of (chunk.choices as unknown[]).entries()) {
+    if (!isRecordLike(choice)) return notObject(`choices[${i}]`, choice)
+    const calls = peek(choice.delta, 'tool_calls')
+    if (!Array.isArray(calls)) continue
+    for (const [j, call] of (calls as unknown[]).entries()) {
+      if (!isRecordLike(call)) return notObject(`choices[${i}].delta.tool_calls[${j}]`, call)
+    }
+  }
+  return undefined
+}
+
 type BlockKind = 'text' | 'reasoning' | 'tool-call'
 
 interface OpenBlock {
@@ -501,14 +556,18 @@ interface UsageExtensions {
 
 /**
  * Turns chat-completion chunks into StreamChunks: one block per kind (reasoning,
- * text) and per tool-call index, numbered in first-seen order; `block-end`s,
- * `usage` and `finish` come at the end, when every block is complete.
+ * text) and per tool call (by its index, or by its id when a provider sends no
+ * index), numbered in first-seen order; `block-end`s, `usage` and `finish` come
+ * at the end, when every block is complete.
  */
 class ChunkNormalizer {
   readonly #blocks: OpenBlock[] = []
   readonly #byKey = new Map<string, OpenBlock>()
   /** Call ids given out in this response, so that no two calls share one (Decision 8). */
   readonly #callIds = new Set<string>()
+  /** The block keys of calls sent without an index, by the id they started with, and the last one started. */
+  readonly #unindexed = new Map<string, string>()
+  #lastUnindexed: string | undefined
   #usage: CompletionUsage | undefined
   #finishReason: string | undefined;
 
@@ -525,11 +584,7 @@ class ChunkNormalizer {
     const refusal = nonEmpty(delta.refusal)
     if (refusal !== undefined) yield* this.#text('text', refusal)
     const calls = Array.isArray(delta.tool_calls) ? delta.tool_calls : []
-    for (let position = 0; position < calls.length; position++) {
-      const call = calls[position]
-      // a provider that omits the index is taken to number calls by position
-      yield* this.#toolCall(Number.isInteger(call.index) ? call.index : position, call)
-    }
+    for (const call of calls) yield* this.#toolCall(this.#slotOf(call), call)
     if (typeof choice.finish_reason === 'string' && choice.finish_reason.length > 0) this.#finishReason = choice.finish_reason
   }
 
@@ -572,8 +627,22 @@ class ChunkNormalizer {
     yield { type: kind === 'text' ? 'text-delta' : 'reasoning-delta', index: block.index, text }
   }
 
-  *#toolCall(slot: number, call: ChatCompletionChunk.Choice.Delta.ToolCall): Generator<StreamChunk> {
-    const block = yield* this.#open(`tool:${slot}`, 'tool-call')
+  /** The block key of a tool-call delta. */
+  #slotOf(call: ChatCompletionChunk.Choice.Delta.ToolCall): string {
+    if (Number.isInteger(call.index)) return `tool:${call.index}`
+    // no index (the wire format always sends one): an id not seen yet starts a call, a delta without one continues the last call
+    const id = nonEmpty(call.id)
+    let key = id !== undefined ? this.#unindexed.get(id) : this.#lastUnindexed
+    if (key === undefined) {
+      key = `tool-unindexed:${this.#blocks.length}` // the index of the block it opens, so unique
+      if (id !== undefined) this.#unindexed.set(id, key)
+    }
+    this.#lastUnindexed = key
+    return key
+  }
+
+  *#toolCall(key: string, call: ChatCompletionChunk.Choice.Delta.ToolCall): Generator<StreamChunk> {
+    const block = yield* this.#open(key, 'tool-call')
     let id = nonEmpty(call.id)
     const name = nonEmpty(call.function?.name)
     const argumentsDelta = typeof call.function?.arguments === 'string' ? call.function.arguments : ''
@@ -675,7 +744,7 @@ function abortError(signal: AbortSignal, cause?: unknown): LlmError {
  */
 function toLlmError(thrown: unknown, context: FailureContext): LlmError {
   const { provider, signal, hasKey } = context
-  const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, OpenAIError } = context.sdk
+  const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = context.sdk
   if (thrown instanceof LlmError) return thrown
   if (signal.aborted || thrown instanceof APIUserAbortError || isAbortError(thrown)) return abortError(signal, thrown)
   const base = { requestId: context.requestId }
@@ -703,9 +772,7 @@ function toLlmError(thrown: unknown, context: FailureContext): LlmError {
   if (isNetworkError(thrown)) {
     return new LlmError({ ...base, message: say(toLlmFailure(thrown).message), code: 'TRANSPORT' }, thrown)
   }
-  const message = toLlmFailure(thrown).message
-  const code = thrown instanceof OpenAIError && /no body/i.test(message) ? 'INVALID_RESPONSE' : 'UNKNOWN'
-  return new LlmError({ ...base, message: say(message), code }, thrown)
+  return new LlmError({ ...base, message: say(toLlmFailure(thrown).message), code: 'UNKNOWN' }, thrown)
 }
 
 function statusCode(status: number | undefined, text: string, hasKey: boolean): string {

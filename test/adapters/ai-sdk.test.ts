@@ -161,6 +161,48 @@ describe('aiSdkModel (MockLanguageModelV3): the stream', () => {
     ])
   })
 
+  it('a tool-call naming another id than the ended input it follows completes that input: one call, late input parts open none', async () => {
+    const input = (id: string, text: string) => [
+      { type: 'tool-input-start', id, toolName: 'echo' },
+      { type: 'tool-input-delta', id, delta: `{"text":"${text}"}` },
+      { type: 'tool-input-end', id },
+    ]
+    const model = mock([
+      ...input('input-1', 'a'),
+      { type: 'tool-call', toolCallId: 'call-1', toolName: 'echo', input: '{"text":"a"}' },
+      { type: 'tool-input-delta', id: 'input-1', delta: 'late' },
+      { type: 'tool-input-end', id: 'call-1' },
+      // parallel calls: each tool-call takes the earliest ended input of its tool
+      ...input('input-2', 'b'),
+      ...input('input-3', 'c'),
+      { type: 'tool-call', toolCallId: 'call-2', toolName: 'echo', input: '{"text":"b"}' },
+      { type: 'tool-call', toolCallId: 'call-3', toolName: 'echo', input: '{"text":"c"}' },
+      finish('tool-calls'),
+    ])
+    const chunks = await run(aiSdkModel(model))
+    expect(chunks.filter((c) => c.type === 'block-start')).toHaveLength(3)
+    expect(assemble(chunks).toolCalls).toEqual([
+      { type: 'tool-call', id: 'input-1', name: 'echo', arguments: '{"text":"a"}' },
+      { type: 'tool-call', id: 'input-2', name: 'echo', arguments: '{"text":"b"}' },
+      { type: 'tool-call', id: 'input-3', name: 'echo', arguments: '{"text":"c"}' },
+    ])
+
+    // a call of another tool, or one whose input has not ended, does not take that input
+    const other = mock([
+      { type: 'tool-input-start', id: 'in-1', toolName: 'search' },
+      { type: 'tool-input-end', id: 'in-1' },
+      { type: 'tool-input-start', id: 'in-2', toolName: 'echo' },
+      { type: 'tool-call', toolCallId: 'call-1', toolName: 'echo', input: '{}' },
+      { type: 'tool-input-delta', id: 'in-2', delta: '{}' },
+      finish('tool-calls'),
+    ])
+    expect(assemble(await run(aiSdkModel(other))).toolCalls.map((c) => [c.id, c.name])).toEqual([
+      ['in-1', 'search'],
+      ['in-2', 'echo'],
+      ['call-1', 'echo'],
+    ])
+  })
+
   it('provider-executed tool calls and their results are not content the loop runs', async () => {
     const model = mock([
       { type: 'tool-input-start', id: 'ws', toolName: 'web_search', providerExecuted: true },
@@ -486,6 +528,29 @@ describe('aiSdkModel: an agent over the mock model', () => {
         },
         { role: 'tool', content: [{ type: 'tool-result', toolCallId: 't1', toolName: 'add', output: { type: 'text', value: '5' } }] },
       ])
+    } finally {
+      await agent.dispose()
+    }
+  })
+
+  it('a streamed tool call whose tool-call part names another id runs once', async () => {
+    const model = mock(
+      [
+        { type: 'tool-input-start', id: 'input-1', toolName: 'echo' },
+        { type: 'tool-input-delta', id: 'input-1', delta: '{"text":"charge card"}' },
+        { type: 'tool-input-end', id: 'input-1' },
+        { type: 'tool-call', toolCallId: 'call-1', toolName: 'echo', input: '{"text":"charge card"}' },
+        finish('tool-calls'),
+      ],
+      [...textParts('t', 'done'), finish('stop')],
+    )
+    const ran: string[] = []
+    const echo = defineTool({ name: 'echo', description: 'echoes', input: z.object({ text: z.string() }), execute: ({ text }) => (ran.push(text), text) })
+    const agent = createAgent({ model: aiSdkModel(model), tools: [echo], logger: { error: () => {} } })
+    try {
+      expect((await agent.run('go')).text).toBe('done')
+      expect(ran).toEqual(['charge card'])
+      expect(checkSessionInvariants(agent.session.events)).toEqual([])
     } finally {
       await agent.dispose()
     }

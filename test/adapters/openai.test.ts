@@ -19,7 +19,8 @@ import { checkSessionInvariants } from '../../src/testing/index.js'
 
 /** How the server answers one request. */
 type Reply =
-  | { kind: 'sse'; events: readonly unknown[]; done?: boolean; hang?: boolean; headers?: Record<string, string> }
+  // `hang` keeps the response open after the events, `hold` after the events and `[DONE]`
+  | { kind: 'sse'; events: readonly unknown[]; done?: boolean; hang?: boolean; hold?: boolean; headers?: Record<string, string> }
   | { kind: 'status'; status: number; body: unknown; headers?: Record<string, string> }
   | { kind: 'stall' } // never sends headers (until the client leaves or the cap ends it)
 
@@ -74,6 +75,7 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
         for (const event of next.events) res.write(`data: ${JSON.stringify(event)}\n\n`)
         if (next.hang) return
         if (next.done !== false) res.write('data: [DONE]\n\n')
+        if (next.hold) return
         res.end()
     }
   })
@@ -541,6 +543,61 @@ describe('openaiModel: stream normalization', () => {
     reply(sse(delta({ content: 'a' }), { error: { message: 'overloaded', type: 'server_error' } }))
     expect(failureOf(await run(model()))).toMatchObject({ kind: 'error', code: 'SERVER', message: 'openai: overloaded' })
   })
+
+  it('a server that keeps the connection open after [DONE]: the stream ends at [DONE] and lets the connection go', async () => {
+    reply({ kind: 'sse', events: [delta({ content: 'hi' }, 'stop'), usageChunk({ prompt_tokens: 1, completion_tokens: 1 })], hold: true })
+    const guard = new AbortController()
+    const timer = setTimeout(() => guard.abort(), 2_000) // a hang fails the test as finish{aborted} instead of timing it out
+    try {
+      expect(await run(model(), request({ signal: guard.signal }))).toEqual([
+        { type: 'block-start', index: 0, blockType: 'text' },
+        { type: 'text-delta', index: 0, text: 'hi' },
+        { type: 'block-end', index: 0, block: { type: 'text', text: 'hi' } },
+        { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } },
+        { type: 'finish', reason: { kind: 'stop' } },
+      ])
+    } finally {
+      clearTimeout(timer)
+    }
+    await expect.poll(() => closed.length, { timeout: 2_000 }).toBe(1)
+  })
+
+  it('tool-call deltas without an index: a new id starts a new call, a delta without an id continues the last one', async () => {
+    const call = (fields: Record<string, unknown>) => delta({ tool_calls: [fields] })
+    reply(
+      sse(
+        call({ id: 'A', type: 'function', function: { name: 'f', arguments: '{"a":' } }),
+        call({ function: { arguments: '1}' } }),
+        call({ id: 'B', type: 'function', function: { name: 'g', arguments: '{"b":2}' } }),
+        call({ id: 'A', function: { arguments: '' } }), // an id already seen names its call again
+        finishChunk('tool_calls'),
+      ),
+    )
+    const result = assemble(await run(model()))
+    expect(result.toolCalls).toEqual([
+      { type: 'tool-call', id: 'A', name: 'f', arguments: '{"a":1}' },
+      { type: 'tool-call', id: 'B', name: 'g', arguments: '{"b":2}' },
+    ])
+  })
+
+  it.each([
+    ['a null chunk', null, 'a chunk is null'],
+    ['a null choice', { ...meta, choices: [null] }, 'choices[0] is null'],
+    ['a null tool call', delta({ tool_calls: [null] }), 'choices[0].delta.tool_calls[0] is null'],
+    [
+      'a tool call that is a number',
+      delta({ tool_calls: [{ index: 0, id: 'c', function: { name: 'f', arguments: '{}' } }, 7] }),
+      'choices[0].delta.tool_calls[1] is 7',
+    ],
+  ])('%s → MALFORMED_RESPONSE naming what was wrong', async (_label, chunk, what) => {
+    reply(sse(chunk, delta({ content: 'hi' }, 'stop')))
+    expect(failureOf(await run(model()))).toEqual({
+      kind: 'error',
+      code: 'MALFORMED_RESPONSE',
+      message: `openai: malformed stream data: ${what}, not an object`,
+      requestId: 'req-1',
+    })
+  })
 })
 
 describe('openaiModel: failures', () => {
@@ -692,6 +749,26 @@ describe('openaiModel: abort', () => {
     const before = received.length
     expect(failureOf(await run(model(), request({ signal: controller.signal })))).toMatchObject({ kind: 'aborted' })
     expect(received).toHaveLength(before)
+  })
+
+  it('an abort while the client is being set up sends nothing and ends ABORTED at once', async () => {
+    const adapter = model()
+    const abortedAtOnce = async (when: string) => {
+      const before = received.length
+      reply({ kind: 'stall' }) // what a request sent anyway would get
+      const controller = new AbortController()
+      const chunks = normalizeStream(adapter, request({ signal: controller.signal }))
+      const first = chunks[Symbol.asyncIterator]().next()
+      controller.abort() // the stream now awaits connect()
+      const outcome = await Promise.race([first, new Promise((resolve) => setTimeout(() => resolve('still pending after 1 s'), 1_000))])
+      expect(outcome, when).toMatchObject({ value: { type: 'finish', reason: { kind: 'aborted', failure: { code: 'ABORTED' } } } })
+      expect(received, when).toHaveLength(before)
+      replies.length = 0
+    }
+    await abortedAtOnce('the first request, while the client is built')
+    reply(sse(delta({ content: 'warm' }, 'stop')))
+    await run(adapter)
+    await abortedAtOnce('a later request, with the client ready')
   })
 
   it('requests sharing one signal leave no listeners behind on it', async () => {
