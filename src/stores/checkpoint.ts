@@ -117,7 +117,7 @@ export function factsOf(session: Session): ResumeFacts {
 }
 
 /** The session's checkpoint as JSON text, or undefined while a turn is open. */
-export function takeCheckpoint(session: Session): { length: number; text: string } | undefined {
+export function takeCheckpoint(session: Session): { length: number; text: string; nodes: number } | undefined {
   const facts = factsOf(session)
   if (facts.openTurn || session.length === 0) return undefined
   const last = session.at(session.length - 1)!
@@ -132,7 +132,7 @@ export function takeCheckpoint(session: Session): { length: number; text: string
     facts,
   }
   const checkpoint: Checkpoint = { ...body, digest: hash(JSON.stringify(body)) }
-  return { length: session.length, text: JSON.stringify(checkpoint) }
+  return { length: session.length, text: JSON.stringify(checkpoint), nodes: body.surface.length }
 }
 
 /** Where a stored checkpoint's tail starts, read by a store before it reads the tail; undefined for a malformed value. */

@@ -79,6 +79,8 @@ export class SessionWriter implements SessionSink, Durability {
   #checkpoint: CheckpointText | null = null
   /** The length the last checkpoint taken covers. */
   #checkpointed = 0
+  /** The history nodes the last checkpoint covered (what the next one will cost, about). */
+  #checkpointNodes = 0
   /** The end of the latest turn pushed: the log before it may leave memory once it is committed. */
   #safe = 0
   /** Called before committed events leave memory, so whoever indexes the log reads them first (settable after construction). */
@@ -189,12 +191,15 @@ export class SessionWriter implements SessionSink, Durability {
 
   /**
    * A turn's end, or a compaction: what came before may leave memory once committed, and a checkpoint is taken
-   * when CHECKPOINT_EVERY events came since the last one, or the history was compacted. Why not at every turn:
-   * a checkpoint costs a pass over the history; an open validates at most that many events of tail instead.
+   * when CHECKPOINT_EVERY events came since the last one, and at least as many as the history had nodes then, or
+   * the history was compacted. Why spaced so: a checkpoint costs a pass over the history, so its cost per event
+   * stays constant however long an uncompacted history grows; an open validates that much tail instead, about
+   * what deriving that history costs it anyway.
    */
   #safePoint(event: SessionEvent): void {
     if (event.type === 'turn/end') this.#safe = event.seq + 1
-    if (event.type === 'compaction/completed' || event.seq + 1 - this.#checkpointed >= CHECKPOINT_EVERY) this.#takeCheckpoint()
+    const due = Math.max(CHECKPOINT_EVERY, this.#checkpointNodes)
+    if (event.type === 'compaction/completed' || event.seq + 1 - this.#checkpointed >= due) this.#takeCheckpoint()
   }
 
   /** The session's derived state, to be committed with the batch that reaches it (none while a turn is open). */
@@ -204,6 +209,7 @@ export class SessionWriter implements SessionSink, Durability {
       if (taken === undefined) return
       this.#checkpoint = taken
       this.#checkpointed = taken.length
+      this.#checkpointNodes = taken.nodes
       this.#safe = Math.max(this.#safe, taken.length)
     } catch (error) {
       this.#options.logger?.error(`agentchart: no checkpoint for session ${this.#session.id} at seq ${this.#session.length - 1}`, error)

@@ -291,6 +291,39 @@ describe('a failed commit', () => {
   })
 })
 
+describe('checkpoints over a long history', () => {
+  it('RS-8: checkpoints are spaced by at least as many events as the history has nodes, so their pass over it costs the same per event at any length', async () => {
+    const store = memoryStore()
+    const taken: Array<{ length: number; nodes: number }> = []
+    // the store's handle, seen from outside: every checkpoint committed with a batch
+    const watched = Object.create(store, {
+      open: {
+        value: async (id: string, options: unknown) => {
+          const handle = await store.open(id, options as never)
+          return Object.create(handle, {
+            append: {
+              value: (batch: readonly SessionEvent[], checkpoint?: { length: number; text: string }) => {
+                if (checkpoint) taken.push({ length: checkpoint.length, nodes: (JSON.parse(checkpoint.text) as { surface: number[] }).surface.length })
+                return handle.append(batch, checkpoint as never)
+              },
+            },
+          })
+        },
+      },
+    }) as typeof store
+    const turns = 400
+    const agent = await createAgent({
+      model: scriptedModel(Array.from({ length: turns }, (_, i) => textResponse(`answer ${i}`))),
+      store: watched,
+      sessionId: 'long',
+    })
+    for (let i = 0; i < turns; i++) await agent.run(`question ${i}`)
+    await agent.dispose()
+    expect(taken.at(-1)!.nodes).toBeGreaterThan(600)
+    for (let k = 1; k < taken.length; k++) expect(taken[k].length - taken[k - 1].length).toBeGreaterThanOrEqual(Math.max(256, taken[k - 1].nodes))
+  }, 60_000)
+})
+
 describe('createAgent over a store', () => {
   it('returns a promise with a store and stays synchronous without one', async () => {
     const plainAgent = createAgent({ model: scriptedModel([]) })
