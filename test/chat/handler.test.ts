@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { chatMessages, createChatHandler } from '../../src/chat/index.js'
-import { createAgent, defineTool, type Agent, type ModelRequest } from '../../src/index.js'
+import { createAgent, defineTool, type Agent, type ModelAdapter, type ModelRequest } from '../../src/index.js'
 import { sqliteStore } from '../../src/stores/index.js'
 import { checkSessionInvariants, errorResponse, reasoningResponse, scriptedModel, textResponse, toolCallResponse } from '../../src/testing/index.js'
 import { API, chatFor, gate, heldStream, logged, textOf, transportFor, typesOf, until } from './helpers.js'
@@ -33,6 +33,23 @@ function agents(make: (chatId: string) => Agent) {
     },
     get: (chatId: string) => made.get(chatId)!,
   }
+}
+
+/** One agent per chat whose echo tool asks a person before it runs; `ran` lists what it echoed. */
+function askingEcho(modelFor: () => ModelAdapter) {
+  const ran: string[] = []
+  const tracked = defineTool({
+    name: 'echo',
+    description: 'say it back',
+    input: z.object({ text: z.string() }),
+    execute: ({ text }) => (ran.push(text), text),
+  })
+  const chats = agents((id) => {
+    const agent = createAgent({ model: modelFor(), id, tools: [tracked], approvals: true, logger: quiet })
+    agent.on('tools/pre-execute', () => ({ kind: 'ask', reason: 'a person decides' }))
+    return agent
+  })
+  return { ran, chats }
 }
 
 const userText = (request: ModelRequest) =>
@@ -387,19 +404,8 @@ describe('chat endpoint over local agents', () => {
   })
 
   it('TL-18: Stop while a call awaits approval ends the turn aborted and the call never runs', async () => {
-    const ran: string[] = []
-    const tracked = defineTool({
-      name: 'echo',
-      description: 'say it back',
-      input: z.object({ text: z.string() }),
-      execute: ({ text }) => (ran.push(text), text),
-    })
     const model = scriptedModel([toolCallResponse([{ id: 'call-1', name: 'echo', arguments: '{"text":"x"}' }]), textResponse('never')])
-    const chats = agents((id) => {
-      const agent = createAgent({ model, id, tools: [tracked], approvals: true, logger: quiet })
-      agent.on('tools/pre-execute', () => ({ kind: 'ask', reason: 'a person decides' }))
-      return agent
-    })
+    const { ran, chats } = askingEcho(() => model)
     const handler = createChatHandler({ agent: chats.lookup })
     const chat = chatFor(handler, 'c13')
     await chat.sendMessage({ text: 'echo x' })
@@ -469,19 +475,8 @@ describe('chat endpoint over local agents', () => {
   })
 
   it('the same approval answer POSTed twice at once is applied once: the first response continues the turn, the second finds it answered', async () => {
-    const ran: string[] = []
-    const tracked = defineTool({
-      name: 'echo',
-      description: 'say it back',
-      input: z.object({ text: z.string() }),
-      execute: ({ text }) => (ran.push(text), text),
-    })
     const model = scriptedModel([toolCallResponse([{ id: 'call-1', name: 'echo', arguments: '{"text":"x"}' }]), textResponse('Done.')])
-    const chats = agents((id) => {
-      const agent = createAgent({ model, id, tools: [tracked], approvals: true, logger: quiet })
-      agent.on('tools/pre-execute', () => ({ kind: 'ask', reason: 'a person decides' }))
-      return agent
-    })
+    const { ran, chats } = askingEcho(() => model)
     const handler = createChatHandler({ agent: chats.lookup, keepAliveMs: 0 })
     const user = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'echo x' }] }
     const post = (messages: unknown[]) => handler(new Request(API, { method: 'POST', body: JSON.stringify({ id: 'c15', messages }) }))
@@ -501,19 +496,9 @@ describe('chat endpoint over local agents', () => {
   })
 
   it('TL-18: several answers for one call in one message: the first applies, the rest are ignored, and the response shows the first', async () => {
-    const ran: string[] = []
-    const tracked = defineTool({
-      name: 'echo',
-      description: 'say it back',
-      input: z.object({ text: z.string() }),
-      execute: ({ text }) => (ran.push(text), text),
-    })
-    const chats = agents((id) => {
-      const model = scriptedModel([toolCallResponse([{ id: 'call-1', name: 'echo', arguments: '{"text":"x"}' }]), textResponse('Done.')])
-      const agent = createAgent({ model, id, tools: [tracked], approvals: true, logger: quiet })
-      agent.on('tools/pre-execute', () => ({ kind: 'ask', reason: 'a person decides' }))
-      return agent
-    })
+    const { ran, chats } = askingEcho(() =>
+      scriptedModel([toolCallResponse([{ id: 'call-1', name: 'echo', arguments: '{"text":"x"}' }]), textResponse('Done.')]),
+    )
     const handler = createChatHandler({ agent: chats.lookup, keepAliveMs: 0 })
     const part = (approved: boolean) => ({ type: 'tool-echo', toolCallId: 'call-1', state: 'approval-responded', approval: { id: 'call-1', approved } })
     const cases = [
