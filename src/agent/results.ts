@@ -223,9 +223,17 @@ export class LogIndex {
       result.object = parsed as T
       return
     }
-    const outcome = checked.check(parsed)
+    let outcome: ReturnType<typeof checked.check>
+    try {
+      outcome = checked.check(parsed)
+    } catch (error) {
+      result.objectError = `the response schema's check threw: ${(error as Error)?.message ?? String(error)}`
+      return
+    }
     if (outcome instanceof Promise) {
-      result.objectError = 'the response schema has async refinements; check the parsed answer yourself'
+      // an async refinement, or one that threw (zod then retries asynchronously): the result is read synchronously
+      outcome.catch(() => {})
+      result.objectError = 'the response schema cannot be checked synchronously (an async refinement, or one that threw); check the parsed answer yourself'
       return
     }
     if (outcome.ok) result.object = outcome.value as T

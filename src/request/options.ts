@@ -70,8 +70,10 @@ function checkConfig(where: string, value: unknown, partialRoute: boolean): void
  */
 export function toLoggedConfig(value: unknown, schemas: OutputSchemas, where: string, partialRoute = false): LlmCallConfig {
   if (!isRecordLike(value)) throw new ConfigError(`${where} must be an object`, { path: where })
+  // an option given as undefined is an option not given, as it is for a TypeScript caller
+  const given = Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined))
   const candidate =
-    'responseFormat' in value ? { ...value, responseFormat: normalizeResponseFormat(value.responseFormat, schemas, `${where}.responseFormat`) } : value
+    'responseFormat' in given ? { ...given, responseFormat: normalizeResponseFormat(given.responseFormat, schemas, `${where}.responseFormat`) } : given
   // the copy is what is checked and logged, so a getter is read once; a value JSON cannot hold is named by the schema first
   let config: unknown
   try {

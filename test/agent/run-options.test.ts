@@ -25,6 +25,36 @@ const echo = defineTool({ name: 'echo', description: 'echoes', input: z.object({
 const callEcho = (id: string) => toolCallResponse([{ id, name: 'echo', arguments: '{}' }])
 
 describe('per-turn request options', () => {
+  it('RQ-2: a response schema whose refinement throws gives the turn an objectError, and nothing rejects unhandled', async () => {
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown) => unhandled.push(reason)
+    process.on('unhandledRejection', onUnhandled)
+    try {
+      const schema = z.object({ a: z.number() }).refine(() => {
+        throw new Error('boom in refine')
+      })
+      const agent = track(createAgent({ model: scriptedModel([textResponse('{"a":1}')]), logger: quiet }))
+      const result = await agent.run('as JSON', { request: { responseFormat: schema } })
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      expect(result.end).toEqual({ kind: 'completed' })
+      expect(result.object).toBeUndefined()
+      expect(result.objectError).toMatch(/cannot be checked synchronously/)
+      expect(unhandled).toEqual([])
+    } finally {
+      process.off('unhandledRejection', onUnhandled)
+    }
+  })
+
+  it('RQ-2: a request option given as undefined is an option not given', async () => {
+    const model = scriptedModel([textResponse('ok')])
+    const agent = track(createAgent({ model, logger: quiet, request: { temperature: undefined } }))
+    const result = await agent.run('plain', { request: { responseFormat: undefined, maxTokens: undefined } })
+    expect(result.end).toEqual({ kind: 'completed' })
+    expect(model.requests[0].config).not.toHaveProperty('responseFormat')
+    expect(model.requests[0].config).not.toHaveProperty('temperature')
+    expect(checkSessionInvariants(agent.session.events)).toEqual([])
+  })
+
   it('RQ-2: a structured turn, then a plain turn: the second is plain and its request has no responseFormat', async () => {
     const model = scriptedModel([textResponse('{"order":"A-17","status":"shipped"}'), textResponse('It shipped yesterday.')])
     const agent = track(createAgent({ model, logger: quiet }))
