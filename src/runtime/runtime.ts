@@ -715,6 +715,7 @@ export class Runtime {
 
   #append(effect: AppendEffect): void {
     const { session } = this.options
+    let event: SessionEvent
     try {
       const { surfaceOp, citeKeys, time } = effect
       const sources = citeKeys ? this.#cited(citeKeys) : effect.sourceEventSeqs
@@ -728,14 +729,20 @@ export class Runtime {
         intent = full
       }
       // through the session object, so a wrapped or failing store is honoured
-      const event = session.append(effect.eventType, effect.data as never, intent) as SessionEvent
-      if (effect.key) this.#keys.set(effect.key, event.seq)
-      this.#interrupted?.see(event)
-      this.options.onAppend?.(event)
-      if (event.type === 'agent/inbox/spliced') this.lists = applySplice(this.lists, event.data)
+      event = session.append(effect.eventType, effect.data as never, intent)
     } catch (error) {
       this.#refusal = { effect, error, skipped: [], unstarted: [] }
+      return
     }
+    if (effect.key) this.#keys.set(effect.key, event.seq)
+    this.#interrupted?.see(event)
+    // the event is logged: a follower's fault is reported, never taken for a refused append
+    try {
+      this.options.onAppend?.(event)
+    } catch (error) {
+      this.hooks.logger.error(`agentchart: following the logged ${event.type} failed`, error)
+    }
+    if (event.type === 'agent/inbox/spliced') this.lists = applySplice(this.lists, event.data)
   }
 
   /** The seqs the keys of an append's citations name, in order; keys never logged are left out. */
