@@ -139,17 +139,22 @@ function childSessionId(parentSessionId: string, callId: string): string {
 }
 
 /**
- * The ids a call's children may have in `store`, oldest first: the call id's own, then `~2`, `~3`... for each later
- * call that reused the call id (models that number their calls per turn do). Why: every delegation starts a fresh
+ * The logs of a call's children in `store`, oldest first, and the id of the next: the call id's own, then `~2`,
+ * `~3`... for each later call that reused the call id (models that number their calls per response do). Why: every delegation starts a fresh
  * child; a reused id must not resume another call's conversation.
  */
-async function storedChildIds(store: SessionStore, parentSessionId: string, callId: string): Promise<{ ids: string[]; next: string }> {
+async function storedChildren(
+  store: SessionStore,
+  parentSessionId: string,
+  callId: string,
+): Promise<{ stored: { id: string; events: readonly unknown[] }[]; next: string }> {
   const base = childSessionId(parentSessionId, callId)
-  const ids: string[] = []
+  const stored: { id: string; events: readonly unknown[] }[] = []
   for (let n = 1; ; n++) {
     const id = n === 1 ? base : `${base}~${n}`
-    if ((await store.load(id)) === undefined) return { ids, next: id }
-    ids.push(id)
+    const events = await store.load(id)
+    if (events === undefined) return { stored, next: id }
+    stored.push({ id, events })
   }
 }
 
@@ -184,12 +189,11 @@ async function openForRepair(call: InterruptedCall, childId: string): Promise<Ag
  * `interrupted`, RS-4) and the call keeps the catalogue's unknown outcome (RS-5), naming the child either way.
  */
 async function recoverChild(call: InterruptedCall): Promise<{ content: string; isError: boolean; meta?: unknown } | null> {
-  const { ids } = await storedChildIds(call.store, call.sessionId, call.callId)
+  const { stored } = await storedChildren(call.store, call.sessionId, call.callId)
   // the newest child whose prompt names this call and its step (a later step may reuse the call id)
-  for (const childId of ids.reverse()) {
-    const stored = await call.store.load(childId)
-    const turn = stored && promptTurn(stored, call)
-    if (turn != null) return closeFromChild(call, childId, turn)
+  for (const { id, events } of stored.reverse()) {
+    const turn = promptTurn(events, call)
+    if (turn !== null) return closeFromChild(call, id, turn, events)
   }
   return null // the child never reached the store: nothing is known of it
 }
@@ -208,13 +212,18 @@ function promptTurn(events: readonly unknown[], call: InterruptedCall): number |
 }
 
 /** The call's result from its child's log, repairing the child first when its turn is still open. */
-async function closeFromChild(call: InterruptedCall, childId: string, turn: number): Promise<{ content: string; isError: boolean; meta?: unknown } | null> {
+async function closeFromChild(
+  call: InterruptedCall,
+  childId: string,
+  turn: number,
+  events: readonly unknown[],
+): Promise<{ content: string; isError: boolean; meta?: unknown } | null> {
   const endOf = (events: readonly unknown[] | undefined) =>
     events?.find((e): e is { type: 'turn/end'; seq: number } => {
       const event = e as { type?: string; data?: { turn?: number } }
       return event.type === 'turn/end' && event.data?.turn === turn
     })
-  let stored = await call.store.load(childId)
+  let stored: readonly unknown[] | undefined = events
   if (!endOf(stored)) {
     // the child's turn is still open in its log: repair it now, as opening it anywhere would
     const child = await openForRepair(call, childId)
@@ -322,7 +331,7 @@ async function spawn(options: AgentOptions | StoredAgentOptions, parent: Agent, 
   const own = nestedTelemetry(withInspector, parent, callId)
   const store = own.store ?? (own.session === undefined ? parent.store : undefined)
   if (store === undefined) return createAgent(own as AgentOptions)
-  const sessionId = own.sessionId ?? (await storedChildIds(store, parent.sessionId, callId)).next
+  const sessionId = own.sessionId ?? (await storedChildren(store, parent.sessionId, callId)).next
   return createAgent({ ...(own as StoredAgentOptions), store, sessionId })
 }
 
