@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto'
 import { InboxError } from '../errors.js'
 import { describeValue, isArrayLike } from '../values/foreign.js'
 import { deepFreeze, toLoggedJson } from '../session/lossless.js'
-import { UserMessageSchema, type ContentBlock, type UserMessage } from '../session/schemas.js'
+import { InboxMessageSchema, type ContentBlock, type UserMessage } from '../session/schemas.js'
 
 export type UserSource = UserMessage['source']
 
@@ -37,7 +37,7 @@ export function toInboxMessage(input: unknown): UserMessage {
   if (typeof input === 'string') return userMessage(input)
   // what is checked and logged is read once: a frozen lossless message is kept, anything else (getters, a proxy) copied
   const message = toLoggedJson(input, 'message') // throws LosslessJsonError naming the path
-  const parsed = UserMessageSchema.safeParse(message)
+  const parsed = InboxMessageSchema.safeParse(message)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
     const path = ['message', ...issue.path].join('.')

@@ -54,6 +54,23 @@ export const UserMessageSchema = z
     source: z.discriminatedUnion('kind', [UserSourceSchema, PluginSourceSchema, ToolSourceSchema]),
   })
   .strict()
+/**
+ * A message someone hands the inbox (a send, a pre-step's entries, a tool's additional contexts): a user
+ * message as the log keeps it, less what only the loop writes. Tool calls are the model's and tool results
+ * the tools'; one sent by hand answers no call, and a provider refuses every later request that carries it.
+ */
+export const InboxMessageSchema = UserMessageSchema.extend({
+  content: z.array(
+    ContentBlockSchema.refine((block) => block.type !== 'tool-call' && block.type !== 'tool-result', {
+      message: 'a tool-call or tool-result block is written by the loop, not sent: an inbox message holds text, reasoning and image blocks',
+      path: ['type'],
+    }),
+  ),
+  source: z.discriminatedUnion('kind', [UserSourceSchema, PluginSourceSchema, ToolSourceSchema]).refine((source) => source.kind !== 'tool', {
+    message: "a tool source is the loop's own (tool results): send with a user or plugin source",
+    path: ['kind'],
+  }),
+})
 export const AssistantMessageSchema = z
   .object({ id: nonEmpty, role: z.literal('assistant'), content: z.array(ContentBlockSchema), source: ModelSourceSchema })
   .strict()

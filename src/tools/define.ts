@@ -5,7 +5,7 @@ import { ConfigError } from '../errors.js'
 import { describeThrown, describeValue, fieldsOf, isArrayLike, isRecordLike, peek } from '../values/foreign.js'
 import { describeIssues, toCheckedSchema, type CheckedSchema, type CheckResult, type InferSchema, type SchemaInput } from '../request/schema.js'
 import { formatPath, toFrozenJson } from '../session/lossless.js'
-import { ToolSchemaSchema, UserMessageSchema, type ToolSchema, type UserMessage } from '../session/schemas.js'
+import { InboxMessageSchema, ToolSchemaSchema, type ToolSchema, type UserMessage } from '../session/schemas.js'
 import { userMessage } from '../request/messages.js'
 import { redactSecrets } from '../adapters/failure.js'
 import type { Facts, ToolOutcome } from '../machines/types.js'
@@ -227,7 +227,7 @@ export function describeInvalidArgs(name: string, failed: Extract<CheckResult<un
  */
 export function checkedMessage(value: unknown, where: string): UserMessage {
   const copy = toFrozenJson(value, where)
-  const parsed = UserMessageSchema.safeParse(copy)
+  const parsed = InboxMessageSchema.safeParse(copy)
   if (parsed.success) return copy as UserMessage
   const issue = parsed.error.issues[0]
   throw new TypeError(`${where} is not a user message: ${formatPath(where, issue.path)}: ${issue.message}`)
