@@ -20,35 +20,50 @@ export type RequestOptions = Partial<Omit<LlmCallConfig, 'provider' | 'model' | 
 export type RequestConfigInput = Omit<LlmCallConfig, 'responseFormat'> & { responseFormat?: ResponseFormatInput }
 
 /**
- * The checks of the JSON output schemas this agent has seen, by canonical JSON
- * Schema: the turn result validates a structured answer with the one that
- * produced the logged schema.
+ * The checks of the JSON output schemas this agent has seen: a turn's
+ * structured answer is validated with the check of the schema the agent's
+ * last request was made with (the turn's last request made its answer). That
+ * is known in memory only: two zod schemas with one JSON Schema log the same
+ * header (and a header is logged only when it changes), so otherwise the
+ * check is found by the logged schema's canonical JSON, the latest registered.
  */
 export class OutputSchemas {
+  readonly #bySchema = new WeakMap<object, CheckedSchema>()
   readonly #byKey = new Map<string, CheckedSchema>()
+  #last: { schema: Record<string, unknown>; checked: CheckedSchema } | undefined
 
-  register(checked: CheckedSchema): void {
-    this.#byKey.set(canonical(checked.jsonSchema), checked)
+  /** Remember `checked` as the check of `logged`, the JSON Schema object a config now holds. */
+  register(logged: Record<string, unknown>, checked: CheckedSchema): void {
+    this.#bySchema.set(logged, checked)
+    this.#byKey.set(canonical(logged), checked)
   }
 
-  /** The check registered for this logged JSON Schema, if any. */
+  /** A request is made with `config`: an answer to it is checked with its own schema's check. */
+  requested(config: LlmCallConfig): void {
+    const schema = config.responseFormat?.type === 'json' ? config.responseFormat.schema : undefined
+    const checked = schema && this.#bySchema.get(schema)
+    this.#last = schema && checked ? { schema, checked } : undefined
+  }
+
+  /** The check for an answer asked with this logged JSON Schema, if any. */
   lookup(schema: Record<string, unknown>): CheckedSchema | undefined {
-    return this.#byKey.get(canonical(schema))
+    const last = this.#last
+    if (last !== undefined && (last.schema === schema || canonical(last.schema) === canonical(schema))) return last.checked
+    return this.#bySchema.get(schema) ?? this.#byKey.get(canonical(schema))
   }
 }
 
-/** A schema object inside a response format becomes its JSON Schema; its check is remembered. */
-function normalizeResponseFormat(value: unknown, schemas: OutputSchemas, where: string): unknown {
-  const register = (input: unknown, path: string) => {
-    const checked = toCheckedSchema(input, path)
-    schemas.register(checked)
-    return checked.jsonSchema
+/** A schema object inside a response format becomes its JSON Schema; its check is returned, to register once the format is logged. */
+function normalizeResponseFormat(value: unknown, where: string): { format: unknown; checked?: CheckedSchema } {
+  if (isZodV4Schema(value) || isJsonSchemaInput(value)) {
+    const checked = toCheckedSchema(value, where)
+    return { format: { type: 'json', schema: checked.jsonSchema }, checked }
   }
-  if (isZodV4Schema(value) || isJsonSchemaInput(value)) return { type: 'json', schema: register(value, where) }
   if (isRecordLike(value) && value.type === 'json' && (isZodV4Schema(value.schema) || isJsonSchemaInput(value.schema))) {
-    return { ...value, schema: register(value.schema, `${where}.schema`) }
+    const checked = toCheckedSchema(value.schema, `${where}.schema`)
+    return { format: { ...value, schema: checked.jsonSchema }, checked }
   }
-  return value
+  return { format: value }
 }
 
 const PartialRouteConfigSchema = LlmCallConfigSchema.partial({ provider: true, model: true })
@@ -72,8 +87,8 @@ export function toLoggedConfig(value: unknown, schemas: OutputSchemas, where: st
   if (!isRecordLike(value)) throw new ConfigError(`${where} must be an object`, { path: where })
   // an option given as undefined is an option not given, as it is for a TypeScript caller
   const given = Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined))
-  const candidate =
-    'responseFormat' in given ? { ...given, responseFormat: normalizeResponseFormat(given.responseFormat, schemas, `${where}.responseFormat`) } : given
+  const normalized = 'responseFormat' in given ? normalizeResponseFormat(given.responseFormat, `${where}.responseFormat`) : undefined
+  const candidate = normalized ? { ...given, responseFormat: normalized.format } : given
   // the copy is what is checked and logged, so a getter is read once; a value JSON cannot hold is named by the schema first
   let config: unknown
   try {
@@ -83,7 +98,11 @@ export function toLoggedConfig(value: unknown, schemas: OutputSchemas, where: st
     throw error
   }
   checkConfig(where, config, partialRoute)
-  return config as LlmCallConfig
+  const logged = config as LlmCallConfig
+  if (normalized?.checked && logged.responseFormat?.type === 'json' && logged.responseFormat.schema) {
+    schemas.register(logged.responseFormat.schema, normalized.checked)
+  }
+  return logged
 }
 
 /** Provider options of two layers, merged one level deep: the later layer's fields win within each provider. */

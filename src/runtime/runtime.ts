@@ -25,7 +25,7 @@ import type {
   InboxLists,
   ResumeInput,
 } from '../machines/types.js'
-import { deepFreeze, toFrozenJson } from '../session/lossless.js'
+import { deepFreeze, toLoggedJson } from '../session/lossless.js'
 import type { LlmCallConfig, LlmFailure, Message, RequestHeader, SessionEvent, SessionEventType } from '../session/schemas.js'
 import { pendingApprovals } from '../session/approvals.js'
 import { ABANDONED_RESULT } from '../session/vocabulary.js'
@@ -580,9 +580,9 @@ export class Runtime {
     this.#send({ type: 'request.prepared', id, ...records })
   }
 
-  /** The seed as a checked frozen copy: usually the config this runtime prepared last time, which is one already. */
+  /** The seed as checked frozen JSON, its frozen parts kept (a response format's schema stays the object its check is registered under). */
   #frozenSeed(seed: LlmCallConfig): LlmCallConfig {
-    return seed === this.#prepared?.config ? seed : toFrozenJson(seed, 'config')
+    return seed === this.#prepared?.config ? seed : toLoggedJson(seed, 'config')
   }
 
   /** agent/request, then the frozen config, header and route record of the request (RQ-1, RQ-2). */
@@ -604,6 +604,7 @@ export class Runtime {
     const assembly = this.#assembly
     // the adapter's context window is read each time: it is the one part that is not fixed for the runtime's life
     const contextWindow = contextWindowOf(this.options.model)
+    this.options.outputSchemas.requested(config)
     if (this.#prepared?.config === config && this.#preparedFor === assembly && this.#prepared.context.contextWindow === contextWindow) return this.#prepared
     const { system, toolSchemas } = assembly
     const header: RequestHeader = {

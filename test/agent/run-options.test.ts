@@ -45,6 +45,23 @@ describe('per-turn request options', () => {
     }
   })
 
+  it('RQ-2: two queued turns whose schemas share one JSON Schema each check the answer with their own refinement', async () => {
+    const positive = z.object({ x: z.number() }).refine((v) => v.x > 0, 'x must be positive')
+    const negative = z.object({ x: z.number() }).refine((v) => v.x < 0, 'x must be negative')
+    const agent = track(createAgent({ model: scriptedModel([textResponse('{"x":1}'), textResponse('{"x":1}')]), logger: quiet }))
+    // the second run's options are checked (and its schema seen) while the first turn is still to run
+    const [first, second] = await Promise.all([
+      agent.run('one', { request: { responseFormat: positive } }),
+      agent.run('two', { request: { responseFormat: negative } }),
+    ])
+    expect(first).toMatchObject({ object: { x: 1 } })
+    expect(first.objectError).toBeUndefined()
+    expect(second.object).toBeUndefined()
+    expect(second.objectError).toMatch(/x must be negative/)
+    // the log cannot tell them apart: one header serves both turns
+    expect(headers(agent.session.events)).toHaveLength(1)
+  })
+
   it('RQ-2: a request option given as undefined is an option not given', async () => {
     const model = scriptedModel([textResponse('ok')])
     const agent = track(createAgent({ model, logger: quiet, request: { temperature: undefined } }))
