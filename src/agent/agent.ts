@@ -168,7 +168,10 @@ export class Agent {
     this.#unwatch = session.watchObservers(() => runtime.deref()?.refreshFacts())
     this.inbox = new Inbox(
       () => this.#runtime,
-      () => this.#assertLive(),
+      () => {
+        this.#assertLive()
+        if (this.session.publishing) throw new SessionAppendError('cannot edit the inbox while session/event observers are running (SS-11)')
+      },
     )
     this.#index = new LogIndex(session)
     if (durable) durable.writer.beforeTrim = () => this.#index.catchUp()
@@ -373,6 +376,13 @@ export class Agent {
     if (typeof job !== 'function') throw new ConfigError('runMaintenance needs a job function', { path: 'job' })
     this.#start()
     const runtime = this.#runtime
+    // the job must start now (MT-1), and a request from a listener or observer waits behind the running event
+    if (runtime.processing) {
+      throw new AgentStateError(
+        'AGENT_BUSY',
+        'runMaintenance cannot start from inside the agent (a listener or observer it is running): call it once that returns',
+      )
+    }
     const spans = telemetries.get(this)
     runtime.pendingJob = spans ? spans.maintenance(job) : job
     runtime.jobPromise = null

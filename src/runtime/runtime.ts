@@ -245,6 +245,11 @@ export class Runtime {
 
   // ---- the public API's requests -------------------------------------------------------
 
+  /** True while the machine processes an event: a request made now (from a listener or observer) is queued behind it. */
+  get processing(): boolean {
+    return this.#depth > 0
+  }
+
   /** Send an event from the public API; throw what the machine refused while processing it (IN-6, IN-7). */
   dispatch(event: AgentEvent): void {
     if (this.#depth > 0) {

@@ -261,4 +261,41 @@ describe('MT — Maintenance', () => {
     expect(phase(agent)).toBe('idle')
     expect(agent.session.events).toEqual([])
   })
+  it('MT-1: runMaintenance from a listener or observer the agent is running throws AGENT_BUSY at once, and no job is dropped silently', async () => {
+    const busy: unknown[] = []
+    let ran = false
+    const job = async () => {
+      ran = true
+    }
+    // during a turn, from a notification listener
+    const { agent: running } = scriptedAgent([textResponse('x')])
+    running.on('agent/inbox/claimed', () => {
+      try {
+        running.runMaintenance(job)
+      } catch (error) {
+        busy.push(error)
+      }
+    })
+    running.followup('go')
+    await running.whenIdle()
+    // at idle, from a session/event observer of an inject
+    const { agent: idle } = scriptedAgent([])
+    idle.on('session/event', () => {
+      try {
+        idle.runMaintenance(job)
+      } catch (error) {
+        busy.push(error)
+      }
+    })
+    idle.inject('ctx')
+    await tick(10)
+    expect(busy).toHaveLength(2)
+    for (const error of busy) {
+      expect(error).toBeInstanceOf(AgentStateError)
+      expect(error).toMatchObject({ code: 'AGENT_BUSY', message: expect.stringMatching(/from inside the agent/) })
+    }
+    expect(ran).toBe(false)
+    // once the listener has returned, the same agent takes a job
+    await expect(idle.runMaintenance(async () => 'done')).resolves.toBe('done')
+  })
 })

@@ -610,6 +610,28 @@ describe('#8.14 a value with getters is read once where it enters: what is check
     expect(model.requests[0].config.temperature).toBe(0.5)
     expect(() => createSession({ seed: agent.session.events })).not.toThrow()
   })
+  it('SS-11: an inbox edit from a session/event observer is refused like a send, so remove() never says true for a message that is then sent', async () => {
+    const agent = createAgent({ model: scriptedModel([textResponse('x')]), logger: quiet })
+    const refusals: unknown[] = []
+    agent.on('session/event', ({ event }) => {
+      if (event.type !== 'agent/inbox/spliced' || (event.data as { removedCount?: number }).removedCount !== 1) return
+      for (const edit of [() => agent.inbox.remove('p'), () => agent.inbox.clear(), () => agent.inbox.splice('next-turn', 0, 1)]) {
+        try {
+          edit()
+          refusals.push('accepted')
+        } catch (error) {
+          refusals.push((error as { code?: string }).code)
+        }
+      }
+    })
+    agent.followup(userMessage('the prompt', { id: 'p' }))
+    await agent.whenIdle()
+    expect(refusals).toEqual(['SESSION_APPEND_REFUSED', 'SESSION_APPEND_REFUSED', 'SESSION_APPEND_REFUSED'])
+    // the claimed prompt went to the model, and nothing of the refused edits was logged
+    expect(ofType(agent, 'agent/inbox/spliced')).toHaveLength(2)
+    expect(turnEnds(agent)).toEqual([{ kind: 'completed' }])
+    await agent.dispose()
+  })
 })
 
 void userMessage
