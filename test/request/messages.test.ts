@@ -54,7 +54,12 @@ describe('the inbox boundary', () => {
   })
 
   it('TL-12: a tool whose additional context carries a tool-result block ends as an error result, and the ghost is never logged', async () => {
-    const echo = defineTool({ name: 'echo', description: 'echoes', input: z.object({}), execute: () => ({ content: 'ok', additionalContexts: [ghostResult as never] }) })
+    const echo = defineTool({
+      name: 'echo',
+      description: 'echoes',
+      input: z.object({}),
+      execute: () => ({ content: 'ok', additionalContexts: [ghostResult as never] }),
+    })
     const model = scriptedModel([toolCallResponse([{ id: 'c1', name: 'echo', arguments: '{}' }]), textResponse('done')])
     const agent = track(createAgent({ model, tools: [echo], logger: quiet }))
     const result = await agent.run('go')
